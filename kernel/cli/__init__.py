@@ -1,0 +1,1 @@
+"""The ``rill`` command line: one module per command group."""

@@ -1,0 +1,100 @@
+"""Entry point of the ``rill`` command.
+
+Errors are one line on stderr: exit code 2 for bad input (usage, config, plugins, job
+files), 1 for failed runs and operations. ``--debug`` (or ``RILL_DEBUG=1``) shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from kernel import __version__
+from kernel.cli.config_cmd import config_command
+from kernel.cli.plugins_cmd import plugins_command
+from kernel.config import load_raw
+from kernel.errors import RillError
+from kernel.pluginmanager import RillPluginManager
+
+BUILTIN_COMMANDS: dict[str, click.Command] = {
+    command.name: command for command in (plugins_command, config_command)  # type: ignore[misc]
+}
+
+
+class RillGroup(click.Group):
+    """The top-level group: built-in commands plus those plugins register."""
+
+    _plugin_commands: dict[str, click.Command] | None = None
+
+    def plugin_commands(self) -> dict[str, click.Command]:
+        if self._plugin_commands is None:
+            manager = RillPluginManager()
+            manager.load(load_raw().plugin_selection())
+            found: dict[str, click.Command] = {}
+
+            def register(command: click.Command) -> None:
+                if command.name in BUILTIN_COMMANDS or command.name in found:
+                    raise RillError(f"two plugins register the command {command.name!r}")
+                found[command.name] = command  # type: ignore[index]
+
+            manager.hook.register_commands(register=register)
+            self._plugin_commands = found
+        return self._plugin_commands
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*BUILTIN_COMMANDS, *self.plugin_commands()})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return BUILTIN_COMMANDS.get(name) or self.plugin_commands().get(name)
+
+
+@click.group(cls=RillGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
+@click.version_option(__version__, prog_name="rill")
+def cli(debug: bool) -> None:
+    """rill: a stream-processing runtime that works the way Flink's runtime works."""
+    if debug:
+        os.environ["RILL_DEBUG"] = "1"
+
+
+def _debug(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("RILL_DEBUG", "") not in ("", "0")
+
+
+def main(argv: list[str] | None = None) -> Any:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        cli.main(args=argv, prog_name="rill", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("rill: aborted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("rill: interrupted", err=True)
+        sys.exit(130)
+    except RillError as exc:
+        if _debug(argv):
+            traceback.print_exc()
+        click.echo(f"rill: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        if _debug(argv):
+            traceback.print_exc()
+        click.echo(
+            f"rill: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+            err=True,
+        )
+        sys.exit(1)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

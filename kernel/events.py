@@ -1,0 +1,125 @@
+"""The event schema: one tagged union of frozen msgspec Structs.
+
+Rules (the tag is a file format):
+- every event class names a past-tense fact and has an explicit, snake_case ``tag``;
+- a tag is never renamed or reused; a field is never renamed or retyped;
+- every field added later gets a default, so old payloads still decode.
+
+``seq`` (position in the run's sequence) is assigned by the event bus; ``time`` is the
+kernel clock in nanoseconds when the event happened, given by the emitter. The run id is
+carried by the batch and stored with every row of the log.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Iterable
+
+import msgspec
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", gc=False):
+    """Base of every runtime event."""
+
+    seq: int = 0
+    time: int = 0
+
+    #: "default" events are always recorded; "debug" ones only with ``eventlog.level = "debug"``.
+    level: ClassVar[str] = "default"
+
+
+def tag_of(event_type: type[Event]) -> str:
+    return event_type.__struct_config__.tag  # type: ignore[return-value]
+
+
+_SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class EventRegistry:
+    """All event types of a process, by tag, and the decoders of their union."""
+
+    def __init__(self, types: Iterable[type[Event]] = ()) -> None:
+        self._by_tag: dict[str, type[Event]] = {}
+        self._decoders: dict[str, Any] = {}
+        for event_type in types:
+            self.register(event_type)
+
+    def register(self, event_type: type[Event]) -> None:
+        if not (isinstance(event_type, type) and issubclass(event_type, Event)):
+            raise TypeError(f"{event_type!r} is not a subclass of kernel.events.Event")
+        tag = tag_of(event_type)
+        if not isinstance(tag, str) or not _SNAKE.match(tag):
+            raise ValueError(
+                f"event {event_type.__name__} needs an explicit snake_case tag, e.g. "
+                f"class {event_type.__name__}(Event, tag=\"...\")"
+            )
+        existing = self._by_tag.get(tag)
+        if existing is not None and existing is not event_type:
+            raise ValueError(
+                f"event tag {tag!r} is used by both {existing.__qualname__} and {event_type.__qualname__}"
+            )
+        for field in msgspec.structs.fields(event_type):
+            if field.required:
+                raise ValueError(f"field {event_type.__name__}.{field.name} needs a default")
+        self._by_tag[tag] = event_type
+        self._decoders.clear()
+
+    def types(self) -> list[type[Event]]:
+        return [self._by_tag[tag] for tag in sorted(self._by_tag)]
+
+    def by_tag(self, tag: str) -> type[Event]:
+        return self._by_tag[tag]
+
+    def __contains__(self, tag: str) -> bool:
+        return tag in self._by_tag
+
+    def decoder(self, protocol: str = "msgpack") -> Any:
+        """A reusable decoder of the union of all registered events."""
+        if protocol not in self._decoders:
+            union = Any if not self._by_tag else _union(self.types())
+            module = msgspec.msgpack if protocol == "msgpack" else msgspec.json
+            self._decoders[protocol] = module.Decoder(union)
+        return self._decoders[protocol]
+
+
+def _union(types: list[type[Event]]) -> Any:
+    union = types[0]
+    for event_type in types[1:]:
+        union = union | event_type
+    return union
+
+
+# -------------------------------------------------------------------------------------------
+# Kernel events: runs and messaging.
+# -------------------------------------------------------------------------------------------
+
+
+class RunStarted(Event, tag="run_started"):
+    job_name: str = ""
+    clock: str = ""
+    seed: int = 0
+
+
+class RunFinished(Event, tag="run_finished"):
+    status: str = ""
+    reason: str = ""
+
+
+class MessageDropped(Event, tag="message_dropped"):
+    """A message was dropped by injected network conditions."""
+
+    sender: str = ""
+    receiver: str = ""
+    message: str = ""
+
+
+class MessageDelayed(Event, tag="message_delayed"):
+    """A message was delayed by injected network conditions."""
+
+    sender: str = ""
+    receiver: str = ""
+    message: str = ""
+    delay_ms: float = 0.0
+
+
+KERNEL_EVENT_TYPES: tuple[type[Event], ...] = (RunStarted, RunFinished, MessageDropped, MessageDelayed)

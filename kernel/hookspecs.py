@@ -1,0 +1,352 @@
+"""Hook specifications of rill, in the order they fire.
+
+Hooks assemble the system: they are factories, translators, policies and registrations.
+None of them is ever called per record, per mail or per watermark.
+
+Always call hooks with keyword arguments; implementations may accept fewer arguments than
+the spec declares.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pluggy
+
+from kernel import PROJECT
+
+if TYPE_CHECKING:
+    import click
+
+    from kernel.config import Config
+    from kernel.eventbus import EventObserver
+    from kernel.events import Event
+    from kernel.graph.execution import ExecutionGraph
+    from kernel.graph.job import JobGraph
+    from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
+    from kernel.pluginmanager import RillPluginManager
+    from kernel.program import Program
+    from kernel.run import Run
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+
+# -------------------------------------------------------------------------------------------
+# Set-up: plugins register what they bring before any job is compiled.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def add_hookspecs(plugin_manager: RillPluginManager) -> None:
+    """Add new hook specifications from a plugin.
+
+    Called: once per plugin when it is registered (historic, so late plugins see it too).
+
+    :param plugin_manager: the plugin manager; call ``plugin_manager.add_hookspecs(module)``.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def register_config(register: Callable[[type], None]) -> None:
+    """Register configuration sections.
+
+    Called: while the configuration is validated, before ``configure``.
+
+    :param register: call ``register(SectionStruct)`` with a subclass of
+        :class:`kernel.config.Section`. Its fields are full config keys
+        (``msgspec.field(name="my-plugin.threshold")``); keys of a plugin's own settings
+        start with the plugin's name.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def register_event_types(register: Callable[[type[Event]], None]) -> None:
+    """Register event types a plugin emits.
+
+    Called: when the event registry is built (once per process, before a run starts).
+
+    :param register: call ``register(EventStruct)`` with a subclass of
+        :class:`kernel.events.Event`. Its ``tag`` must be unique and is never renamed or reused.
+    :returns: nothing.
+    """
+
+
+@hookspec
+def register_commands(register: Callable[[click.Command], None]) -> None:
+    """Register CLI commands or command groups of the ``rill`` command.
+
+    Called: when the CLI starts, before arguments are parsed.
+
+    :param register: call ``register(command)`` with a :class:`click.Command`.
+    :returns: nothing.
+    """
+
+
+@hookspec(historic=True)
+def configure(config: Config) -> None:
+    """Set up plugin state once the configuration is final.
+
+    Called: once per process after plugins are loaded and the config is validated
+    (historic, so a plugin registered later is configured too). A stateful plugin registers
+    one named object holding its state here.
+
+    :param config: the validated configuration.
+    :returns: nothing.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Graph compilation: Transformations -> StreamGraph -> JobGraph -> ExecutionGraph.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def build_stream_graph(program: Program, config: Config) -> StreamGraph | None:
+    """Translate the program's transformations into a StreamGraph.
+
+    Called: by ``env.execute()``, ``rill plan`` and ``rill run`` once per job.
+    Stops at first non-None result.
+
+    :param program: the job name, transformations (in creation order) and environment settings.
+    :param config: the validated configuration.
+    :returns: the :class:`~kernel.graph.stream.StreamGraph`.
+    """
+
+
+@hookspec
+def allow_chaining(
+    edge: StreamEdge, upstream: StreamNode, downstream: StreamNode, config: Config
+) -> bool | None:
+    """Veto chaining of one StreamGraph edge.
+
+    Called: by the JobGraph translator (and the operator hasher) for every edge that Flink's
+    chaining conditions allow. Every implementation is called; a single ``False`` keeps the
+    edge unchained.
+
+    :param edge: the edge considered for chaining.
+    :param upstream: its source node.
+    :param downstream: its target node.
+    :param config: the validated configuration.
+    :returns: ``False`` to veto, ``True`` or ``None`` to allow.
+    """
+
+
+@hookspec(firstresult=True)
+def build_job_graph(stream_graph: StreamGraph, config: Config) -> JobGraph | None:
+    """Translate a StreamGraph into a JobGraph: operator chains, IDs, slot sharing groups.
+
+    Called: once per job, right after ``build_stream_graph``.
+    Stops at first non-None result.
+
+    :param stream_graph: the StreamGraph.
+    :param config: the validated configuration.
+    :returns: the :class:`~kernel.graph.job.JobGraph`.
+    """
+
+
+@hookspec(firstresult=True)
+def build_execution_graph(job_graph: JobGraph, config: Config) -> ExecutionGraph | None:
+    """Expand a JobGraph into an ExecutionGraph: one ExecutionVertex per subtask,
+    intermediate results and their partitions, consumer wiring.
+
+    Called: by the JobMaster when it starts a job, and by ``rill plan --level execution``.
+    Stops at first non-None result.
+
+    :param job_graph: the JobGraph.
+    :param config: the validated configuration.
+    :returns: the :class:`~kernel.graph.execution.ExecutionGraph`.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Execution backend and runs.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_execution_backend(config: Config) -> Any:
+    """Create the backend that executes compiled jobs (``local``, ``spark``, ...).
+
+    Called: once per run, after the JobGraph is built.
+    Stops at first non-None result.
+
+    :param config: the validated configuration.
+    :returns: an object with ``execute(job_graph, run) -> JobResult``.
+    """
+
+
+@hookspec
+def create_event_observers(run: Run) -> EventObserver | None:
+    """Create an observer of the run's events.
+
+    Called: once per run before its first event. Every implementation is called; each
+    returned observer receives batches of events off the runtime's thread.
+
+    :param run: the run (id, clock, config, plugins).
+    :returns: an :class:`~kernel.eventbus.EventObserver`, or ``None`` for no observer.
+    """
+
+
+@hookspec(firstresult=True)
+def open_event_store(config: Config) -> Any:
+    """Open the store that recorded runs are read back from.
+
+    Called: by readers of the event log (``rill runs``, ``rill sql``, replay).
+    Stops at first non-None result.
+
+    :param config: the validated configuration.
+    :returns: an event store with ``connect()`` giving a read-only SQL connection.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Scheduling: slots, scheduling strategy, restarts and failover.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_scheduling_strategy(
+    execution_graph: ExecutionGraph, scheduler: Any, config: Config
+) -> Any:
+    """Create the strategy deciding which execution vertices are scheduled when.
+
+    Called: by the JobMaster's scheduler once per job (again after a full restart).
+    Stops at first non-None result.
+
+    :param execution_graph: the job's ExecutionGraph (the scheduling topology).
+    :param scheduler: the scheduler operations (``allocate_slots_and_deploy(vertices)``).
+    :param config: the validated configuration.
+    :returns: an object with ``start_scheduling()``, ``restart_tasks(vertices)`` and
+        ``on_partition_consumable(partition)``.
+    """
+
+
+@hookspec(firstresult=True)
+def create_restart_strategy(run: Run) -> Any:
+    """Create the restart back-off strategy (``restart-strategy.type``).
+
+    Called: by the JobMaster's scheduler once per job.
+    Stops at first non-None result.
+
+    :param run: the run (config, clock and seeded RNG for jitter).
+    :returns: an object with ``notify_failure(cause, now)``, ``can_restart()`` and
+        ``backoff_time_ms()``.
+    """
+
+
+@hookspec(firstresult=True)
+def create_failover_strategy(execution_graph: ExecutionGraph, config: Config) -> Any:
+    """Create the failover strategy (``jobmanager.execution.failover-strategy``).
+
+    Called: by the JobMaster's scheduler once per job.
+    Stops at first non-None result.
+
+    :param execution_graph: the job's ExecutionGraph.
+    :param config: the validated configuration.
+    :returns: an object with ``tasks_to_restart(failed_vertex) -> set of vertex ids``.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Mailbox and task execution.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_mailbox_processor(task: Any, run: Run) -> Any:
+    """Create the MailboxProcessor that drives a StreamTask.
+
+    Called: by a TaskExecutor once per deployed task attempt.
+    Stops at first non-None result.
+
+    :param task: the StreamTask; its ``process_input`` is the default action.
+    :param run: the run (clock, loop, config).
+    :returns: a MailboxProcessor with ``run_step()``, ``mailbox``, ``suspend_default_action(timer)``.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Watermarking.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_watermark_generator(strategy: Any, run: Run) -> Any:
+    """Create the watermark generator for a ``WatermarkStrategy``.
+
+    Called: when a source or a timestamps/watermarks operator opens (once per subtask).
+    Stops at first non-None result.
+
+    :param strategy: the user's WatermarkStrategy (out-of-orderness, idleness, alignment).
+    :param run: the run (clock, config).
+    :returns: a generator with ``on_event(event, timestamp, output)`` and ``on_periodic_emit(output)``.
+    """
+
+
+@hookspec(firstresult=True)
+def create_watermark_valve(num_channels: int, run: Run) -> Any:
+    """Create the StatusWatermarkValve of one input gate.
+
+    Called: when a task's input processor is built (once per input gate).
+    Stops at first non-None result.
+
+    :param num_channels: number of input channels of the gate.
+    :param run: the run.
+    :returns: a valve with ``input_watermark(watermark, channel, output)`` and
+        ``input_watermark_status(status, channel, output)``.
+    """
+
+
+@hookspec(firstresult=True)
+def create_watermark_alignment(run: Run) -> Any:
+    """Create the coordinator aligning watermarks across sources (FLIP-182).
+
+    Called: by the JobMaster once per job.
+    Stops at first non-None result.
+
+    :param run: the run.
+    :returns: an alignment coordinator, or ``None`` when sources read unaligned.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Heartbeats.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_heartbeat_manager(
+    owner: Any, listener: Any, role: str, run: Run
+) -> Any:
+    """Create a heartbeat manager for a cluster component.
+
+    Called: by the ResourceManager, JobMaster and TaskExecutor when they start, once per
+    monitored relation (e.g. JobMaster -> TaskExecutors).
+    Stops at first non-None result.
+
+    :param owner: the component owning the manager (its address is the resource id).
+    :param listener: receives ``notify_heartbeat_timeout``, ``notify_target_unreachable``,
+        ``report_payload`` and ``retrieve_payload`` calls.
+    :param role: ``"sender"`` (requests heartbeats every interval) or ``"receiver"`` (answers).
+    :param run: the run (clock, loop, config).
+    :returns: a HeartbeatManager with ``monitor_target``, ``unmonitor_target``,
+        ``request_heartbeat``, ``receive_heartbeat`` and ``stop``.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Tear-down.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def unconfigure(config: Config) -> None:
+    """Release plugin state before the process exits.
+
+    Called: once per process, last.
+
+    :param config: the configuration given to ``configure``.
+    :returns: nothing.
+    """

@@ -1,0 +1,71 @@
+"""A configured kernel: plugins loaded, configuration validated, event types registered."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping
+
+from kernel.config import Config, RawConfig, Section, load_raw, validate
+from kernel.events import KERNEL_EVENT_TYPES, EventRegistry
+from kernel.options import KERNEL_SECTIONS
+from kernel.pluginmanager import RillPluginManager
+
+
+class Session:
+    def __init__(self, plugin_manager: RillPluginManager, config: Config) -> None:
+        self.plugin_manager = plugin_manager
+        self.config = config
+        self.events = EventRegistry(KERNEL_EVENT_TYPES)
+        plugin_manager.hook.register_event_types(register=self.events.register)
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        config_path: str | os.PathLike | None = None,
+        sets: Iterable[str] = (),
+        environ: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike | None = None,
+        plugins: Iterable[Any] = (),
+        entry_points: Iterable[Any] | None = None,
+    ) -> Session:
+        """Load config layers, load the chosen plugins, validate, then ``configure``.
+
+        ``plugins`` are extra plugin objects registered after discovery (tests, embedding).
+        """
+        return cls.from_raw(load_raw(config_path, sets, environ, cwd), plugins, entry_points)
+
+    @classmethod
+    def from_raw(cls, raw: RawConfig, plugins: Iterable[Any] = (), entry_points: Iterable[Any] | None = None) -> Session:
+        manager = RillPluginManager()
+        manager.load(raw.plugin_selection(), entry_points)
+        for plugin in plugins:
+            manager.register(plugin)
+        sections: list[type[Section]] = list(KERNEL_SECTIONS)
+        manager.hook.register_config(register=sections.append)
+        config = validate(raw, sections)
+        session = cls(manager, config)
+        manager.hook.configure.call_historic(kwargs={"config": config})
+        return session
+
+    def with_sets(self, sets: Iterable[str]) -> Session:
+        """A new session with ``key=value`` overrides (e.g. a what-if re-execution)."""
+        return Session.from_raw(self.config.raw.with_sets(sets))
+
+    def selected_plugins(self) -> dict[str, str]:
+        """concern -> plugin name of every loaded plugin (extensions: comma-joined)."""
+        chosen: dict[str, list[str]] = {}
+        for info in self.plugin_manager.infos.values():
+            if info.plugin is not None:
+                chosen.setdefault(info.concern, []).append(info.name)
+        return {concern: ",".join(sorted(names)) for concern, names in sorted(chosen.items())}
+
+    def new_run(self, job_name: str, **kwargs: Any):
+        from kernel.run import Run
+
+        return Run(self, job_name, **kwargs)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.plugin_manager.hook.unconfigure(config=self.config)

@@ -1,0 +1,1 @@
+"""The DuckDB event log: stores every event of every run for replay and SQL."""

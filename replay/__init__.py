@@ -1,0 +1,1 @@
+"""Reading recorded runs back: runs catalogue, SQL, timeline reconstruction, re-execution."""

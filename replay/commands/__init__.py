@@ -1,0 +1,1 @@
+"""CLI commands of the replay package, one module per command group."""

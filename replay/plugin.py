@@ -1,0 +1,14 @@
+"""Plugin ``replay.sql``: the commands that read recorded runs back."""
+
+from __future__ import annotations
+
+from kernel import hookimpl
+
+
+@hookimpl
+def register_commands(register):
+    from replay.commands.runs import runs_command
+    from replay.commands.sql import sql_command
+
+    register(runs_command)
+    register(sql_command)

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import json
+import subprocess
+
+def test_help_lists_builtin_and_plugin_commands(cli):
+    code, out, _ = cli("--help")
+    assert code == 0
+    commands = out.split("Commands:")[1].split()
+    for name in ("config", "plugins", "runs", "sql"):
+        assert name in commands
+
+
+def test_config_prints_values_and_sources(cli, tmp_path):
+    (tmp_path / "rill.toml").write_text('[rill]\nseed = 3\n')
+    code, out, err = cli("config", "--set", "rill.clock=simulated")
+    assert code == 0, err
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+    assert rows["rill.seed"] == ["3", str(tmp_path / "rill.toml")]
+    assert rows["rill.clock"] == ["simulated", "--set"]
+    assert rows["rill.events.flush-interval"] == ["1000", "default"]
+    code, out, _ = cli("config", "--json")
+    data = json.loads(out)
+    assert data["rill.seed"] == {"value": 3, "source": str(tmp_path / "rill.toml")}
+    assert data["plugins.eventlog"] == {"value": "duckdb", "source": "default"}
+
+
+def test_errors_are_one_line_with_exit_code_2(cli):
+    code, out, err = cli("config", "--set", "rill.sead=1")
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert err.startswith("rill: error: unknown config key 'rill.sead' (--set). Did you mean 'rill.seed'?")
+    code, _, err = cli("config", "--set", "plugins.eventlog=sqlite")
+    assert code == 2
+    assert err == "rill: error: plugins.eventlog (--set): unknown plugin 'sqlite'. Valid eventlog plugins: duckdb\n"
+
+
+def test_debug_shows_the_traceback(cli):
+    code, _, err = cli("--debug", "config", "--set", "rill.sead=1")
+    assert code == 2
+    assert "Traceback" in err and err.rstrip().splitlines()[-1].startswith("rill: error: unknown config key")
+
+
+def test_broken_config_file_is_a_clear_error(cli, tmp_path):
+    (tmp_path / "rill.toml").write_text("[rill\n")
+    code, _, err = cli("config")
+    assert code == 2
+    assert err.startswith(f"rill: error: config file '{tmp_path / 'rill.toml'}' is not valid TOML")
+
+
+def test_unknown_command_is_a_usage_error(cli):
+    code, _, err = cli("frobnicate")
+    assert code == 2
+    assert "No such command 'frobnicate'" in err
+
+
+def test_console_script_runs_without_traceback(tmp_path):
+    result = subprocess.run(["rill", "sql", "SELECT 1"], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("rill: error: no event log at ")
+    assert "Traceback" not in result.stderr

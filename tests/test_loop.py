@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from kernel.clock import NS_PER_MS, NS_PER_S, RealtimeClock, SimulatedClock
+from kernel.events import Event
+from kernel.loop import EventLoop
+from kernel.rng import SeededRandom
+from kernel.testing import EventCapture
+
+
+def test_call_soon_is_fifo_and_timers_fire_in_deadline_then_creation_order():
+    clock = SimulatedClock()
+    loop = EventLoop(clock)
+    seen = []
+    loop.call_later(5 * NS_PER_S, lambda: seen.append(("t5a", clock.now())))
+    loop.call_later(2 * NS_PER_S, lambda: seen.append(("t2", clock.now())))
+    loop.call_later(5 * NS_PER_S, lambda: seen.append(("t5b", clock.now())))
+    loop.call_soon(lambda: seen.append(("soon1", clock.now())))
+    loop.call_soon(lambda: seen.append(("soon2", clock.now())))
+    loop.run()
+    assert seen == [
+        ("soon1", 0), ("soon2", 0), ("t2", 2 * NS_PER_S), ("t5a", 5 * NS_PER_S), ("t5b", 5 * NS_PER_S),
+    ]
+
+
+def test_simulated_time_jumps_only_when_nothing_is_ready():
+    clock = SimulatedClock()
+    loop = EventLoop(clock)
+    seen = []
+
+    def chain(n):
+        seen.append((n, clock.now()))
+        if n < 3:
+            loop.call_soon(chain, n + 1)
+
+    loop.call_later(50 * NS_PER_S, lambda: seen.append(("timeout", clock.now())))
+    loop.call_soon(chain, 0)
+    loop.run()
+    assert seen == [(0, 0), (1, 0), (2, 0), (3, 0), ("timeout", 50 * NS_PER_S)]
+
+
+def test_cancelled_timer_does_not_run_and_stop_ends_the_loop():
+    clock = SimulatedClock()
+    loop = EventLoop(clock)
+    seen = []
+    handle = loop.call_later(NS_PER_S, seen.append, "cancelled")
+    handle.cancel()
+    loop.call_later(2 * NS_PER_S, loop.stop)
+    loop.call_later(3 * NS_PER_S, seen.append, "after stop")
+    loop.run()
+    assert seen == []
+    assert clock.now() == 2 * NS_PER_S
+    loop.run()  # the loop can continue
+    assert seen == ["after stop"]
+
+
+def test_realtime_loop_waits_for_its_timer():
+    clock = RealtimeClock()
+    loop = EventLoop(clock)
+    start = clock.now()
+    fired = []
+    loop.call_later(30 * NS_PER_MS, lambda: fired.append(clock.now()))
+    loop.run()
+    assert fired and fired[0] - start >= 30 * NS_PER_MS
+
+
+def test_threadsafe_callback_wakes_a_sleeping_realtime_loop():
+    import threading
+
+    clock = RealtimeClock()
+    loop = EventLoop(clock)
+    seen = []
+    loop.call_later(60 * NS_PER_S, seen.append, "never")
+    threading.Timer(0.05, lambda: loop.call_soon_threadsafe(loop.stop)).start()
+    loop.run()
+    assert seen == []
+
+
+def test_rng_streams_depend_only_on_seed_and_name():
+    a = SeededRandom(7)
+    first = [a.stream("shuffle/Map/0").random() for _ in range(1)]
+    b = SeededRandom(7)
+    b.stream("something-else").random()
+    assert [b.stream("shuffle/Map/0").random()] == first
+    assert SeededRandom(8).stream("shuffle/Map/0").random() != first[0]
+
+
+class Jittered(Event, tag="test_jittered"):
+    n: int = 0
+    value: float = 0.0
+
+
+def simulate(session_factory, seed: int):
+    capture = EventCapture()
+    session = session_factory("rill.clock=simulated", f"rill.seed={seed}", plugins=[capture])
+    session.events.register(Jittered)
+    run = session.new_run("determinism")
+    run.start()
+    rng = run.rng.stream("test")
+
+    def step(n):
+        run.bus.emit(Jittered(time=run.clock.now(), n=n, value=rng.random()))
+        if n < 50:
+            run.loop.call_later(int(rng.uniform(1, 100) * NS_PER_MS), step, n + 1)
+
+    run.loop.call_soon(step, 0)
+    run.loop.run()
+    run.finish("finished")
+    return capture.last.comparable()
+
+
+def test_simulated_runs_with_the_same_seed_give_identical_event_sequences(session_factory):
+    first = simulate(session_factory, 11)
+    second = simulate(session_factory, 11)
+    assert len(first) == 53  # run_started, 51 steps, run_finished
+    assert first == second
+    assert simulate(session_factory, 12) != first
