@@ -24,7 +24,7 @@ KERNEL_CONCERNS: dict[str, Concern] = {
     concern.name: concern
     for concern in (
         Concern("graph", "compiles programs: StreamGraph, JobGraph, ExecutionGraph", "flink", True),
-        Concern("chaining", "policy that may veto operator chaining", "flink"),
+        Concern("chaining", "policy that vetoes operator chaining (none by default)", None),
         Concern("scheduling", "scheduling strategy of the JobMaster", "pipelined-region", True),
         Concern("failover", "restart back-off and failover strategies", "flink", True),
         Concern("mailbox", "MailboxProcessor driving each StreamTask", "default", True),

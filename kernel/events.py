@@ -122,4 +122,61 @@ class MessageDelayed(Event, tag="message_delayed"):
     delay_ms: float = 0.0
 
 
-KERNEL_EVENT_TYPES: tuple[type[Event], ...] = (RunStarted, RunFinished, MessageDropped, MessageDelayed)
+# -------------------------------------------------------------------------------------------
+# Kernel events: compiling a job.
+# -------------------------------------------------------------------------------------------
+
+
+class StreamGraphCompiled(Event, tag="stream_graph_compiled"):
+    job_name: str = ""
+    nodes: int = 0
+    edges: int = 0
+    sources: int = 0
+    sinks: int = 0
+
+
+class JobGraphCompiled(Event, tag="job_graph_compiled"):
+    job_id: str = ""
+    job_name: str = ""
+    vertices: int = 0
+    edges: int = 0
+    operators: int = 0
+    chained_operators: int = 0
+    slot_sharing_groups: int = 0
+
+
+class JobVertexDefined(Event, tag="job_vertex_defined"):
+    """One JobVertex of the compiled job (the job graph can be redrawn from the log)."""
+
+    job_id: str = ""
+    vertex_id: str = ""
+    name: str = ""
+    parallelism: int = 0
+    max_parallelism: int = -1
+    slot_sharing_group: str = ""
+    invokable: str = ""
+    operators: list[str] = []
+    operator_ids: list[str] = []
+
+
+class JobEdgeDefined(Event, tag="job_edge_defined"):
+    job_id: str = ""
+    source_vertex_id: str = ""
+    target_vertex_id: str = ""
+    ship_strategy: str = ""
+    distribution_pattern: str = ""
+    result_type: str = ""
+
+
+class ExecutionGraphCompiled(Event, tag="execution_graph_compiled"):
+    job_id: str = ""
+    job_vertices: int = 0
+    execution_vertices: int = 0
+    intermediate_results: int = 0
+    result_partitions: int = 0
+
+
+KERNEL_EVENT_TYPES: tuple[type[Event], ...] = (
+    RunStarted, RunFinished, MessageDropped, MessageDelayed, StreamGraphCompiled, JobGraphCompiled,
+    JobVertexDefined, JobEdgeDefined, ExecutionGraphCompiled,
+)

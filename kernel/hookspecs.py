@@ -134,7 +134,9 @@ def allow_chaining(
 
 
 @hookspec(firstresult=True)
-def build_job_graph(stream_graph: StreamGraph, config: Config) -> JobGraph | None:
+def build_job_graph(
+    stream_graph: StreamGraph, config: Config, chaining_vetoed: Callable[[StreamEdge, StreamNode, StreamNode], bool]
+) -> JobGraph | None:
     """Translate a StreamGraph into a JobGraph: operator chains, IDs, slot sharing groups.
 
     Called: once per job, right after ``build_stream_graph``.
@@ -142,6 +144,9 @@ def build_job_graph(stream_graph: StreamGraph, config: Config) -> JobGraph | Non
 
     :param stream_graph: the StreamGraph.
     :param config: the validated configuration.
+    :param chaining_vetoed: ``chaining_vetoed(edge, upstream, downstream)`` is True when an
+        ``allow_chaining`` implementation vetoes the edge; the translator must ask it for
+        every edge Flink's conditions would chain (operator IDs depend on it too).
     :returns: the :class:`~kernel.graph.job.JobGraph`.
     """
 

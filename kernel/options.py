@@ -41,4 +41,31 @@ class EventOptions(Section):
             raise ValueError("rill.events.flush-interval must be positive")
 
 
-KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions)
+class CoreOptions(Section):
+    """Flink's CoreOptions / PipelineOptions / ExecutionOptions read when a program is compiled."""
+
+    parallelism: Annotated[int, msgspec.Meta(ge=1, description="default parallelism of operators")] = msgspec.field(
+        name="parallelism.default", default=1
+    )
+    max_parallelism: Annotated[
+        int, msgspec.Meta(ge=-1, le=32768, description="max parallelism (key groups); -1: derived per operator")
+    ] = msgspec.field(name="pipeline.max-parallelism", default=-1)
+    chaining: Annotated[bool, msgspec.Meta(description="chain operators where Flink's conditions allow")] = msgspec.field(
+        name="pipeline.operator-chaining.enabled", default=True
+    )
+    chain_different_max_parallelism: Annotated[
+        bool, msgspec.Meta(description="chain operators whose max parallelism differs")
+    ] = msgspec.field(name="pipeline.operator-chaining.chain-operators-with-different-max-parallelism", default=True)
+    job_name: Annotated[str, msgspec.Meta(description="job name when execute() is given none")] = msgspec.field(
+        name="pipeline.name", default=""
+    )
+    runtime_mode: Annotated[
+        Literal["STREAMING", "BATCH", "AUTOMATIC"], msgspec.Meta(description="execution.runtime-mode")
+    ] = msgspec.field(name="execution.runtime-mode", default="STREAMING")
+
+    def check(self) -> None:
+        if self.max_parallelism == 0:
+            raise ValueError("pipeline.max-parallelism must be -1 (unset) or between 1 and 32768")
+
+
+KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions)

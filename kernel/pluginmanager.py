@@ -148,8 +148,6 @@ class RillPluginManager(pluggy.PluginManager):
                 chosen.update(i.id for i in candidates if i.id not in disabled)
                 continue
             wanted = selection.selected.get(concern.name, concern.default)
-            if wanted is None and len(candidates) == 1:
-                wanted = candidates[0].name
             plugin_id = f"{concern.name}.{wanted}"
             if plugin_id in self.infos and plugin_id not in disabled:
                 chosen.add(plugin_id)

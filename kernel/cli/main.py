@@ -15,13 +15,14 @@ import click
 
 from kernel import __version__
 from kernel.cli.config_cmd import config_command
+from kernel.cli.plan_cmd import plan_command
 from kernel.cli.plugins_cmd import plugins_command
 from kernel.config import load_raw
 from kernel.errors import RillError
 from kernel.pluginmanager import RillPluginManager
 
 BUILTIN_COMMANDS: dict[str, click.Command] = {
-    command.name: command for command in (plugins_command, config_command)  # type: ignore[misc]
+    command.name: command for command in (plugins_command, config_command, plan_command)  # type: ignore[misc]
 }
 
 

@@ -1,0 +1,28 @@
+"""``rill plan``: compile a job file and print one of its graphs."""
+
+from __future__ import annotations
+
+import click
+
+from kernel.cli.common import config_options, open_session
+from kernel.compiler import compile_program
+from kernel.execution import plan_run
+from kernel.graph.render import render
+from kernel.jobfile import load_program
+
+
+@click.command("plan")
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@click.option("--level", type=click.Choice(["stream", "job", "execution"]), default="job", show_default=True,
+              help="Which graph to print.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True,
+              help="text: one line per node; json: Flink's plan JSON (stream level) or REST plan shape; dot: Graphviz.")
+@config_options
+def plan_command(job_file: str, level: str, fmt: str, config_path: str | None, sets: tuple[str, ...]) -> None:
+    """Compile JOB_FILE (up to its env.execute()) and print its StreamGraph, JobGraph or ExecutionGraph."""
+    session = open_session(config_path, sets)
+    program = load_program(job_file, session)
+    job_session = session.with_sets(program.sets()) if program.sets() else session
+    compiled = compile_program(job_session, program)
+    _, execution = plan_run(job_session, compiled)
+    click.echo(render(level, fmt, compiled.stream_graph, compiled.job_graph, execution))

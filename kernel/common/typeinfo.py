@@ -1,0 +1,474 @@
+"""Type information, as PyFlink's ``Types``.
+
+Besides describing a stream's values, a type decides three observable things, as it does in
+PyFlink: how ``from_collection`` converts elements (``to_internal_type``), what a print sink
+writes (``format_print``: Java's ``toString`` of the value, PyFlink's ``+I[a,1]`` for rows,
+Python's ``str`` for untyped values), and the Java ``hashCode`` a key hashes to
+(``java_hash``/``deep_hash``), which decides its key group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import pickle
+from enum import Enum
+from typing import Any
+
+from kernel.common import javavalues as jv
+from kernel.common.types import Row
+
+
+class TypeInformation:
+    """Base of all type information."""
+
+    def to_internal_type(self, obj: Any) -> Any:
+        return obj
+
+    def java_hash(self, value: Any) -> int:
+        """``hashCode()`` of the Java object this type maps the value to."""
+        raise TypeError(f"values of type {self!r} cannot be used as keys")
+
+    def deep_hash(self, value: Any) -> int:
+        """Flink's ``RowUtils.deepHashCodeInternal`` of the Java value (used inside rows)."""
+        if value is None:
+            return 0
+        return 31 + self.java_hash(value)
+
+    def java_string(self, value: Any) -> str:
+        """``toString()`` of the Java object."""
+        return "null" if value is None else str(value)
+
+    def format_print(self, value: Any) -> str:
+        """The line a print sink writes for a value of this type."""
+        return self.java_string(value)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and repr(other) == repr(self)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+
+class BasicType(Enum):
+    STRING = "String"
+    BYTE = "Byte"
+    BOOLEAN = "Boolean"
+    SHORT = "Short"
+    INT = "Integer"
+    LONG = "Long"
+    FLOAT = "Float"
+    DOUBLE = "Double"
+    CHAR = "Char"
+    BIG_INT = "BigInteger"
+    BIG_DEC = "BigDecimal"
+    INSTANT = "Instant"
+
+
+class BasicTypeInfo(TypeInformation):
+    def __init__(self, basic_type: BasicType) -> None:
+        self._basic_type = basic_type
+
+    def java_hash(self, value: Any) -> int:
+        t = self._basic_type
+        if t is BasicType.STRING:
+            return jv.string_hash(str(value))
+        if t in (BasicType.INT, BasicType.SHORT, BasicType.BYTE):
+            return jv.int32(int(value))
+        if t in (BasicType.LONG, BasicType.BIG_INT):
+            return jv.long_hash(int(value))
+        if t is BasicType.BOOLEAN:
+            return 1231 if value else 1237
+        if t is BasicType.DOUBLE:
+            return jv.double_hash(float(value))
+        if t is BasicType.FLOAT:
+            return jv.float_hash(float(value))
+        if t is BasicType.CHAR:
+            return ord(value)
+        return jv.string_hash(str(value))
+
+    def java_string(self, value: Any) -> str:
+        if value is None:
+            return "null"
+        t = self._basic_type
+        if t is BasicType.BOOLEAN:
+            return "true" if value else "false"
+        if t is BasicType.DOUBLE:
+            return jv.double_to_string(float(value))
+        if t is BasicType.FLOAT:
+            return jv.float_to_string(float(value))
+        return str(value)
+
+    def __repr__(self) -> str:
+        return self._basic_type.value
+
+
+class PickledBytesTypeInfo(TypeInformation):
+    """Any Python object (PyFlink pickles it); the default when no type is declared."""
+
+    def java_hash(self, value: Any) -> int:
+        return jv.bytes_hash(pickle.dumps(value))
+
+    def java_string(self, value: Any) -> str:
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        return value if isinstance(value, str) else str(value)
+
+    def __repr__(self) -> str:
+        return "PickledByteArrayTypeInfo"
+
+
+class RowTypeInfo(TypeInformation):
+    def __init__(self, field_types: list[TypeInformation], field_names: list[str] | None = None) -> None:
+        self._field_types = list(field_types)
+        self._field_names = list(field_names) if field_names is not None else None
+        if self._field_names is not None and len(self._field_names) != len(self._field_types):
+            raise ValueError("the number of field names and field types must be equal")
+
+    def get_field_names(self) -> list[str]:
+        return self._field_names or [f"f{i}" for i in range(len(self._field_types))]
+
+    def get_field_index(self, field_name: str) -> int:
+        return self._field_names.index(field_name) if self._field_names and field_name in self._field_names else -1
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self._field_types)
+
+    def to_internal_type(self, obj: Any) -> Any:
+        names = self.get_field_names()
+        if isinstance(obj, Row):
+            if hasattr(obj, "_fields"):
+                values = obj.get_fields_by_names(names)
+            else:
+                values = list(obj)
+            kind = obj.get_row_kind()
+        elif isinstance(obj, dict):
+            values, kind = [obj.get(n) for n in names], None
+        elif isinstance(obj, (tuple, list)):
+            values, kind = list(obj), None
+        elif hasattr(obj, "__dict__"):
+            values, kind = [obj.__dict__.get(n) for n in names], None
+        else:
+            raise ValueError(f"Unexpected row value {obj!r} for {self!r}")
+        if len(values) != len(self._field_types):
+            raise ValueError(f"{obj!r} has {len(values)} fields, {self!r} expects {len(self._field_types)}")
+        row = Row(*(t.to_internal_type(v) for t, v in zip(self._field_types, values)))
+        row.set_field_names(names)
+        if kind is not None:
+            row.set_row_kind(kind)
+        return row
+
+    def java_hash(self, value: Any) -> int:
+        return self.deep_hash(value)
+
+    def deep_hash(self, value: Any) -> int:
+        if value is None:
+            return 0
+        kind = value.get_row_kind().value if isinstance(value, Row) else 0
+        result = kind
+        for field_type, item in zip(self._field_types, value):
+            result = jv.int32(31 * result + field_type.deep_hash(item))
+        return result
+
+    def java_string(self, value: Any) -> str:
+        """Java ``Row.toString``: ``+I[a, 1]``."""
+        if value is None:
+            return "null"
+        kind = value.get_row_kind() if isinstance(value, Row) else "+I"
+        return f"{kind}[{', '.join(t.java_string(v) for t, v in zip(self._field_types, value))}]"
+
+    def format_print(self, value: Any) -> str:
+        """PyFlink formats printed rows itself: ``+I[a,1]`` with Python's ``str`` of fields."""
+        if not isinstance(value, Row):
+            raise TypeError(f"a stream of {self!r} must hold Row values to be printed, got {value!r}")
+        return "{}[{}]".format(value.get_row_kind(), ",".join(str(item) for item in value._values))
+
+    def __repr__(self) -> str:
+        if self._field_names is not None:
+            return "RowTypeInfo(%s)" % ", ".join(f"{n}: {t!r}" for n, t in zip(self._field_names, self._field_types))
+        return "RowTypeInfo(%s)" % ", ".join(repr(t) for t in self._field_types)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RowTypeInfo) and other._field_types == self._field_types
+
+    __hash__ = TypeInformation.__hash__
+
+
+class TupleTypeInfo(TypeInformation):
+    def __init__(self, field_types: list[TypeInformation]) -> None:
+        self._field_types = list(field_types)
+
+    def get_field_types(self) -> list[TypeInformation]:
+        return list(self._field_types)
+
+    def to_internal_type(self, obj: Any) -> Any:
+        values = list(obj)
+        if len(values) != len(self._field_types):
+            raise ValueError(f"{obj!r} has {len(values)} fields, {self!r} expects {len(self._field_types)}")
+        return tuple(t.to_internal_type(v) for t, v in zip(self._field_types, values))
+
+    def java_hash(self, value: Any) -> int:
+        """Flink's ``TupleN.hashCode``: ``31 * h + hash(f_i)`` starting from ``hash(f0)``."""
+        result = 0
+        for i, (field_type, item) in enumerate(zip(self._field_types, value)):
+            h = 0 if item is None else field_type.java_hash(item)
+            result = h if i == 0 else jv.int32(31 * result + h)
+        return result
+
+    def java_string(self, value: Any) -> str:
+        if value is None:
+            return "null"
+        return "(" + ",".join(t.java_string(v) for t, v in zip(self._field_types, value)) + ")"
+
+    def __repr__(self) -> str:
+        return "TupleTypeInfo(%s)" % ", ".join(repr(t) for t in self._field_types)
+
+
+class ListTypeInfo(TypeInformation):
+    def __init__(self, element_type: TypeInformation) -> None:
+        self.elem_type = element_type
+
+    def to_internal_type(self, obj: Any) -> Any:
+        return None if obj is None else [self.elem_type.to_internal_type(v) for v in obj]
+
+    def java_hash(self, value: Any) -> int:
+        h = 1
+        for item in value:
+            h = jv.int32(31 * h + (0 if item is None else self.elem_type.java_hash(item)))
+        return h
+
+    def deep_hash(self, value: Any) -> int:
+        if value is None:
+            return 0
+        h = 1
+        for item in value:
+            h = jv.int32(31 * h + self.elem_type.deep_hash(item))
+        return h
+
+    def java_string(self, value: Any) -> str:
+        if value is None:
+            return "null"
+        return "[" + ", ".join(self.elem_type.java_string(v) for v in value) + "]"
+
+    def __repr__(self) -> str:
+        return f"ListTypeInfo<{self.elem_type!r}>"
+
+
+class BasicArrayTypeInfo(ListTypeInfo):
+    def deep_hash(self, value: Any) -> int:
+        return ListTypeInfo.deep_hash(self, value)
+
+    def __repr__(self) -> str:
+        return f"BasicArrayTypeInfo<{self.elem_type!r}>"
+
+
+class ObjectArrayTypeInfo(ListTypeInfo):
+    def __repr__(self) -> str:
+        return f"ObjectArrayTypeInfo<{self.elem_type!r}>"
+
+
+class PrimitiveArrayTypeInfo(ListTypeInfo):
+    def to_internal_type(self, obj: Any) -> Any:
+        if isinstance(obj, (bytes, bytearray)):
+            return bytes(obj)
+        return ListTypeInfo.to_internal_type(self, obj)
+
+    def java_hash(self, value: Any) -> int:
+        if isinstance(value, bytes):
+            return jv.bytes_hash(value)
+        return ListTypeInfo.java_hash(self, value)
+
+    def deep_hash(self, value: Any) -> int:
+        return 0 if value is None else 31 + self.java_hash(value)
+
+    def __repr__(self) -> str:
+        return f"PrimitiveArrayTypeInfo<{self.elem_type!r}>"
+
+
+class MapTypeInfo(TypeInformation):
+    def __init__(self, key_type_info: TypeInformation, value_type_info: TypeInformation) -> None:
+        self._key_type_info = key_type_info
+        self._value_type_info = value_type_info
+
+    def to_internal_type(self, obj: Any) -> Any:
+        if obj is None:
+            return None
+        return {self._key_type_info.to_internal_type(k): self._value_type_info.to_internal_type(v) for k, v in obj.items()}
+
+    def java_hash(self, value: Any) -> int:
+        h = 0
+        for k, v in value.items():
+            kh = 0 if k is None else self._key_type_info.java_hash(k)
+            vh = 0 if v is None else self._value_type_info.java_hash(v)
+            h = jv.int32(h + (kh ^ vh))
+        return h
+
+    def deep_hash(self, value: Any) -> int:
+        if value is None:
+            return 0
+        h = 1
+        for k, v in value.items():
+            h = jv.int32(h + (self._key_type_info.deep_hash(k) ^ self._value_type_info.deep_hash(v)))
+        return h
+
+    def java_string(self, value: Any) -> str:
+        if value is None:
+            return "null"
+        items = ", ".join(
+            f"{self._key_type_info.java_string(k)}={self._value_type_info.java_string(v)}" for k, v in value.items()
+        )
+        return "{" + items + "}"
+
+    def __repr__(self) -> str:
+        return f"MapTypeInfo<{self._key_type_info!r}, {self._value_type_info!r}>"
+
+
+class SqlTimeTypeInfo(TypeInformation):
+    """SQL_DATE, SQL_TIME, SQL_TIMESTAMP: ``datetime.date``, ``time``, ``datetime`` values."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def java_hash(self, value: Any) -> int:
+        if isinstance(value, datetime.datetime):
+            millis = int(value.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+            return jv.long_hash(millis)
+        return jv.string_hash(str(value))
+
+    def java_string(self, value: Any) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, datetime.datetime):
+            text = value.strftime("%Y-%m-%d %H:%M:%S")
+            nanos = value.microsecond * 1000
+            fraction = f"{nanos:09d}".rstrip("0") or "0"
+            return f"{text}.{fraction}"
+        return str(value)
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+class Types:
+    """Factories of type information (``Types.STRING()``, ``Types.ROW([...])``, ...)."""
+
+    @staticmethod
+    def STRING() -> TypeInformation:
+        return BasicTypeInfo(BasicType.STRING)
+
+    @staticmethod
+    def BYTE() -> TypeInformation:
+        return BasicTypeInfo(BasicType.BYTE)
+
+    @staticmethod
+    def BOOLEAN() -> TypeInformation:
+        return BasicTypeInfo(BasicType.BOOLEAN)
+
+    @staticmethod
+    def SHORT() -> TypeInformation:
+        return BasicTypeInfo(BasicType.SHORT)
+
+    @staticmethod
+    def INT() -> TypeInformation:
+        return BasicTypeInfo(BasicType.INT)
+
+    @staticmethod
+    def LONG() -> TypeInformation:
+        return BasicTypeInfo(BasicType.LONG)
+
+    @staticmethod
+    def FLOAT() -> TypeInformation:
+        return BasicTypeInfo(BasicType.FLOAT)
+
+    @staticmethod
+    def DOUBLE() -> TypeInformation:
+        return BasicTypeInfo(BasicType.DOUBLE)
+
+    @staticmethod
+    def CHAR() -> TypeInformation:
+        return BasicTypeInfo(BasicType.CHAR)
+
+    @staticmethod
+    def BIG_INT() -> TypeInformation:
+        return BasicTypeInfo(BasicType.BIG_INT)
+
+    @staticmethod
+    def BIG_DEC() -> TypeInformation:
+        return BasicTypeInfo(BasicType.BIG_DEC)
+
+    @staticmethod
+    def INSTANT() -> TypeInformation:
+        return BasicTypeInfo(BasicType.INSTANT)
+
+    @staticmethod
+    def SQL_DATE() -> TypeInformation:
+        return SqlTimeTypeInfo("DateTypeInfo")
+
+    @staticmethod
+    def SQL_TIME() -> TypeInformation:
+        return SqlTimeTypeInfo("TimeTypeInfo")
+
+    @staticmethod
+    def SQL_TIMESTAMP() -> TypeInformation:
+        return SqlTimeTypeInfo("TimestampTypeInfo")
+
+    @staticmethod
+    def PICKLED_BYTE_ARRAY() -> TypeInformation:
+        return PickledBytesTypeInfo()
+
+    @staticmethod
+    def ROW(field_types: list[TypeInformation]) -> TypeInformation:
+        return RowTypeInfo(field_types)
+
+    @staticmethod
+    def ROW_NAMED(field_names: list[str], field_types: list[TypeInformation]) -> TypeInformation:
+        return RowTypeInfo(field_types, field_names)
+
+    @staticmethod
+    def TUPLE(field_types: list[TypeInformation]) -> TypeInformation:
+        return TupleTypeInfo(field_types)
+
+    @staticmethod
+    def PRIMITIVE_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return PrimitiveArrayTypeInfo(element_type)
+
+    @staticmethod
+    def BASIC_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return BasicArrayTypeInfo(element_type)
+
+    @staticmethod
+    def OBJECT_ARRAY(element_type: TypeInformation) -> TypeInformation:
+        return ObjectArrayTypeInfo(element_type)
+
+    @staticmethod
+    def MAP(key_type_info: TypeInformation, value_type_info: TypeInformation) -> TypeInformation:
+        return MapTypeInfo(key_type_info, value_type_info)
+
+    @staticmethod
+    def LIST(element_type_info: TypeInformation) -> TypeInformation:
+        return ListTypeInfo(element_type_info)
+
+
+def resolve_type(type_info: Any) -> TypeInformation:
+    """PyFlink's rule for ``output_type``: None -> pickled, a list -> a row of those types."""
+    if type_info is None:
+        return PickledBytesTypeInfo()
+    if isinstance(type_info, list):
+        return RowTypeInfo(type_info)
+    if not isinstance(type_info, TypeInformation):
+        raise TypeError(f"{type_info!r} is not a TypeInformation (use Types.STRING(), Types.ROW([...]), ...)")
+    return type_info
+
+
+def key_hash(key: Any, key_type: TypeInformation | None) -> int:
+    """The hash PyFlink's keyBy routes by: Java ``Row.of(key).hashCode()`` with the key converted
+    to its declared type (pickled bytes when no key type is given)."""
+    key_type = key_type or PickledBytesTypeInfo()
+    insert_kind = 0  # Row.of(key) is an INSERT row: hash = 31 * kind + deepHash(key)
+    return jv.int32(31 * insert_kind + key_type.deep_hash(key))
+
+
+__all__ = [
+    "BasicType", "BasicTypeInfo", "BasicArrayTypeInfo", "ListTypeInfo", "MapTypeInfo", "ObjectArrayTypeInfo",
+    "PickledBytesTypeInfo", "PrimitiveArrayTypeInfo", "RowTypeInfo", "SqlTimeTypeInfo", "TupleTypeInfo",
+    "TypeInformation", "Types", "resolve_type", "key_hash",
+]

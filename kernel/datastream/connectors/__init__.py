@@ -1,0 +1,1 @@
+"""Connectors: files, number sequences and a seeded data generator."""

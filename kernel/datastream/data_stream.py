@@ -1,0 +1,319 @@
+"""``DataStream`` and ``DataStreamSink`` (``pyflink.datastream.data_stream``).
+
+Every method records a Transformation; nothing runs until ``env.execute()``. Operator
+names are Flink's ("Map", "Flat Map", "Filter", "Process", "Sink: Print to Std. Out").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from kernel.common.typeinfo import TupleTypeInfo, TypeInformation, resolve_type
+from kernel.datastream import functions as fn
+from kernel.datastream.output_tag import OutputTag
+from kernel.datastream.transformations import (
+    KeySpec,
+    LegacySinkTransformation,
+    OneInputTransformation,
+    OperatorSpec,
+    PartitionTransformation,
+    PhysicalTransformation,
+    SideOutputTransformation,
+    SinkTransformation,
+    TimestampsAndWatermarksTransformation,
+    Transformation,
+    UnionTransformation,
+)
+from kernel.graph import partitioner as p
+from kernel.graph.stream import ChainingStrategy
+
+if TYPE_CHECKING:
+    from kernel.common.watermark_strategy import WatermarkStrategy
+    from kernel.datastream.connected_streams import ConnectedStreams
+    from kernel.datastream.keyed_stream import KeyedStream
+    from kernel.datastream.stream_execution_environment import StreamExecutionEnvironment
+    from kernel.datastream.windowed_stream import AllWindowedStream
+
+
+def check_function(func: Any, base: type, message: str) -> Any:
+    """A Function instance of ``base`` or a plain callable, else PyFlink's TypeError."""
+    if isinstance(func, base) or (callable(func) and not isinstance(func, fn.Function)):
+        return func
+    raise TypeError(message)
+
+
+def as_key_selector(selector: Any) -> Callable[[Any], Any]:
+    if isinstance(selector, fn.KeySelector):
+        return selector.get_key
+    if callable(selector):
+        return selector
+    raise TypeError("Parameter key_selector should be type of KeySelector or a callable function.")
+
+
+class SlotSharingGroup:
+    """A named slot sharing group (resources are accepted but not enforced by the local runtime)."""
+
+    def __init__(self, name: str, **resources: Any) -> None:
+        self.name = name
+        self.resources = resources
+
+    def get_name(self) -> str:
+        return self.name
+
+
+class DataStream:
+    def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
+        self._env = env
+        self._transformation = transformation
+
+    # -- properties of the operator that produced this stream ---------------------------------
+
+    def _operator(self, what: str) -> PhysicalTransformation:
+        t = self._transformation
+        if not isinstance(t, PhysicalTransformation):
+            raise TypeError(f"{what} is only supported on the stream of an operator, not after {t.name.lower()}()")
+        return t
+
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def name(self, name: str) -> DataStream:
+        self._operator("name()").name = name
+        return self
+
+    def uid(self, uid: str) -> DataStream:
+        self._operator("uid()").uid = uid
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> DataStream:
+        self._operator("set_uid_hash()").set_uid_hash(uid_hash)
+        return self
+
+    def set_description(self, description: str) -> DataStream:
+        self._operator("set_description()").description = description
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        self._operator("set_parallelism()").set_parallelism(parallelism)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        self._operator("set_max_parallelism()").set_max_parallelism(max_parallelism)
+        return self
+
+    def force_non_parallel(self) -> DataStream:
+        t = self._operator("force_non_parallel()")
+        t.set_parallelism(1)
+        t.set_max_parallelism(1)
+        return self
+
+    def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        self._operator("set_buffer_timeout()").buffer_timeout = timeout_millis
+        return self
+
+    def start_new_chain(self) -> DataStream:
+        self._operator("start_new_chain()").chaining_strategy = ChainingStrategy.HEAD
+        return self
+
+    def disable_chaining(self) -> DataStream:
+        self._operator("disable_chaining()").chaining_strategy = ChainingStrategy.NEVER
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup) -> DataStream:
+        name = slot_sharing_group.get_name() if isinstance(slot_sharing_group, SlotSharingGroup) else slot_sharing_group
+        self._operator("slot_sharing_group()").slot_sharing_group = name
+        return self
+
+    def get_type(self) -> TypeInformation:
+        return self._transformation.output_type
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    def get_transformation(self) -> Transformation:
+        return self._transformation
+
+    # -- operators ----------------------------------------------------------------------------
+
+    def _one_input(
+        self, name: str, kind: str, function: Any, output_type: TypeInformation, key: KeySpec | None = None,
+        **params: Any,
+    ) -> DataStream:
+        operator = OperatorSpec(kind, function, params, keys=(key,))
+        t = OneInputTransformation(self._env, self._transformation, name, operator, output_type, self._env.get_parallelism())
+        self._env._add_operator(t)
+        return DataStream(self._env, t)
+
+    def map(self, func: Callable | fn.MapFunction, output_type: TypeInformation | None = None) -> DataStream:
+        check_function(func, fn.MapFunction, "The input must be a MapFunction or a callable function")
+        return self._one_input("Map", "map", func, resolve_type(output_type))
+
+    def flat_map(self, func: Callable | fn.FlatMapFunction, output_type: TypeInformation | None = None) -> DataStream:
+        check_function(func, fn.FlatMapFunction, "The input must be a FlatMapFunction or a callable function")
+        return self._one_input("Flat Map", "flat_map", func, resolve_type(output_type))
+
+    def filter(self, func: Callable | fn.FilterFunction) -> DataStream:
+        check_function(func, fn.FilterFunction, "The input must be a FilterFunction or a callable function")
+        return self._one_input("Filter", "filter", func, self.get_type())
+
+    def process(self, func: fn.ProcessFunction, output_type: TypeInformation | None = None) -> DataStream:
+        if not isinstance(func, fn.ProcessFunction):
+            raise TypeError("The input must be a ProcessFunction!")
+        return self._one_input("Process", "process", func, resolve_type(output_type))
+
+    def project(self, *field_indexes: int) -> DataStream:
+        if not isinstance(self.get_type(), TupleTypeInfo):
+            raise Exception("Only supports projecting a stream of tuples (Types.TUPLE).")
+        types = self.get_type().get_field_types()
+        out = TupleTypeInfo([types[i] for i in field_indexes])
+        return self._one_input("Projection", "map", lambda v: tuple(v[i] for i in field_indexes), out)
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        operator = OperatorSpec("timestamps_watermarks", None, {"strategy": watermark_strategy}, keys=(None,))
+        t = TimestampsAndWatermarksTransformation(
+            self._env, self._transformation, "Timestamps/Watermarks", operator, self.get_type(),
+            self._transformation.parallelism, watermark_strategy,
+        )
+        self._env._add_operator(t)
+        return DataStream(self._env, t)
+
+    # -- partitioning -------------------------------------------------------------------------
+
+    def _partition(self, partitioner: p.StreamPartitioner) -> DataStream:
+        return DataStream(self._env, PartitionTransformation(self._env, self._transformation, partitioner))
+
+    def key_by(self, key_selector: Callable | fn.KeySelector, key_type: TypeInformation | None = None) -> KeyedStream:
+        from kernel.datastream.keyed_stream import KeyedStream
+
+        selector = as_key_selector(key_selector)
+        if key_type is not None and not isinstance(key_type, TypeInformation):
+            raise TypeError("key_type must be a TypeInformation")
+        spec = KeySpec(selector, key_type)
+        t = PartitionTransformation(self._env, self._transformation, p.KeyGroupStreamPartitioner(selector, key_type))
+        return KeyedStream(self._env, t, spec, origin=self)
+
+    def shuffle(self) -> DataStream:
+        return self._partition(p.ShufflePartitioner())
+
+    def rescale(self) -> DataStream:
+        return self._partition(p.RescalePartitioner())
+
+    def rebalance(self) -> DataStream:
+        return self._partition(p.RebalancePartitioner())
+
+    def forward(self) -> DataStream:
+        return self._partition(p.ForwardPartitioner())
+
+    def broadcast(self) -> DataStream:
+        return self._partition(p.BroadcastPartitioner())
+
+    def global_(self) -> DataStream:
+        """``global()`` (a Python keyword): every record to the first downstream subtask."""
+        return self._partition(p.GlobalPartitioner())
+
+    def partition_custom(self, partitioner: Callable | fn.Partitioner, key_selector: Callable | fn.KeySelector) -> DataStream:
+        if isinstance(partitioner, fn.Partitioner):
+            partition = partitioner.partition
+        elif callable(partitioner):
+            partition = partitioner
+        else:
+            raise TypeError("Parameter partitioner should be type of Partitioner or a callable function.")
+        return self._partition(p.CustomPartitionerWrapper(partition, as_key_selector(key_selector)))
+
+    # -- combining ----------------------------------------------------------------------------
+
+    def union(self, *streams: DataStream) -> DataStream:
+        inputs = [self._transformation] + [s._transformation for s in streams]
+        for other in streams:
+            if other.get_type() != self.get_type():
+                raise TypeError(
+                    f"Cannot union streams of different types: {self.get_type()!r} and {other.get_type()!r}"
+                )
+        return DataStream(self._env, UnionTransformation(self._env, inputs))
+
+    def connect(self, ds: DataStream) -> ConnectedStreams:
+        from kernel.datastream.connected_streams import ConnectedStreams
+
+        return ConnectedStreams(self, ds)
+
+    def window_all(self, window_assigner: Any) -> AllWindowedStream:
+        from kernel.datastream.windowed_stream import AllWindowedStream
+
+        return AllWindowedStream(self, window_assigner)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        operator = self._operator("get_side_output()").operator
+        known = operator.side_outputs.get(output_tag.tag_id)
+        if known is not None and known.type_info != output_tag.type_info:
+            raise TypeError(
+                f"The output tag {output_tag.tag_id!r} was already used with type {known.type_info!r}"
+            )
+        operator.side_outputs[output_tag.tag_id] = output_tag
+        return DataStream(self._env, SideOutputTransformation(self._env, self._transformation, output_tag))
+
+    # -- sinks --------------------------------------------------------------------------------
+
+    def _sink(self, t: PhysicalTransformation) -> DataStreamSink:
+        self._env._add_operator(t)
+        return DataStreamSink(t)
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        """Print every record to stdout (``N> `` prefix per subtask when parallel)."""
+        operator = OperatorSpec("print", None, {"identifier": sink_identifier, "type": self.get_type()}, keys=(None,))
+        return self._sink(LegacySinkTransformation(
+            self._env, self._transformation, "Print to Std. Out", operator, self._env.get_parallelism()
+        ))
+
+    def add_sink(self, sink_func: fn.SinkFunction | Callable[[Any], Any]) -> DataStreamSink:
+        if not (isinstance(sink_func, fn.SinkFunction) or callable(sink_func)):
+            raise TypeError("add_sink needs a SinkFunction (invoke(value, context)) or a callable")
+        operator = OperatorSpec("sink_function", sink_func, keys=(None,))
+        return self._sink(LegacySinkTransformation(
+            self._env, self._transformation, "Unnamed", operator, self._env.get_parallelism()
+        ))
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        operator = OperatorSpec("sink_writer", sink, {"type": self.get_type()}, keys=(None,))
+        return self._sink(SinkTransformation(self._env, self._transformation, "Sink", operator, self._env.get_parallelism()))
+
+
+class DataStreamSink:
+    """The end of a stream: configure the sink operator."""
+
+    def __init__(self, transformation: PhysicalTransformation) -> None:
+        self._transformation = transformation
+
+    def name(self, name: str) -> DataStreamSink:
+        self._transformation.name = name
+        return self
+
+    def uid(self, uid: str) -> DataStreamSink:
+        self._transformation.uid = uid
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> DataStreamSink:
+        self._transformation.set_uid_hash(uid_hash)
+        return self
+
+    def set_description(self, description: str) -> DataStreamSink:
+        self._transformation.description = description
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStreamSink:
+        self._transformation.set_parallelism(parallelism)
+        return self
+
+    def disable_chaining(self) -> DataStreamSink:
+        self._transformation.chaining_strategy = ChainingStrategy.NEVER
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: str | SlotSharingGroup) -> DataStreamSink:
+        name = slot_sharing_group.get_name() if isinstance(slot_sharing_group, SlotSharingGroup) else slot_sharing_group
+        self._transformation.slot_sharing_group = name
+        return self
+
+    def get_transformation(self) -> PhysicalTransformation:
+        return self._transformation
+
+
+setattr(DataStream, "global", DataStream.global_)

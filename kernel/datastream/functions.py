@@ -1,0 +1,275 @@
+"""User function classes (``pyflink.datastream.functions``).
+
+As in PyFlink, ``flat_map``, ``process_element``, ``on_timer`` and window functions return an
+iterable of outputs (usually by ``yield``); ``None`` emits nothing. A yielded
+``(OutputTag, value)`` pair goes to that side output when the stream asked for it with
+``get_side_output``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Iterable
+
+from kernel.datastream.time_domain import TimeDomain
+from kernel.datastream.timerservice import TimerService
+
+
+class KeyedStateStore(ABC):
+    @abstractmethod
+    def get_state(self, state_descriptor: Any) -> Any:
+        """A ValueState for the current key."""
+
+    @abstractmethod
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        """A ListState for the current key."""
+
+    @abstractmethod
+    def get_map_state(self, state_descriptor: Any) -> Any:
+        """A MapState for the current key."""
+
+    @abstractmethod
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
+        """A ReducingState for the current key."""
+
+    @abstractmethod
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
+        """An AggregatingState for the current key."""
+
+
+class RuntimeContext(KeyedStateStore):
+    """What a function learns about the subtask running it (given to ``open``)."""
+
+    @abstractmethod
+    def get_task_name(self) -> str: ...
+
+    @abstractmethod
+    def get_number_of_parallel_subtasks(self) -> int: ...
+
+    @abstractmethod
+    def get_max_number_of_parallel_subtasks(self) -> int: ...
+
+    @abstractmethod
+    def get_index_of_this_subtask(self) -> int: ...
+
+    @abstractmethod
+    def get_attempt_number(self) -> int: ...
+
+    @abstractmethod
+    def get_task_name_with_subtasks(self) -> str: ...
+
+    @abstractmethod
+    def get_job_parameter(self, key: str, default_value: str) -> str: ...
+
+    @abstractmethod
+    def get_metrics_group(self) -> Any: ...
+
+
+class Function(ABC):
+    """Base of every user function: ``open(runtime_context)`` before, ``close()`` after."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class MapFunction(Function):
+    @abstractmethod
+    def map(self, value: Any) -> Any: ...
+
+
+class FlatMapFunction(Function):
+    @abstractmethod
+    def flat_map(self, value: Any) -> Iterable[Any]: ...
+
+
+class FilterFunction(Function):
+    @abstractmethod
+    def filter(self, value: Any) -> bool: ...
+
+
+class KeySelector(Function):
+    @abstractmethod
+    def get_key(self, value: Any) -> Any: ...
+
+
+class NullByteKeySelector(KeySelector):
+    def get_key(self, value: Any) -> Any:
+        return 0
+
+
+class ReduceFunction(Function):
+    @abstractmethod
+    def reduce(self, value1: Any, value2: Any) -> Any: ...
+
+
+class AggregateFunction(Function):
+    @abstractmethod
+    def create_accumulator(self) -> Any: ...
+
+    @abstractmethod
+    def add(self, value: Any, accumulator: Any) -> Any: ...
+
+    @abstractmethod
+    def get_result(self, accumulator: Any) -> Any: ...
+
+    @abstractmethod
+    def merge(self, acc_a: Any, acc_b: Any) -> Any: ...
+
+
+class Partitioner(Function):
+    @abstractmethod
+    def partition(self, key: Any, num_partitions: int) -> int: ...
+
+
+class CoMapFunction(Function):
+    @abstractmethod
+    def map1(self, value: Any) -> Any: ...
+
+    @abstractmethod
+    def map2(self, value: Any) -> Any: ...
+
+
+class CoFlatMapFunction(Function):
+    @abstractmethod
+    def flat_map1(self, value: Any) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def flat_map2(self, value: Any) -> Iterable[Any]: ...
+
+
+class BaseContext(ABC):
+    @abstractmethod
+    def timer_service(self) -> TimerService: ...
+
+    @abstractmethod
+    def timestamp(self) -> int | None: ...
+
+
+class ProcessFunction(Function):
+    class Context(BaseContext):
+        pass
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> Iterable[Any]: ...
+
+
+class KeyedProcessFunction(Function):
+    class Context(BaseContext):
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    class OnTimerContext(Context):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterable[Any]: ...
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext) -> Iterable[Any] | None:
+        pass
+
+
+class CoProcessFunction(Function):
+    class Context(BaseContext):
+        pass
+
+    @abstractmethod
+    def process_element1(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def process_element2(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[Any]: ...
+
+
+class KeyedCoProcessFunction(Function):
+    class Context(BaseContext):
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    class OnTimerContext(Context):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
+
+    @abstractmethod
+    def process_element1(self, value: Any, ctx: KeyedCoProcessFunction.Context) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def process_element2(self, value: Any, ctx: KeyedCoProcessFunction.Context) -> Iterable[Any]: ...
+
+    def on_timer(self, timestamp: int, ctx: KeyedCoProcessFunction.OnTimerContext) -> Iterable[Any] | None:
+        pass
+
+
+class WindowFunction(Function):
+    @abstractmethod
+    def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any]: ...
+
+
+class AllWindowFunction(Function):
+    @abstractmethod
+    def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]: ...
+
+
+class ProcessWindowFunction(Function):
+    class Context(ABC):
+        @abstractmethod
+        def window(self) -> Any: ...
+
+        @abstractmethod
+        def current_processing_time(self) -> int: ...
+
+        @abstractmethod
+        def current_watermark(self) -> int: ...
+
+        @abstractmethod
+        def window_state(self) -> KeyedStateStore: ...
+
+        @abstractmethod
+        def global_state(self) -> KeyedStateStore: ...
+
+    @abstractmethod
+    def process(self, key: Any, context: ProcessWindowFunction.Context, elements: Iterable[Any]) -> Iterable[Any]: ...
+
+    def clear(self, context: ProcessWindowFunction.Context) -> None:
+        pass
+
+
+class ProcessAllWindowFunction(Function):
+    class Context(ABC):
+        @abstractmethod
+        def window(self) -> Any: ...
+
+        @abstractmethod
+        def window_state(self) -> KeyedStateStore: ...
+
+        @abstractmethod
+        def global_state(self) -> KeyedStateStore: ...
+
+    @abstractmethod
+    def process(self, context: ProcessAllWindowFunction.Context, elements: Iterable[Any]) -> Iterable[Any]: ...
+
+    def clear(self, context: ProcessAllWindowFunction.Context) -> None:
+        pass
+
+
+class PassThroughWindowFunction(WindowFunction):
+    def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
+        yield from inputs
+
+
+class PassThroughAllWindowFunction(AllWindowFunction):
+    def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
+        yield from inputs
+
+
+class SinkFunction(Function):
+    """A sink for ``add_sink``: ``invoke(value, context)`` per record (rill's Python sink)."""
+
+    @abstractmethod
+    def invoke(self, value: Any, context: Any) -> None: ...
+
+
+class SourceFunction(Function):
+    """Marker base for sources given to ``add_source`` (see ``kernel.datastream.connectors``)."""

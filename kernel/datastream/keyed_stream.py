@@ -1,0 +1,165 @@
+"""``KeyedStream``: a stream partitioned by key; its operators may use keyed state and timers."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Callable
+
+from kernel.common.types import Row
+from kernel.common.typeinfo import TypeInformation, resolve_type
+from kernel.datastream import functions as fn
+from kernel.datastream.data_stream import DataStream, check_function
+from kernel.datastream.transformations import KeySpec, OperatorSpec, PartitionTransformation, ReduceTransformation
+
+if TYPE_CHECKING:
+    from kernel.datastream.windowed_stream import WindowedStream
+
+
+class AccumulateType(Enum):
+    MIN = 1
+    MAX = 2
+    MIN_BY = 3
+    MAX_BY = 4
+    SUM = 5
+
+
+class AccumulateReduceFunction(fn.ReduceFunction):
+    """``sum``/``min``/``max``/``min_by``/``max_by`` as PyFlink computes them: a field of tuples,
+    lists and rows (by index or, for named rows, by name), or the value itself for scalars.
+    For min/max/sum the other fields come from the first record of the key."""
+
+    def __init__(self, position: int | str, kind: AccumulateType) -> None:
+        if not isinstance(position, (int, str)) or isinstance(position, bool):
+            raise TypeError("The field position must be of int or str type to locate the value to accumulate")
+        self.position = position
+        self.kind = kind
+
+    def _op(self, a: Any, b: Any) -> Any:
+        if self.kind is AccumulateType.MIN:
+            return min(a, b)
+        if self.kind is AccumulateType.MAX:
+            return max(a, b)
+        return a + b
+
+    def reduce(self, value1: Any, value2: Any) -> Any:
+        pos = self.position
+        structured = isinstance(value2, (tuple, list, Row))
+        if self.kind in (AccumulateType.MIN_BY, AccumulateType.MAX_BY):
+            a, b = (value1[pos], value2[pos]) if structured else (value1, value2)
+            if self.kind is AccumulateType.MIN_BY:
+                return value2 if b < a else value1
+            return value2 if b > a else value1
+        if isinstance(value2, tuple):
+            fields = list(value1)
+            fields[pos] = self._op(value1[pos], value2[pos])  # type: ignore[index]
+            return tuple(fields)
+        if isinstance(value2, Row):
+            result = Row(*value1._values)
+            if hasattr(value1, "_fields"):
+                result.set_field_names(value1._fields)
+            result.set_row_kind(value1.get_row_kind())
+            result[pos] = self._op(value1[pos], value2[pos])
+            return result
+        if isinstance(value2, list):
+            result = list(value1)
+            result[pos] = self._op(value1[pos], value2[pos])  # type: ignore[index]
+            return result
+        if pos != 0:
+            raise TypeError(f"The {pos} field selected on a basic type. A field expression on a basic type can only select the 0th field.")
+        return self._op(value1, value2)
+
+
+def _unsupported(what: str) -> Callable[..., Any]:
+    def refuse(self: KeyedStream, *args: Any, **kwargs: Any) -> Any:
+        raise Exception(f"{what} for KeyedStream is not supported.")
+
+    return refuse
+
+
+class KeyedStream(DataStream):
+    def __init__(self, env: Any, transformation: PartitionTransformation, key: KeySpec, origin: DataStream) -> None:
+        super().__init__(env, transformation)
+        self._key = key
+        self._origin_stream = origin
+
+    set_parallelism = _unsupported("Set parallelism")
+    set_max_parallelism = _unsupported("Set max parallelism")
+    name = _unsupported("Set name")
+    uid = _unsupported("Set uid")
+    set_uid_hash = _unsupported("Set uid hash")
+    force_non_parallel = _unsupported("Set force non-parallel")
+    set_buffer_timeout = _unsupported("Set buffer timeout")
+    start_new_chain = _unsupported("Start new chain")
+    disable_chaining = _unsupported("Disable chaining")
+    slot_sharing_group = _unsupported("Setting slot sharing group")
+
+    def _refuse_partitioning(self, *args: Any) -> DataStream:
+        raise Exception("Cannot override partitioning for KeyedStream.")
+
+    shuffle = rescale = rebalance = forward = broadcast = global_ = partition_custom = _refuse_partitioning
+
+    def get_key_spec(self) -> KeySpec:
+        return self._key
+
+    def key_by(self, key_selector: Any, key_type: TypeInformation | None = None) -> KeyedStream:
+        return self._origin_stream.key_by(key_selector, key_type)
+
+    def map(self, func: Callable | fn.MapFunction, output_type: TypeInformation | None = None) -> DataStream:
+        check_function(func, fn.MapFunction, "The input must be a MapFunction or a callable function")
+        return self._one_input("Map", "map", func, resolve_type(output_type), self._key)
+
+    def flat_map(self, func: Callable | fn.FlatMapFunction, output_type: TypeInformation | None = None) -> DataStream:
+        check_function(func, fn.FlatMapFunction, "The input must be a FlatMapFunction or a callable function")
+        return self._one_input("Flat Map", "flat_map", func, resolve_type(output_type), self._key)
+
+    def filter(self, func: Callable | fn.FilterFunction) -> DataStream:
+        check_function(func, fn.FilterFunction, "The input must be a FilterFunction or a callable function")
+        return self._one_input("Filter", "filter", func, self.get_type(), self._key)
+
+    def process(self, func: fn.KeyedProcessFunction, output_type: TypeInformation | None = None) -> DataStream:
+        if not isinstance(func, fn.KeyedProcessFunction):
+            raise TypeError("KeyedProcessFunction is required for KeyedStream.")
+        return self._one_input("KeyedProcess", "keyed_process", func, resolve_type(output_type), self._key)
+
+    def reduce(self, func: Callable | fn.ReduceFunction) -> DataStream:
+        """Rolling reduce: every record emits the reduced value of its key so far (in BATCH
+        execution mode only the final value per key)."""
+        check_function(func, fn.ReduceFunction, "The input must be a ReduceFunction or a callable function")
+        return self._reduce("Keyed Reduce", func)
+
+    def _reduce(self, name: str, func: Any) -> DataStream:
+        operator = OperatorSpec("reduce", func, keys=(self._key,))
+        t = ReduceTransformation(self._env, self._transformation, name, operator, self.get_type(), self._env.get_parallelism())
+        self._env._add_operator(t)
+        return DataStream(self._env, t)
+
+    def _accumulate(self, position: int | str, kind: AccumulateType) -> DataStream:
+        return self._reduce("Keyed Aggregation", AccumulateReduceFunction(position, kind))
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        return self._accumulate(position_to_sum, AccumulateType.SUM)
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        return self._accumulate(position_to_min, AccumulateType.MIN)
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        return self._accumulate(position_to_max, AccumulateType.MAX)
+
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        return self._accumulate(position_to_min_by, AccumulateType.MIN_BY)
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        return self._accumulate(position_to_max_by, AccumulateType.MAX_BY)
+
+    def window(self, window_assigner: Any) -> WindowedStream:
+        from kernel.datastream.windowed_stream import WindowedStream
+
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        from kernel.datastream.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
+
+        if slide == 0:
+            return self.window(CountTumblingWindowAssigner(size))
+        return self.window(CountSlidingWindowAssigner(size, slide))
+

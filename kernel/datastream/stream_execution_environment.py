@@ -1,0 +1,247 @@
+"""``StreamExecutionEnvironment``: where a job starts and what runs it.
+
+Transformation ids come from a counter per environment, starting at 1, in creation order
+(Flink's counter is per JVM; a job script is one program). Operators take the environment's
+parallelism when they are created, as in Flink.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from kernel.common.configuration import Configuration
+from kernel.common.typeinfo import TypeInformation, resolve_type
+from kernel.datastream.data_stream import DataStream
+from kernel.datastream.execution_mode import RuntimeExecutionMode
+from kernel.datastream.transformations import (
+    UPPER_BOUND_MAX_PARALLELISM,
+    LegacySourceTransformation,
+    OperatorSpec,
+    SourceTransformation,
+    Transformation,
+)
+from kernel.program import (
+    DEFAULT_BATCH_JOB_NAME,
+    DEFAULT_STREAMING_JOB_NAME,
+    Program,
+    current_executor,
+)
+
+
+class ExecutionConfig:
+    """The environment's execution settings (``env.get_config()``)."""
+
+    def __init__(self, env: StreamExecutionEnvironment) -> None:
+        self._env = env
+        self._auto_watermark_interval: int | None = None
+        self._global_job_parameters: dict[str, str] = {}
+
+    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
+        """Periodic watermark interval in ms (``pipeline.auto-watermark-interval``); 0 disables."""
+        if interval < 0:
+            raise ValueError("Auto watermark interval must not be negative.")
+        self._auto_watermark_interval = interval
+        return self
+
+    def get_auto_watermark_interval(self) -> int | None:
+        return self._auto_watermark_interval
+
+    def set_parallelism(self, parallelism: int) -> ExecutionConfig:
+        self._env.set_parallelism(parallelism)
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._env.get_parallelism()
+
+    def set_max_parallelism(self, max_parallelism: int) -> ExecutionConfig:
+        self._env.set_max_parallelism(max_parallelism)
+        return self
+
+    def get_max_parallelism(self) -> int:
+        return self._env.get_max_parallelism()
+
+    def set_global_job_parameters(self, parameters: Configuration | dict[str, str]) -> ExecutionConfig:
+        values = parameters.to_dict() if isinstance(parameters, Configuration) else dict(parameters)
+        self._global_job_parameters = {str(k): str(v) for k, v in values.items()}
+        return self
+
+    def get_global_job_parameters(self) -> dict[str, str]:
+        return dict(self._global_job_parameters)
+
+
+_BOOL = {"true": True, "false": False}
+
+
+class StreamExecutionEnvironment:
+    def __init__(self, configuration: Configuration | None = None) -> None:
+        self._configuration = Configuration(configuration)
+        self._transformations: list[Transformation] = []
+        self._next_id = 0
+        self._parallelism: int | None = None
+        self._max_parallelism: int | None = None
+        self._chaining: bool | None = None
+        self._runtime_mode: str | None = None
+        self._buffer_timeout = 100
+        self._config = ExecutionConfig(self)
+
+    @staticmethod
+    def get_execution_environment(configuration: Configuration | None = None) -> StreamExecutionEnvironment:
+        return StreamExecutionEnvironment(configuration)
+
+    # -- ids and operators --------------------------------------------------------------------
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _add_operator(self, transformation: Transformation) -> None:
+        self._transformations.append(transformation)
+
+    # -- settings -----------------------------------------------------------------------------
+
+    def _configured(self, key: str) -> str | None:
+        return self._configuration.get_string(key)
+
+    def get_config(self) -> ExecutionConfig:
+        return self._config
+
+    def configure(self, configuration: Configuration) -> StreamExecutionEnvironment:
+        self._configuration.add_all(configuration)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        if parallelism < 1:
+            raise ValueError("The parallelism must be at least one.")
+        self._parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        if self._parallelism is not None:
+            return self._parallelism
+        configured = self._configured("parallelism.default")
+        return int(configured) if configured is not None else current_executor().defaults().parallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        if not 0 < max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+            raise ValueError(
+                f"maxParallelism is out of bounds 0 < maxParallelism <= {UPPER_BOUND_MAX_PARALLELISM}. "
+                f"Found: {max_parallelism}"
+            )
+        self._max_parallelism = max_parallelism
+        return self
+
+    def get_max_parallelism(self) -> int:
+        if self._max_parallelism is not None:
+            return self._max_parallelism
+        configured = self._configured("pipeline.max-parallelism")
+        return int(configured) if configured is not None else current_executor().defaults().max_parallelism
+
+    def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
+        if not isinstance(execution_mode, RuntimeExecutionMode):
+            raise TypeError("execution_mode must be a RuntimeExecutionMode")
+        self._runtime_mode = execution_mode.name
+        return self
+
+    def _runtime_mode_name(self) -> str:
+        if self._runtime_mode is not None:
+            return self._runtime_mode
+        return (self._configured("execution.runtime-mode") or current_executor().defaults().runtime_mode).upper()
+
+    def disable_operator_chaining(self) -> StreamExecutionEnvironment:
+        self._chaining = False
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        if self._chaining is not None:
+            return self._chaining
+        configured = self._configured("pipeline.operator-chaining.enabled")
+        if configured is not None:
+            return _BOOL.get(configured.lower(), True)
+        return current_executor().defaults().chaining
+
+    def set_buffer_timeout(self, timeout_millis: int) -> StreamExecutionEnvironment:
+        if timeout_millis < -1:
+            raise ValueError("Timeout of buffer must be non-negative or -1")
+        self._buffer_timeout = timeout_millis
+        return self
+
+    def get_buffer_timeout(self) -> int:
+        return self._buffer_timeout
+
+    def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
+        raise NotImplementedError("rill does not support checkpointing yet (enable_checkpointing)")
+
+    def add_python_file(self, file_path: str) -> None:
+        """Make a Python file or directory importable by the job's functions."""
+        path = os.path.abspath(file_path)
+        directory = path if os.path.isdir(path) else os.path.dirname(path)
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+
+    def close(self) -> None:
+        """Nothing to release: transformations are dropped when the environment is."""
+
+    # -- sources ------------------------------------------------------------------------------
+
+    def from_collection(self, collection: list[Any], type_info: TypeInformation | None = None) -> DataStream:
+        """A bounded, non-parallel source emitting the elements in order."""
+        out = resolve_type(type_info)
+        elements = [out.to_internal_type(e) for e in collection] if type_info is not None else list(collection)
+        operator = OperatorSpec("collection", None, {"elements": elements})
+        t = LegacySourceTransformation(self, "Collection Source", out, 1, operator, bounded=True)
+        t.set_max_parallelism(1)
+        return DataStream(self, t)
+
+    def from_source(self, source: Any, watermark_strategy: Any, source_name: str,
+                    type_info: TypeInformation | None = None) -> DataStream:
+        """A source (FileSource, NumberSequenceSource, DataGeneratorSource, ...) with its watermarks."""
+        produced = getattr(source, "produced_type", None)
+        out = resolve_type(type_info) if type_info is not None else (produced() if produced else resolve_type(None))
+        operator = OperatorSpec("source", source, {"watermark_strategy": watermark_strategy})
+        bounded = bool(getattr(source, "is_bounded", lambda: True)())
+        parallelism = getattr(source, "parallelism", lambda: None)() or self.get_parallelism()
+        t = SourceTransformation(self, source_name, out, parallelism, operator, watermark_strategy, bounded)
+        return DataStream(self, t)
+
+    # -- execution ----------------------------------------------------------------------------
+
+    def _program(self, job_name: str | None, clear: bool) -> Program:
+        mode = self._runtime_mode_name()
+        executor = current_executor()
+        default_name = executor.defaults().job_name or (
+            DEFAULT_BATCH_JOB_NAME if mode == "BATCH" else DEFAULT_STREAMING_JOB_NAME
+        )
+        program = Program(
+            job_name=job_name or self._configured("pipeline.name") or default_name,
+            transformations=list(self._transformations),
+            parallelism=self.get_parallelism(),
+            max_parallelism=self.get_max_parallelism(),
+            chaining_enabled=self.is_chaining_enabled(),
+            runtime_mode=mode,
+            buffer_timeout=self._buffer_timeout,
+            auto_watermark_interval=self._config.get_auto_watermark_interval(),
+            env=self,
+            config_overrides=self._configuration.to_dict(),
+        )
+        if clear:
+            self._transformations = []
+        return program
+
+    def execute(self, job_name: str | None = None) -> Any:
+        """Run the job and wait for it; returns a JobExecutionResult."""
+        return current_executor().execute(self._program(job_name, clear=True))
+
+    def execute_async(self, job_name: str = DEFAULT_STREAMING_JOB_NAME) -> Any:
+        """Start the job and return a JobClient at once."""
+        return current_executor().execute_async(self._program(job_name, clear=True))
+
+    def get_execution_plan(self) -> str:
+        """The StreamGraph as Flink's JSON execution plan."""
+        from kernel.compiler import build_stream_graph
+        from kernel.graph.plan import execution_plan_json
+
+        program = self._program(None, clear=False)
+        executor = current_executor()
+        return execution_plan_json(build_stream_graph(executor.session_for(program), program))

@@ -1,0 +1,82 @@
+"""Executing programs in a session: compile through the graph hooks, record the compiled
+job in the run's event log, hand it to the execution backend."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernel.compiler import CompiledJob, build_execution_graph, compile_program
+from kernel.events import ExecutionGraphCompiled, JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
+from kernel.program import PipelineExecutor, Program
+
+if TYPE_CHECKING:
+    from kernel.common.job_execution_result import JobExecutionResult
+    from kernel.graph.execution import ExecutionGraph
+    from kernel.run import Run
+    from kernel.session import Session
+
+
+def record_compilation(run: Run, compiled: CompiledJob) -> None:
+    """``stream_graph_compiled``, ``job_graph_compiled`` and one event per JobVertex and JobEdge."""
+    now = run.clock.now()
+    emit = run.bus.emit
+    stream, job = compiled.stream_graph, compiled.job_graph
+    emit(StreamGraphCompiled(
+        time=now, job_name=stream.job_name, nodes=len(stream.nodes), edges=sum(1 for _ in stream.edges()),
+        sources=len(stream.sources), sinks=len(stream.sinks),
+    ))
+    job_edges = [edge for vertex in job.vertices for edge in vertex.inputs]
+    emit(JobGraphCompiled(
+        time=now, job_id=job.job_id, job_name=job.job_name, vertices=len(job.vertices), edges=len(job_edges),
+        operators=len(stream.nodes), chained_operators=sum(len(v.chained_node_ids) - 1 for v in job.vertices),
+        slot_sharing_groups=len(job.slot_sharing_groups),
+    ))
+    for vertex in job.topological_order():
+        emit(JobVertexDefined(
+            time=now, job_id=job.job_id, vertex_id=vertex.id, name=vertex.name, parallelism=vertex.parallelism,
+            max_parallelism=vertex.max_parallelism, slot_sharing_group=vertex.slot_sharing_group,
+            invokable=vertex.invokable, operators=[stream.nodes[n].name for n in vertex.chained_node_ids],
+            operator_ids=[vertex.operator_ids[n] for n in vertex.chained_node_ids],
+        ))
+    for edge in job_edges:
+        emit(JobEdgeDefined(
+            time=now, job_id=job.job_id, source_vertex_id=edge.source.producer.id, target_vertex_id=edge.target.id,
+            ship_strategy=edge.ship_strategy, distribution_pattern=edge.distribution_pattern.value,
+            result_type=edge.source.result_type.value,
+        ))
+
+
+def record_execution_graph(run: Run, graph: ExecutionGraph) -> None:
+    emit = run.bus.emit
+    emit(ExecutionGraphCompiled(
+        time=run.clock.now(), job_id=graph.job_graph.job_id, job_vertices=len(graph.job_vertices),
+        execution_vertices=sum(len(ejv.vertices) for ejv in graph.job_vertices),
+        intermediate_results=len(graph.results),
+        result_partitions=sum(len(r.partitions) for r in graph.results.values()),
+    ))
+
+
+def plan_run(session: Session, compiled: CompiledJob) -> tuple[Run, ExecutionGraph]:
+    """Record the compilation of a job without running it (``rill plan``): a run ``planned``."""
+    run = session.new_run(compiled.program.job_name, metadata=program_metadata(compiled.program))
+    run.start()
+    record_compilation(run, compiled)
+    graph = build_execution_graph(session, compiled.job_graph)
+    record_execution_graph(run, graph)
+    run.finish("planned")
+    return run, graph
+
+
+def program_metadata(program: Program) -> dict[str, Any]:
+    return {"job_file": program.source_file, "runtime_mode": program.runtime_mode}
+
+
+class SessionExecutor(PipelineExecutor):
+    """Runs each program on the session's execution backend."""
+
+    def execute(self, program: Program) -> JobExecutionResult:
+        session = self.session_for(program)
+        compiled = compile_program(session, program)
+        session.plugin_manager.require("create_execution_backend", "backend")
+        backend = session.plugin_manager.hook.create_execution_backend(config=session.config)
+        return backend.execute(compiled, session)

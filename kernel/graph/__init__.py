@@ -1,0 +1,2 @@
+"""The compiled forms of a program: StreamGraph, JobGraph and ExecutionGraph (data only;
+the translators are graph plugins)."""

@@ -1,0 +1,66 @@
+"""Loading job scripts: run them as ``__main__`` with an executor in place, turning every
+problem into an error that names the file and line."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from contextlib import contextmanager
+from typing import Iterator
+
+from kernel.errors import JobDefinitionError, RillError
+from kernel.program import CapturingExecutor, PipelineExecutor, Program, ProgramCaptured, use_executor
+from kernel.session import Session
+
+
+def _where(exc: BaseException, path: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename) == path]
+    if not frames:
+        return ""
+    return f" ({os.path.basename(path)}, line {frames[-1].lineno})"
+
+
+@contextmanager
+def _script(path: str) -> Iterator[str]:
+    if not os.path.isfile(path):
+        raise JobDefinitionError(f"job file {path!r} does not exist")
+    if not path.endswith(".py"):
+        raise JobDefinitionError(f"job file {path!r} is not a Python file")
+    absolute = os.path.abspath(path)
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [absolute]
+    sys.path.insert(0, os.path.dirname(absolute))
+    try:
+        yield absolute
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def run_script(path: str, executor: PipelineExecutor) -> None:
+    """Run a job script with ``executor`` handling its ``execute()`` calls."""
+    with _script(path) as absolute, use_executor(executor):
+        try:
+            runpy.run_path(absolute, run_name="__main__")
+        except (ProgramCaptured, RillError, KeyboardInterrupt):
+            raise
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise JobDefinitionError(f"job file {path} exited with status {exc.code}") from None
+        except SyntaxError as exc:
+            raise JobDefinitionError(f"job file {path} is not valid Python: {exc.msg} (line {exc.lineno})") from None
+        except Exception as exc:
+            raise JobDefinitionError(
+                f"job file {path} raised {type(exc).__name__}: {exc}{_where(exc, absolute)}"
+            ) from exc
+
+
+def load_program(path: str, session: Session) -> Program:
+    """The program a job script builds, captured at its first ``execute()``."""
+    try:
+        run_script(path, CapturingExecutor(session))
+    except ProgramCaptured as captured:
+        captured.program.source_file = os.path.abspath(path)
+        return captured.program
+    raise JobDefinitionError(f"job file {path} defines no job: it never calls env.execute()")

@@ -1,0 +1,128 @@
+"""The program a job script builds, and who executes it.
+
+``env.execute()`` packs the recorded transformations into a :class:`Program` and hands it to
+the current :class:`PipelineExecutor` — like Flink's context environments: under ``rill run``
+the CLI's executor runs it, under ``rill plan`` one that captures it, and in a plain
+``python job.py`` the default executor opens a session from the working directory's config.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+from kernel.errors import JobDefinitionError
+
+if TYPE_CHECKING:
+    from kernel.common.job_client import JobClient
+    from kernel.common.job_execution_result import JobExecutionResult
+    from kernel.datastream.transformations import Transformation
+    from kernel.options import CoreOptions
+    from kernel.session import Session
+
+DEFAULT_STREAMING_JOB_NAME = "Flink Streaming Job"
+DEFAULT_BATCH_JOB_NAME = "Flink Batch Job"
+#: keys a job's Configuration may set that only matter to PyFlink's Python/Java bridge
+BRIDGE_KEY_PREFIXES = ("python.", "pipeline.jars", "pipeline.classpaths")
+
+
+@dataclass
+class Program:
+    """Everything ``execute()`` hands over: the transformations and the environment's settings."""
+
+    job_name: str
+    transformations: list[Transformation]
+    parallelism: int
+    max_parallelism: int
+    chaining_enabled: bool
+    runtime_mode: str
+    buffer_timeout: int
+    auto_watermark_interval: int | None
+    env: Any
+    #: config keys the job set through its Configuration (validated when executed)
+    config_overrides: dict[str, str] = field(default_factory=dict)
+    #: the job script, when the program came from one
+    source_file: str | None = None
+
+    def sets(self) -> list[str]:
+        return [f"{k}={v}" for k, v in self.config_overrides.items() if not k.startswith(BRIDGE_KEY_PREFIXES)]
+
+
+class ProgramCaptured(Exception):
+    """Raised by a capturing executor to stop the job script at ``execute()``."""
+
+    def __init__(self, program: Program) -> None:
+        super().__init__(program.job_name)
+        self.program = program
+
+
+class PipelineExecutor:
+    """Runs programs for ``env.execute()``; subclasses decide how."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def defaults(self) -> CoreOptions:
+        from kernel.options import CoreOptions
+
+        return self.session.config.section(CoreOptions)
+
+    def session_for(self, program: Program) -> Session:
+        """The session with the job's own config keys applied (they win, as in Flink)."""
+        sets = program.sets()
+        return self.session.with_sets(sets) if sets else self.session
+
+    def execute(self, program: Program) -> JobExecutionResult:
+        raise NotImplementedError
+
+    def execute_async(self, program: Program) -> JobClient:
+        raise NotImplementedError
+
+
+class CapturingExecutor(PipelineExecutor):
+    """Stops the script at the first ``execute()`` and keeps its program (``rill plan``)."""
+
+    def execute(self, program: Program) -> JobExecutionResult:
+        raise ProgramCaptured(program)
+
+    def execute_async(self, program: Program) -> JobClient:
+        raise ProgramCaptured(program)
+
+
+_context = threading.local()
+
+
+def _stack() -> list[PipelineExecutor]:
+    if not hasattr(_context, "stack"):
+        _context.stack = []
+    return _context.stack
+
+
+@contextmanager
+def use_executor(executor: PipelineExecutor) -> Iterator[PipelineExecutor]:
+    """Make ``executor`` run every ``env.execute()`` inside the block (this thread)."""
+    _stack().append(executor)
+    try:
+        yield executor
+    finally:
+        _stack().pop()
+
+
+def current_executor() -> PipelineExecutor:
+    """The innermost executor in use, or the default one (a session from the working directory)."""
+    stack = _stack()
+    if stack:
+        return stack[-1]
+    from kernel.execution import SessionExecutor
+    from kernel.session import Session
+
+    executor = SessionExecutor(Session.open())
+    stack.append(executor)
+    return executor
+
+
+def check_program(program: Program) -> None:
+    if not program.transformations:
+        raise JobDefinitionError("No operators defined in streaming topology. Cannot execute.")

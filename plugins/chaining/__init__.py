@@ -1,0 +1,1 @@
+"""Chaining policies: plugins that veto operator chaining on top of Flink's conditions."""

@@ -1,0 +1,1 @@
+"""Graph compilation: Transformations -> StreamGraph -> JobGraph -> ExecutionGraph."""
