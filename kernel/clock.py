@@ -7,7 +7,9 @@ runnable, the loop jumps it to the next timer. The runtime never reads ``time.ti
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Callable
 
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000
@@ -64,3 +66,27 @@ def create_clock(mode: str) -> Clock:
     if mode == "realtime":
         return RealtimeClock()
     raise ValueError(f"unknown clock mode {mode!r} (realtime, simulated)")
+
+
+_local = threading.local()
+
+
+def set_sleeper(sleeper: Callable[[float], None] | None) -> Callable[[float], None] | None:
+    """Install what ``sleep`` does in this thread; returns the previous one (runtime use)."""
+    previous = getattr(_local, "sleeper", None)
+    _local.sleeper = sleeper
+    return previous
+
+
+def sleep(seconds: float) -> None:
+    """Spend ``seconds`` inside a user function, on the run's clock.
+
+    Under the realtime clock this is ``time.sleep``. Under the simulated clock the running
+    task is busy for that much virtual time: it is not stepped again until the clock has
+    advanced by ``seconds`` (other tasks go on), and its busy time counts it.
+    """
+    sleeper = getattr(_local, "sleeper", None)
+    if sleeper is None:
+        time.sleep(seconds)
+    else:
+        sleeper(seconds)

@@ -235,6 +235,8 @@ class Config:
         self.plugins = plugins
         self.faults = faults
         self.raw = raw
+        #: keys of installed plugins that are not loaded (key -> source)
+        self.unused: dict[str, str] = {}
 
     def section(self, section: type[Section]) -> Any:
         """The validated values of one section (a frozen Struct)."""
@@ -306,8 +308,15 @@ def literal_choices(annotation: Any) -> tuple[Any, ...]:
     return ()
 
 
-def validate(raw: RawConfig, sections: Iterable[type[Section]]) -> Config:
-    """Check every key against the registered sections and build the typed config."""
+def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterable[str] = ()) -> Config:
+    """Check every key against the registered sections and build the typed config.
+
+    ``dormant`` are key prefixes of plugins that are installed but not loaded: their keys are
+    kept (``Config.unused``) instead of being unknown, so switching a plugin off does not
+    invalidate a config file.
+    """
+    dormant = tuple(dormant)
+    unused: dict[str, str] = {}
     keys: dict[str, KeyInfo] = {}
     for section in sections:
         for info in section_keys(section):
@@ -337,6 +346,9 @@ def validate(raw: RawConfig, sections: Iterable[type[Section]]) -> Config:
             continue
         info = keys.get(key)
         if info is None:
+            if key.startswith(dormant) and dormant:
+                unused[key] = sources.get(key, "?")
+                continue
             raise ConfigError(_unknown_key_message(key, sources.get(key, "?"), keys))
         per_section[info.section][info.key] = _convert(info, value, sources[key])
     built: dict[type[Section], Section] = {}
@@ -346,4 +358,6 @@ def validate(raw: RawConfig, sections: Iterable[type[Section]]) -> Config:
         except msgspec.ValidationError as exc:
             named = ", ".join(f"{k} ({sources[k]})" for k in given) or "defaults"
             raise ConfigError(f"invalid configuration [{named}]: {exc}") from None
-    return Config(built, keys, {k: s for k, s in sources.items() if k in keys}, raw.plugin_selection(), raw.faults(), raw)
+    config = Config(built, keys, {k: s for k, s in sources.items() if k in keys}, raw.plugin_selection(), raw.faults(), raw)
+    config.unused = unused
+    return config

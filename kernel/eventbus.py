@@ -11,6 +11,7 @@ raises is reported by ``close()`` and receives no further batches, the others go
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from dataclasses import dataclass
@@ -21,6 +22,22 @@ import msgspec
 from kernel.events import Event
 
 _set_seq = msgspec.structs.force_setattr
+_live: set[EventBus] = set()
+
+
+def drain_buses() -> list[tuple[str, BaseException]]:
+    """Wait for every closed bus of this process that is still delivering (readers call this
+    so they see what this process recorded; also run at exit). Returns the observer errors of
+    the buses it waited for, as (run id, error)."""
+    errors = []
+    for bus in list(_live):
+        if bus._closed:
+            bus.join()
+            errors.extend((bus.run_id, exc) for _, exc in bus.errors)
+    return errors
+
+
+atexit.register(drain_buses)
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,7 @@ class EventBus:
         self._thread: threading.Thread | None = None
         self.errors: list[tuple[EventObserver, BaseException]] = []
         self._failed: set[int] = set()
+        self._status = ""
 
     @property
     def emitted(self) -> int:
@@ -69,6 +87,7 @@ class EventBus:
 
     def start(self) -> None:
         if self._thread is None and self.observers:
+            _live.add(self)
             self._thread = threading.Thread(target=self._run, name=f"rill-eventbus-{self.run_id}", daemon=True)
             self._thread.start()
 
@@ -83,6 +102,7 @@ class EventBus:
             started = time.perf_counter()
             self.flush()
             took = min(time.perf_counter() - started, self.flush_interval / 2)
+        self._finish()
 
     def flush(self) -> int:
         """Deliver everything emitted so far; returns the number of events delivered."""
@@ -110,15 +130,32 @@ class EventBus:
                     self.errors.append((observer, exc))
             return count
 
-    def close(self, status: str) -> None:
-        """Deliver the rest, stop the flusher and close every observer."""
+    def close(self, status: str, wait: bool = False) -> None:
+        """No more events: the flusher delivers the rest and closes every observer.
+
+        Returns at once (ingest stays off the runtime's thread) unless ``wait``; the process
+        waits for pending buses before it exits, and readers of the log wait via
+        :func:`drain_buses`.
+        """
+        self._status = status
         self._closed = True
-        self._wake.set()
+        if self._thread is None:
+            self._finish()
+        else:
+            self._wake.set()
+            if wait:
+                self.join()
+
+    def join(self) -> None:
+        """Wait until everything emitted is delivered and the observers are closed."""
         if self._thread is not None:
             self._thread.join()
+
+    def _finish(self) -> None:
         self.flush()
         for observer in self.observers:
             try:
-                observer.close(status)
+                observer.close(self._status)
             except BaseException as exc:
                 self.errors.append((observer, exc))
+        _live.discard(self)

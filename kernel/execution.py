@@ -3,13 +3,23 @@ job in the run's event log, hand it to the execution backend."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from kernel.compiler import CompiledJob, build_execution_graph, compile_program
-from kernel.events import ExecutionGraphCompiled, JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
+from kernel.errors import JobFailed
+from kernel.events import (
+    ExecutionGraphCompiled,
+    JobEdgeDefined,
+    JobGraphCompiled,
+    JobVertexDefined,
+    StreamGraphCompiled,
+)
 from kernel.program import PipelineExecutor, Program
+from kernel.summary import RunOutcome, render
 
 if TYPE_CHECKING:
+    from kernel.common.job_client import JobClient
     from kernel.common.job_execution_result import JobExecutionResult
     from kernel.graph.execution import ExecutionGraph
     from kernel.run import Run
@@ -72,11 +82,38 @@ def program_metadata(program: Program) -> dict[str, Any]:
 
 
 class SessionExecutor(PipelineExecutor):
-    """Runs each program on the session's execution backend."""
+    """Runs each program on the session's execution backend, prints the run's summary on
+    stderr (unless ``quiet``) and raises ``JobFailed`` when the job failed."""
 
-    def execute(self, program: Program) -> JobExecutionResult:
+    def __init__(self, session: Session, quiet: bool = False) -> None:
+        super().__init__(session)
+        self.quiet = quiet
+        self.outcomes: list[RunOutcome] = []
+
+    def run(self, program: Program) -> RunOutcome:
         session = self.session_for(program)
         compiled = compile_program(session, program)
         session.plugin_manager.require("create_execution_backend", "backend")
         backend = session.plugin_manager.hook.create_execution_backend(config=session.config)
-        return backend.execute(compiled, session)
+        outcome = backend.execute(compiled, session)
+        self.outcomes.append(outcome)
+        sys.stdout.flush()
+        if not self.quiet:
+            print(render(outcome), file=sys.stderr)
+            if outcome.failure:
+                print(outcome.failure.rstrip(), file=sys.stderr)
+        return outcome
+
+    def execute(self, program: Program) -> JobExecutionResult:
+        from kernel.common.job_execution_result import JobExecutionResult
+
+        outcome = self.run(program)
+        if outcome.status == "FAILED":
+            first = outcome.failure.splitlines()[0] if outcome.failure else "unknown cause"
+            raise JobFailed(f"job {outcome.job_name!r} failed (run {outcome.run_id}): {first}")
+        return JobExecutionResult(outcome.job_id, int(outcome.clock_seconds * 1000), run_id=outcome.run_id)
+
+    def execute_async(self, program: Program) -> JobClient:
+        from kernel.common.job_client import JobClient
+
+        return JobClient(program.job_name, lambda: self.execute(program), lambda: None)

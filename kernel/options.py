@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from kernel.config import Section
-from kernel.configtypes import DurationMs
+from kernel.configtypes import DurationMs, MemoryBytes
 
 
 class RillOptions(Section):
@@ -68,4 +68,52 @@ class CoreOptions(Section):
             raise ValueError("pipeline.max-parallelism must be -1 (unset) or between 1 and 32768")
 
 
-KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions)
+class RuntimeOptions(Section):
+    """Flink's runtime keys read by the execution backends."""
+
+    task_slots: Annotated[int, msgspec.Meta(ge=1, description="slots per TaskExecutor")] = msgspec.field(
+        name="taskmanager.numberOfTaskSlots", default=1
+    )
+    max_slots: Annotated[
+        int, msgspec.Meta(ge=1, description="most slots the ResourceManager starts TaskExecutors for")
+    ] = msgspec.field(name="slotmanager.number-of-slots.max", default=2147483647)
+    buffers_per_channel: Annotated[int, msgspec.Meta(ge=1, description="exclusive buffers (credits) per input channel")] = (
+        msgspec.field(name="taskmanager.network.memory.buffers-per-channel", default=2)
+    )
+    floating_buffers_per_gate: Annotated[int, msgspec.Meta(ge=0, description="floating buffers per input gate")] = (
+        msgspec.field(name="taskmanager.network.memory.floating-buffers-per-gate", default=8)
+    )
+    max_buffers_per_channel: Annotated[
+        int, msgspec.Meta(ge=1, description="buffers one output subpartition may hold before its writer is unavailable")
+    ] = msgspec.field(name="taskmanager.network.memory.max-buffers-per-channel", default=10)
+    segment_size: Annotated[MemoryBytes, msgspec.Meta(description="network buffer size")] = msgspec.field(
+        name="taskmanager.memory.segment-size", default=32 * 1024
+    )
+    record_size: Annotated[
+        int, msgspec.Meta(ge=1, description="bytes a record is assumed to take in a network buffer (records per buffer = segment-size / this)")
+    ] = msgspec.field(name="rill.network.record-size", default=32)
+    buffer_timeout: Annotated[DurationMs, msgspec.Meta(description="flush partially filled buffers this often (0: after every batch)")] = (
+        msgspec.field(name="execution.buffer-timeout.interval", default=100)
+    )
+    buffer_timeout_enabled: Annotated[bool, msgspec.Meta(description="false: flush only full buffers")] = msgspec.field(
+        name="execution.buffer-timeout.enabled", default=True
+    )
+    slot_request_timeout: Annotated[DurationMs, msgspec.Meta(description="a slot request failing after this long fails the job")] = (
+        msgspec.field(name="slot.request.timeout", default=300_000)
+    )
+    auto_watermark_interval: Annotated[DurationMs, msgspec.Meta(description="periodic watermark interval (0 disables)")] = (
+        msgspec.field(name="pipeline.auto-watermark-interval", default=200)
+    )
+    latency_interval: Annotated[DurationMs, msgspec.Meta(description="latency markers from sources this often (0: off)")] = (
+        msgspec.field(name="metrics.latency.interval", default=0)
+    )
+    duration: Annotated[DurationMs, msgspec.Meta(description="stop the job after this much clock time (0: run until it ends)")] = (
+        msgspec.field(name="rill.duration", default=0)
+    )
+
+    @property
+    def records_per_buffer(self) -> int:
+        return max(1, self.segment_size // self.record_size)
+
+
+KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, RuntimeOptions)

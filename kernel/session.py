@@ -6,6 +6,7 @@ import os
 from typing import Any, Iterable, Mapping
 
 from kernel.config import Config, RawConfig, Section, load_raw, validate
+from kernel.cluster_events import CLUSTER_EVENT_TYPES
 from kernel.events import KERNEL_EVENT_TYPES, EventRegistry
 from kernel.options import KERNEL_SECTIONS
 from kernel.pluginmanager import RillPluginManager
@@ -15,7 +16,7 @@ class Session:
     def __init__(self, plugin_manager: RillPluginManager, config: Config) -> None:
         self.plugin_manager = plugin_manager
         self.config = config
-        self.events = EventRegistry(KERNEL_EVENT_TYPES)
+        self.events = EventRegistry(KERNEL_EVENT_TYPES + CLUSTER_EVENT_TYPES)
         plugin_manager.hook.register_event_types(register=self.events.register)
         self._closed = False
 
@@ -43,7 +44,11 @@ class Session:
             manager.register(plugin)
         sections: list[type[Section]] = list(KERNEL_SECTIONS)
         manager.hook.register_config(register=sections.append)
-        config = validate(raw, sections)
+        dormant = {f"{info.concern}." for info in manager.infos.values() if info.plugin is None} | {
+            f"{info.name}." for info in manager.infos.values() if info.plugin is None
+        }
+        loaded = {f"{info.concern}." for info in manager.infos.values() if info.plugin is not None}
+        config = validate(raw, sections, sorted(dormant - loaded))
         session = cls(manager, config)
         manager.hook.configure.call_historic(kwargs={"config": config})
         return session

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from kernel import hookimpl
-from kernel.eventbus import EventBatch
+from kernel.eventbus import EventBatch, drain_buses
 from kernel.events import Event
 
 
@@ -16,13 +16,19 @@ class CapturedEvents:
     """An event observer keeping every event of one run, in sequence order."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self._events: list[Event] = []
         self.status: str | None = None
         self._lock = threading.Lock()
 
+    @property
+    def events(self) -> list[Event]:
+        """Every event delivered so far (waits for runs that ended to deliver the rest)."""
+        drain_buses()
+        return self._events
+
     def events_emitted(self, batch: EventBatch) -> None:
         with self._lock:
-            self.events.extend(batch.events)
+            self._events.extend(batch.events)
 
     def close(self, status: str) -> None:
         self.status = status

@@ -130,6 +130,7 @@ def test_a_retyped_field_is_refused(session_factory, tmp_path):
     run2.start()
     run2.bus.emit(Retyped(a="x"))
     run2.finish("finished")
+    run2.bus.join()
     assert [str(e) for _, e in run2.bus.errors] == [
         "event test_typed.a changed type from BIGINT to VARCHAR; a field is never retyped: add a new field instead"
     ]
@@ -140,6 +141,7 @@ def test_a_log_from_a_newer_rill_is_refused(session_factory, tmp_path):
     run = session.new_run("x")
     run.start()
     run.finish("finished")
+    run.bus.join()
     import duckdb
 
     con = duckdb.connect(str(tmp_path / "log.duckdb"))

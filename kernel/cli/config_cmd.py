@@ -26,6 +26,8 @@ def config_command(as_json: bool, config_path: str | None, sets: tuple[str, ...]
         entries.append((f"plugins.{concern}", name, selection.sources.get(concern, "default")))
     if selection.disabled:
         entries.append(("plugins.disabled", list(selection.disabled), selection.sources.get("disabled", "default")))
+    for key, source in sorted(config.unused.items()):
+        entries.append((key, f"{config.raw.values[key]} (unused: its plugin is not loaded)", source))
     if config.faults:
         entries.append(("faults", config.faults, config.raw.sources.get("faults", "?")))
     if as_json:

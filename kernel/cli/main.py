@@ -17,12 +17,14 @@ from kernel import __version__
 from kernel.cli.config_cmd import config_command
 from kernel.cli.plan_cmd import plan_command
 from kernel.cli.plugins_cmd import plugins_command
+from kernel.cli.run_cmd import run_command
 from kernel.config import load_raw
 from kernel.errors import RillError
+from kernel.eventbus import drain_buses
 from kernel.pluginmanager import RillPluginManager
 
 BUILTIN_COMMANDS: dict[str, click.Command] = {
-    command.name: command for command in (plugins_command, config_command, plan_command)  # type: ignore[misc]
+    command.name: command for command in (plugins_command, config_command, plan_command, run_command)  # type: ignore[misc]
 }
 
 
@@ -66,10 +68,18 @@ def _debug(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("RILL_DEBUG", "") not in ("", "0")
 
 
+def _report_event_log_errors() -> None:
+    for run_id, error in drain_buses():
+        click.echo(f"rill: warning: run {run_id}: event log observer failed: {error}", err=True)
+
+
 def main(argv: list[str] | None = None) -> Any:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        cli.main(args=argv, prog_name="rill", standalone_mode=False)
+        try:
+            cli.main(args=argv, prog_name="rill", standalone_mode=False)
+        finally:
+            _report_event_log_errors()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

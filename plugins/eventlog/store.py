@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kernel.errors import EventLogError
+from kernel.eventbus import drain_buses
 from plugins.eventlog.migrations import LATEST, check_version, migrate, schema_version
 from plugins.eventlog.schema import SCHEMA
 
@@ -56,6 +57,7 @@ class EventStore:
         self.lock_path = self.path.with_name(self.path.name + ".lock")
 
     def exists(self) -> bool:
+        drain_buses()
         return self.path.exists()
 
     @contextmanager
@@ -103,6 +105,7 @@ class EventStore:
     @contextmanager
     def read(self) -> Iterator[Any]:
         """A shared read-only connection with ``rill`` first on the search path."""
+        drain_buses()
         if not self.exists():
             raise EventLogError(f"no event log at {self.path} (no run has been recorded there yet)")
         self.mark_crashed_runs()

@@ -1,0 +1,39 @@
+"""``rill run``: execute a job file on the selected backend."""
+
+from __future__ import annotations
+
+import click
+
+from kernel.cli.common import config_options, open_session
+from kernel.errors import JobDefinitionError
+from kernel.execution import SessionExecutor
+from kernel.jobfile import run_script
+
+
+@click.command("run")
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@click.option("--clock", type=click.Choice(["realtime", "simulated"]), default=None,
+              help="realtime (wall clock) or simulated (virtual time jumps to the next timer).")
+@click.option("--seed", type=int, default=None, help="Seed of the kernel's RNG (rill.seed).")
+@click.option("--duration", default=None, metavar="TIME",
+              help="Stop the job after this much clock time, e.g. 30s (rill.duration).")
+@click.option("--backend", default=None, help="Execution backend plugin (plugins.backend), e.g. local or spark.")
+@click.option("--quiet", is_flag=True, help="No summary on stderr.")
+@config_options
+def run_command(job_file: str, clock: str | None, seed: int | None, duration: str | None, backend: str | None,
+                quiet: bool, config_path: str | None, sets: tuple[str, ...]) -> None:
+    """Run JOB_FILE: print sinks write to stdout, a summary of the run goes to stderr."""
+    overrides = []
+    if clock is not None:
+        overrides.append(f"rill.clock={clock}")
+    if seed is not None:
+        overrides.append(f"rill.seed={seed}")
+    if duration is not None:
+        overrides.append(f"rill.duration={duration}")
+    if backend is not None:
+        overrides.append(f"plugins.backend={backend}")
+    session = open_session(config_path, [*overrides, *sets])
+    executor = SessionExecutor(session, quiet=quiet)
+    run_script(job_file, executor)
+    if not executor.outcomes:
+        raise JobDefinitionError(f"job file {job_file} defines no job: it never calls env.execute()")

@@ -1,0 +1,163 @@
+"""Events of running a job: cluster components, slots, scheduling, tasks and their metrics."""
+
+from __future__ import annotations
+
+from kernel.events import Event
+
+
+class JobSubmitted(Event, tag="job_submitted"):
+    job_id: str = ""
+    job_name: str = ""
+
+
+class JobStatusChanged(Event, tag="job_status_changed"):
+    job_id: str = ""
+    old_status: str = ""
+    new_status: str = ""
+    reason: str = ""
+
+
+class WorkerStarted(Event, tag="worker_started"):
+    """The ResourceManager started a TaskExecutor."""
+
+    resource_id: str = ""
+    slots: int = 0
+
+
+class WorkerRegistered(Event, tag="worker_registered"):
+    """A TaskExecutor registered at the ResourceManager (``registration`` counts re-registrations)."""
+
+    resource_id: str = ""
+    slots: int = 0
+    registration: int = 1
+
+
+class WorkerStopped(Event, tag="worker_stopped"):
+    resource_id: str = ""
+    reason: str = ""
+
+
+class JobMasterRegistered(Event, tag="job_master_registered"):
+    job_id: str = ""
+    address: str = ""
+
+
+class ResourceRequirementsDeclared(Event, tag="resource_requirements_declared"):
+    """The JobMaster's slot pool told the ResourceManager how many slots the job needs."""
+
+    job_id: str = ""
+    slots: int = 0
+
+
+class SlotRequested(Event, tag="slot_requested"):
+    """The ResourceManager's slot manager asked a TaskExecutor for one of its slots."""
+
+    job_id: str = ""
+    allocation_id: str = ""
+    resource_id: str = ""
+    slot_index: int = 0
+
+
+class SlotAllocated(Event, tag="slot_allocated"):
+    """The JobMaster accepted a slot a TaskExecutor offered."""
+
+    job_id: str = ""
+    allocation_id: str = ""
+    resource_id: str = ""
+    slot_index: int = 0
+
+
+class SlotReleased(Event, tag="slot_released"):
+    job_id: str = ""
+    allocation_id: str = ""
+    resource_id: str = ""
+    slot_index: int = 0
+    reason: str = ""
+
+
+class PipelinedRegionsComputed(Event, tag="pipelined_regions_computed"):
+    job_id: str = ""
+    regions: int = 0
+
+
+class RegionScheduled(Event, tag="region_scheduled"):
+    job_id: str = ""
+    region: int = 0
+    execution_vertices: int = 0
+
+
+class TaskDeployed(Event, tag="task_deployed"):
+    job_id: str = ""
+    vertex_id: str = ""
+    vertex_name: str = ""
+    subtask: int = 0
+    attempt: int = 0
+    resource_id: str = ""
+    allocation_id: str = ""
+    slot_index: int = 0
+
+
+class ExecutionStateChanged(Event, tag="execution_state_changed"):
+    """An execution attempt moved between Flink's execution states (``failure``: the cause,
+    with the operator and traceback, when it FAILED)."""
+
+    job_id: str = ""
+    vertex_id: str = ""
+    vertex_name: str = ""
+    subtask: int = 0
+    attempt: int = 0
+    old_state: str = ""
+    new_state: str = ""
+    resource_id: str = ""
+    failure: str = ""
+
+
+class TaskMetricsSampled(Event, tag="task_metrics_sampled"):
+    """One task's TimerGauge metrics over one clock second (``interval_ms`` shorter for the
+    last, partial sample when the task ends). busy = interval - idle - back pressured; NaN for
+    legacy sources, as in Flink."""
+
+    job_id: str = ""
+    vertex_id: str = ""
+    vertex_name: str = ""
+    subtask: int = 0
+    attempt: int = 0
+    interval_ms: float = 1000.0
+    idle_ms: float = 0.0
+    busy_ms: float = 0.0
+    back_pressured_ms: float = 0.0
+    soft_back_pressured_ms: float = 0.0
+    hard_back_pressured_ms: float = 0.0
+    records_in: int = 0
+    records_out: int = 0
+    records_in_per_second: float = 0.0
+    records_out_per_second: float = 0.0
+    final: bool = False
+
+
+class MailboxSuspended(Event, tag="mailbox_suspended"):
+    """The default action stopped: ``reason`` ``idle`` (no input) or ``back_pressure`` (no output
+    buffer). High rate: recorded with ``rill.events.level = debug`` only."""
+
+    level = "debug"
+
+    vertex_id: str = ""
+    subtask: int = 0
+    attempt: int = 0
+    reason: str = ""
+
+
+class MailboxResumed(Event, tag="mailbox_resumed"):
+    level = "debug"
+
+    vertex_id: str = ""
+    subtask: int = 0
+    attempt: int = 0
+    reason: str = ""
+
+
+CLUSTER_EVENT_TYPES: tuple[type[Event], ...] = (
+    JobSubmitted, JobStatusChanged, WorkerStarted, WorkerRegistered, WorkerStopped, JobMasterRegistered,
+    ResourceRequirementsDeclared, SlotRequested, SlotAllocated, SlotReleased, PipelinedRegionsComputed,
+    RegionScheduled, TaskDeployed, ExecutionStateChanged, TaskMetricsSampled, MailboxSuspended, MailboxResumed,
+)

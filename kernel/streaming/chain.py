@@ -1,0 +1,58 @@
+"""An operator chain: the operators of one JobVertex wired together, independent of any cluster.
+
+Chained edges call the next operator directly; every other edge goes to an Output the backend
+provides (a record writer into the local network, a list of a Spark partition, ...). The
+backend feeds the head: ``process_batch`` (one input) or ``process_batch1/2`` (two inputs).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kernel.graph.job import JobVertex
+from kernel.graph.stream import StreamEdge, StreamGraph
+from kernel.streaming.operators import StreamOperator, create_operator
+from kernel.streaming.outputs import ChainingOutput, OperatorOutput, Output, combine
+from kernel.streaming.runtime import OperatorRuntime
+
+
+class OperatorChain:
+    def __init__(self, vertex: JobVertex, graph: StreamGraph, runtime: OperatorRuntime,
+                 network_output: Callable[[StreamEdge], Output]) -> None:
+        self.vertex = vertex
+        nodes = [graph.nodes[nid] for nid in vertex.chained_node_ids]
+        self.operators: list[StreamOperator] = [create_operator(node, runtime) for node in nodes]
+        by_node = {node.id: op for node, op in zip(nodes, self.operators)}
+        chained = {id(edge) for edge in vertex.chained_edges}
+        for node, operator in zip(nodes, self.operators):
+            main: list[Output] = []
+            side: dict[str, list[Output]] = {}
+            for edge in node.out_edges:
+                target = ChainingOutput(by_node[edge.target_id]) if id(edge) in chained else network_output(edge)
+                if edge.output_tag is not None:
+                    side.setdefault(edge.output_tag.tag_id, []).append(target)
+                else:
+                    main.append(target)
+            operator.output = OperatorOutput(combine(main), {tag: combine(outs) for tag, outs in side.items()})
+        self.head = by_node[vertex.head_node_id]
+
+    def open(self) -> None:
+        """Open operators from the tail towards the head (downstream ready first)."""
+        for operator in reversed(self.operators):
+            operator.open()
+
+    def finish(self) -> None:
+        """End of input: each operator, head to tail, gets ``end_input`` then ``finish``."""
+        for operator in self.operators:
+            operator.end_input()
+            operator.finish()
+
+    def close(self) -> None:
+        errors = []
+        for operator in self.operators:
+            try:
+                operator.close()
+            except Exception as exc:  # close every operator; report the first failure
+                errors.append(exc)
+        if errors:
+            raise errors[0]

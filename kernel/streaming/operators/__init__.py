@@ -1,0 +1,50 @@
+"""Stream operators, created from the OperatorSpec of a StreamNode by kind."""
+
+from __future__ import annotations
+
+from kernel.graph.stream import StreamNode
+from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
+from kernel.streaming.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
+from kernel.streaming.operators.keyed import KeyedProcessOperator, ReduceOperator
+from kernel.streaming.operators.sinks import FileSinkWriterOperator, PrintSinkOperator, SinkFunctionOperator
+from kernel.streaming.operators.timestamps import TimestampsAndWatermarksOperator
+from kernel.streaming.operators.twoinput import (
+    CoFlatMapOperator,
+    CoMapOperator,
+    CoProcessOperator,
+    KeyedCoProcessOperator,
+)
+from kernel.streaming.runtime import OperatorRuntime
+
+OPERATORS: dict[str, type[StreamOperator]] = {
+    "map": MapOperator,
+    "flat_map": FlatMapOperator,
+    "filter": FilterOperator,
+    "process": ProcessOperator,
+    "keyed_process": KeyedProcessOperator,
+    "reduce": ReduceOperator,
+    "co_map": CoMapOperator,
+    "co_flat_map": CoFlatMapOperator,
+    "co_process": CoProcessOperator,
+    "keyed_co_process": KeyedCoProcessOperator,
+    "print": PrintSinkOperator,
+    "sink_function": SinkFunctionOperator,
+    "sink_writer": FileSinkWriterOperator,
+    "timestamps_watermarks": TimestampsAndWatermarksOperator,
+}
+
+
+def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperator:
+    """The operator a stream node runs (sources: ``kernel.streaming.sources.SourceOperator``)."""
+    from kernel.streaming.sources import SourceOperator
+
+    spec = node.operator
+    if spec.kind in ("collection", "source"):
+        return SourceOperator(spec, node, runtime)
+    operator_class = OPERATORS.get(spec.kind)
+    if operator_class is None:
+        raise ValueError(f"operator {node.name!r}: unknown operator kind {spec.kind!r}")
+    return operator_class(spec, node, runtime)
+
+
+__all__ = ["OPERATORS", "StreamOperator", "TwoInputStreamOperator", "create_operator"]

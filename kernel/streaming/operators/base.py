@@ -1,0 +1,142 @@
+"""Base of stream operators: lifecycle, user functions, the yield-based result protocol."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from kernel.datastream.functions import Function
+from kernel.datastream.output_tag import OutputTag
+from kernel.datastream.transformations import OperatorSpec
+from kernel.graph.stream import StreamNode
+from kernel.streaming.elements import MIN_LONG
+from kernel.streaming.outputs import Output
+from kernel.streaming.runtime import OperatorRuntime, StreamingRuntimeContext
+from kernel.streaming.state import KeyedStateBackend
+
+
+def method_or_callable(function: Any, base: type, method: str) -> Callable[..., Any]:
+    """The bound method of a Function subclass instance, or the plain callable itself."""
+    return getattr(function, method) if isinstance(function, base) else function
+
+
+class StreamOperator:
+    """One operator of a chain. ``process_batch`` handles a buffer of records; watermarks,
+    statuses and latency markers are forwarded unless an operator overrides them."""
+
+    output: Output
+
+    def __init__(self, spec: OperatorSpec, node: StreamNode, runtime: OperatorRuntime) -> None:
+        self.spec = spec
+        self.node = node
+        self.name = node.name
+        self.runtime = runtime
+        self.keyed = spec.keyed
+        self.backend = KeyedStateBackend() if self.keyed else None
+        key = next((k for k in spec.keys if k is not None), None)
+        self.key_selector = key.selector if key is not None else None
+        self.runtime_context = StreamingRuntimeContext(runtime.info, self.backend)
+        self.requested_side_outputs = set(spec.side_outputs)
+        self.current_watermark = MIN_LONG
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def user_functions(self) -> list[Any]:
+        return [self.spec.function]
+
+    def open(self) -> None:
+        for function in self.user_functions():
+            if isinstance(function, Function):
+                function.open(self.runtime_context)
+
+    def end_input(self) -> None:
+        """All input consumed; the final watermark (if any) was processed before."""
+
+    def finish(self) -> None:
+        """Flush what is buffered; called head to tail after end of input."""
+
+    def close(self) -> None:
+        for function in self.user_functions():
+            if isinstance(function, Function):
+                function.close()
+
+    # -- elements -----------------------------------------------------------------------------
+
+    def process_batch(self, values: list, timestamps: list | None) -> None:
+        raise NotImplementedError
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.current_watermark = timestamp
+        self.output.emit_watermark(timestamp)
+
+    def process_watermark_status(self, idle: bool) -> None:
+        self.output.emit_watermark_status(idle)
+
+    def process_latency_marker(self, marker: Any) -> None:
+        self.output.emit_latency_marker(marker)
+
+    # -- results of yield-based functions -----------------------------------------------------
+
+    def emit_results(self, results: Any, timestamp: int | None, values: list, timestamps: list | None,
+                     side: dict[str, tuple[list, list | None]]) -> None:
+        """Route what a function returned: ``(OutputTag, value)`` to a requested side output,
+        everything else (including unrequested tagged pairs, as in PyFlink) to the main output."""
+        if results is None:
+            return
+        requested = self.requested_side_outputs
+        for item in results:
+            if requested and type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag) \
+                    and item[0].tag_id in requested:
+                side_values, side_ts = side.setdefault(item[0].tag_id, ([], [] if timestamps is not None else None))
+                side_values.append(item[1])
+                if side_ts is not None:
+                    side_ts.append(timestamp)
+                continue
+            values.append(item)
+            if timestamps is not None:
+                timestamps.append(timestamp)
+
+    def flush_results(self, values: list, timestamps: list | None, side: dict[str, tuple[list, list | None]]) -> None:
+        if values:
+            self.output.collect(values, timestamps)
+        for tag_id, (side_values, side_ts) in side.items():
+            self.output.collect_side(tag_id, side_values, side_ts)
+
+
+class TwoInputStreamOperator(StreamOperator):
+    """Two inputs; the operator's event time is the minimum over its non-idle inputs."""
+
+    def __init__(self, spec: OperatorSpec, node: StreamNode, runtime: OperatorRuntime) -> None:
+        super().__init__(spec, node, runtime)
+        self.input_watermarks = [MIN_LONG, MIN_LONG]
+        self.input_idle = [False, False]
+        self.key_selectors = [k.selector if k is not None else None for k in (spec.keys or (None, None))]
+
+    def process_batch(self, values: list, timestamps: list | None) -> None:
+        raise TypeError("a two-input operator receives process_batch1/process_batch2")
+
+    def process_batch1(self, values: list, timestamps: list | None) -> None:
+        raise NotImplementedError
+
+    def process_batch2(self, values: list, timestamps: list | None) -> None:
+        raise NotImplementedError
+
+    def process_watermark_input(self, index: int, timestamp: int) -> None:
+        self.input_watermarks[index] = timestamp
+        self._emit_combined_watermark()
+
+    def process_watermark_status_input(self, index: int, idle: bool) -> None:
+        was_idle = all(self.input_idle)
+        self.input_idle[index] = idle
+        now_idle = all(self.input_idle)
+        if now_idle != was_idle:
+            self.output.emit_watermark_status(now_idle)
+        if not idle or not now_idle:
+            self._emit_combined_watermark()
+
+    def _emit_combined_watermark(self) -> None:
+        active = [w for w, idle in zip(self.input_watermarks, self.input_idle) if not idle]
+        if not active:
+            return
+        combined = min(active)
+        if combined > self.current_watermark:
+            self.process_watermark(combined)

@@ -1,0 +1,133 @@
+"""map, flat_map, filter and process — on plain and on keyed streams.
+
+On a keyed stream the current key is set per record, so functions can use keyed state.
+"""
+
+from __future__ import annotations
+
+from kernel.datastream import functions as fn
+from kernel.datastream.timerservice import TimerService
+from kernel.streaming.operators.base import StreamOperator, method_or_callable
+
+
+class MapOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._map = method_or_callable(self.spec.function, fn.MapFunction, "map")
+
+    def process_batch(self, values, timestamps):
+        f = self._map
+        if self.keyed:
+            backend, select = self.backend, self.key_selector
+            out = []
+            for value in values:
+                backend.current_key = select(value)
+                out.append(f(value))
+        else:
+            out = list(map(f, values))
+        self.output.collect(out, timestamps)
+
+
+class FlatMapOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._flat_map = method_or_callable(self.spec.function, fn.FlatMapFunction, "flat_map")
+
+    def process_batch(self, values, timestamps):
+        f = self._flat_map
+        backend, select = self.backend, self.key_selector
+        if not self.requested_side_outputs and timestamps is None:
+            out: list = []
+            extend = out.extend
+            for value in values:
+                if backend is not None:
+                    backend.current_key = select(value)
+                extend(f(value))
+            self.output.collect(out, None)
+            return
+        out_values: list = []
+        out_ts: list | None = None if timestamps is None else []
+        side: dict = {}
+        for i, value in enumerate(values):
+            if backend is not None:
+                backend.current_key = select(value)
+            self.emit_results(iter(f(value)), timestamps[i] if timestamps is not None else None, out_values, out_ts, side)
+        self.flush_results(out_values, out_ts, side)
+
+
+class FilterOperator(StreamOperator):
+    def open(self) -> None:
+        super().open()
+        self._filter = method_or_callable(self.spec.function, fn.FilterFunction, "filter")
+
+    def process_batch(self, values, timestamps):
+        f = self._filter
+        if self.keyed:
+            backend, select = self.backend, self.key_selector
+            keep = []
+            for value in values:
+                backend.current_key = select(value)
+                keep.append(bool(f(value)))
+        else:
+            keep = [bool(f(v)) for v in values]
+        out = [v for v, k in zip(values, keep) if k]
+        self.output.collect(out, None if timestamps is None else [t for t, k in zip(timestamps, keep) if k])
+
+
+class NonKeyedTimerService(TimerService):
+    """Time for a ProcessFunction on a non-keyed stream: no timers."""
+
+    def __init__(self, operator: StreamOperator) -> None:
+        self._operator = operator
+
+    def current_processing_time(self) -> int:
+        return self._operator.runtime.now_ms()
+
+    def current_watermark(self) -> int:
+        return self._operator.current_watermark
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        raise Exception("Register timers is only supported on a keyed stream.")
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        raise Exception("Register timers is only supported on a keyed stream.")
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        raise Exception("Deleting timers is only supported on a keyed streams.")
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        raise Exception("Deleting timers is only supported on a keyed streams.")
+
+
+class ProcessContext(fn.ProcessFunction.Context):
+    __slots__ = ("_timestamp", "_timer_service")
+
+    def __init__(self, timer_service: TimerService) -> None:
+        self._timestamp: int | None = None
+        self._timer_service = timer_service
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+
+class ProcessOperator(StreamOperator):
+    """``DataStream.process(ProcessFunction)``."""
+
+    def open(self) -> None:
+        super().open()
+        self._ctx = ProcessContext(NonKeyedTimerService(self))
+        self._process = self.spec.function.process_element
+
+    def process_batch(self, values, timestamps):
+        ctx, process = self._ctx, self._process
+        out_values: list = []
+        out_ts: list | None = None if timestamps is None else []
+        side: dict = {}
+        for i, value in enumerate(values):
+            ts = timestamps[i] if timestamps is not None else None
+            ctx._timestamp = ts
+            self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
+        self.flush_results(out_values, out_ts, side)

@@ -1,0 +1,162 @@
+"""Keyed operators with state and timers: KeyedProcessFunction and the rolling reduce."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernel.datastream import functions as fn
+from kernel.datastream.time_domain import TimeDomain
+from kernel.datastream.timerservice import TimerService
+from kernel.streaming.operators.base import StreamOperator, method_or_callable
+from kernel.streaming.timers import InternalTimerService
+
+
+class KeyedTimerService(TimerService):
+    """The timers of the current key (namespace None)."""
+
+    def __init__(self, operator: StreamOperator, timers: InternalTimerService) -> None:
+        self._operator = operator
+        self._timers = timers
+
+    def current_processing_time(self) -> int:
+        return self._operator.runtime.now_ms()
+
+    def current_watermark(self) -> int:
+        return self._timers.current_watermark
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._timers.register_processing_time_timer(None, timestamp)
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._timers.register_event_time_timer(None, timestamp)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._timers.delete_processing_time_timer(None, timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._timers.delete_event_time_timer(None, timestamp)
+
+
+class KeyedContext(fn.KeyedProcessFunction.OnTimerContext):
+    """Context of ``process_element`` and ``on_timer`` (``time_domain`` only meaningful there)."""
+
+    __slots__ = ("_timestamp", "_key", "_timer_service", "_time_domain")
+
+    def __init__(self, timer_service: TimerService) -> None:
+        self._timestamp: int | None = None
+        self._key: Any = None
+        self._timer_service = timer_service
+        self._time_domain = TimeDomain.EVENT_TIME
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    def get_current_key(self) -> Any:
+        return self._key
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def time_domain(self) -> TimeDomain:
+        return self._time_domain
+
+
+class TimerOperator(StreamOperator):
+    """A keyed operator with an internal timer service; timers fire through ``on_timer``."""
+
+    def open(self) -> None:
+        super().open()
+        runtime = self.runtime
+        self.timers = InternalTimerService(
+            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms
+        )
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.current_watermark = timestamp
+        before = self.timers.fired
+        self.timers.advance_watermark(timestamp)
+        fired = self.timers.fired - before
+        if fired:
+            self.runtime.count("timers_fired", fired)
+        self.output.emit_watermark(timestamp)
+
+    def _on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self.on_timer(timestamp, key, namespace, TimeDomain.EVENT_TIME)
+
+    def _on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self.runtime.count("timers_fired")
+        self.on_timer(timestamp, key, namespace, TimeDomain.PROCESSING_TIME)
+
+    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain) -> None:
+        raise NotImplementedError
+
+
+class KeyedProcessOperator(TimerOperator):
+    """``KeyedStream.process(KeyedProcessFunction)``."""
+
+    def open(self) -> None:
+        super().open()
+        self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
+        self._process = self.spec.function.process_element
+
+    def process_batch(self, values, timestamps):
+        ctx, process, backend, select = self._ctx, self._process, self.backend, self.key_selector
+        out_values: list = []
+        out_ts: list | None = None if timestamps is None else []
+        side: dict = {}
+        for i, value in enumerate(values):
+            key = select(value)
+            backend.current_key = key
+            ts = timestamps[i] if timestamps is not None else None
+            ctx._timestamp, ctx._key = ts, key
+            self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
+        self.flush_results(out_values, out_ts, side)
+
+    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain) -> None:
+        ctx = self._ctx
+        ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
+        out_values: list = []
+        side: dict = {}
+        self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out_values, [], side)
+        self.flush_results(out_values, [timestamp] * len(out_values), side)
+
+
+class ReduceOperator(StreamOperator):
+    """``KeyedStream.reduce`` and sum/min/max: in STREAMING every record emits its key's
+    reduced value so far; in BATCH only the final value per key is emitted, at end of input."""
+
+    def open(self) -> None:
+        super().open()
+        self._reduce = method_or_callable(self.spec.function, fn.ReduceFunction, "reduce")
+        self._values: dict[Any, Any] = {}
+        self._last_timestamp: dict[Any, Any] = {}
+
+    def process_batch(self, values, timestamps):
+        reduce, select, state = self._reduce, self.key_selector, self._values
+        backend = self.backend
+        if self.runtime.batch:
+            for i, value in enumerate(values):
+                key = select(value)
+                backend.current_key = key
+                current = state.get(key)
+                state[key] = value if current is None else reduce(current, value)
+                if timestamps is not None:
+                    self._last_timestamp[key] = timestamps[i]
+            return
+        out = []
+        append = out.append
+        for value in values:
+            key = select(value)
+            backend.current_key = key
+            current = state.get(key)
+            if current is not None:
+                value = reduce(current, value)
+            state[key] = value
+            append(value)
+        self.output.collect(out, timestamps)
+
+    def end_input(self) -> None:
+        if self.runtime.batch and self._values:
+            keys = list(self._values)
+            stamps = [self._last_timestamp.get(k) for k in keys] if self._last_timestamp else None
+            self.output.collect([self._values[k] for k in keys], stamps)

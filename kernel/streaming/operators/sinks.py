@@ -1,0 +1,147 @@
+"""Sinks: print, ``add_sink`` functions, and the file sink writer."""
+
+from __future__ import annotations
+
+import os
+import time as _time
+from typing import Any
+
+from kernel.datastream import functions as fn
+from kernel.streaming.operators.base import StreamOperator
+
+
+def print_prefix(identifier: str | None, subtask: int, parallelism: int) -> str:
+    """Flink's PrintSinkOutputWriter: ``id:N> `` / ``N> `` (N 1-based) when parallel, else ``id> ``."""
+    prefix = identifier or ""
+    if parallelism > 1:
+        prefix += (":" if prefix else "") + str(subtask + 1)
+    return prefix + "> " if prefix else ""
+
+
+class PrintSinkOperator(StreamOperator):
+    def open(self) -> None:
+        info = self.runtime.info
+        self._prefix = print_prefix(self.spec.params.get("identifier"), info.subtask, info.parallelism)
+        self._format = self.spec.params["type"].format_print
+        self._write = self.runtime.write_stdout
+
+    def user_functions(self) -> list[Any]:
+        return []
+
+    def process_batch(self, values, timestamps):
+        prefix, fmt = self._prefix, self._format
+        self._write("".join(f"{prefix}{fmt(v)}\n" for v in values))
+
+
+class SinkContext:
+    """What ``SinkFunction.invoke`` gets as its context."""
+
+    __slots__ = ("_operator", "_timestamp")
+
+    def __init__(self, operator: StreamOperator) -> None:
+        self._operator = operator
+        self._timestamp: int | None = None
+
+    def timestamp(self) -> int | None:
+        return self._timestamp
+
+    def current_watermark(self) -> int:
+        return self._operator.current_watermark
+
+    def current_processing_time(self) -> int:
+        return self._operator.runtime.now_ms()
+
+
+class SinkFunctionOperator(StreamOperator):
+    """``add_sink``: a SinkFunction (``invoke(value, context)``) or a callable per record."""
+
+    def open(self) -> None:
+        super().open()
+        function = self.spec.function
+        self._context = SinkContext(self)
+        if isinstance(function, fn.SinkFunction):
+            invoke, context = function.invoke, self._context
+            self._invoke = lambda value: invoke(value, context)
+        else:
+            self._invoke = function
+
+    def process_batch(self, values, timestamps):
+        invoke, context = self._invoke, self._context
+        if timestamps is None:
+            for value in values:
+                invoke(value)
+        else:
+            for value, ts in zip(values, timestamps):
+                context._timestamp = ts
+                invoke(value)
+
+
+class FileSinkWriterOperator(StreamOperator):
+    """Writes records as lines into part files ``<prefix>-<subtask>-<counter><suffix>``.
+
+    In-progress files are hidden (``.<name>.inprogress``) and renamed to their final name when
+    the rolling policy rolls them or the input ends. Buckets: the base path, or a
+    ``yyyy-MM-dd--HH`` directory of processing time.
+    """
+
+    def user_functions(self) -> list[Any]:
+        return []
+
+    def open(self) -> None:
+        sink = self.spec.function
+        self._sink = sink
+        self._format = self.spec.params["type"].java_string
+        self._encoding = sink.encoder.charset_name
+        self._subtask = self.runtime.info.subtask
+        self._counters: dict[str, int] = {}
+        self._open: dict[str, dict[str, Any]] = {}
+
+    def _bucket(self) -> str:
+        assigner = self._sink.bucket_assigner
+        if assigner.kind == "base_path":
+            return self._sink.base_path
+        pattern = (assigner.format_str.replace("yyyy", "%Y").replace("MM", "%m").replace("dd", "%d")
+                   .replace("HH", "%H").replace("mm", "%M"))
+        stamp = _time.strftime(pattern, _time.gmtime(self.runtime.now_ms() / 1000))
+        return os.path.join(self._sink.base_path, stamp)
+
+    def _part(self, bucket: str) -> dict[str, Any]:
+        part = self._open.get(bucket)
+        if part is None:
+            os.makedirs(bucket, exist_ok=True)
+            counter = self._counters.get(bucket, 0)
+            self._counters[bucket] = counter + 1
+            config = self._sink.output_file_config
+            name = f"{config.part_prefix}-{self._subtask}-{counter}{config.part_suffix}"
+            hidden = os.path.join(bucket, f".{name}.inprogress")
+            part = {"name": os.path.join(bucket, name), "hidden": hidden, "file": open(hidden, "wb"),
+                    "size": 0, "opened": self.runtime.now_ms()}
+            self._open[bucket] = part
+        return part
+
+    def _roll(self, bucket: str) -> None:
+        part = self._open.pop(bucket)
+        part["file"].close()
+        os.replace(part["hidden"], part["name"])
+
+    def process_batch(self, values, timestamps):
+        bucket = self._bucket()
+        part = self._part(bucket)
+        data = "".join(self._format(v) + "\n" for v in values).encode(self._encoding)
+        part["file"].write(data)
+        part["size"] += len(data)
+        policy = self._sink.rolling_policy
+        now = self.runtime.now_ms()
+        if (policy.part_size is not None and part["size"] >= policy.part_size) or (
+            policy.rollover_interval is not None and now - part["opened"] >= policy.rollover_interval
+        ):
+            self._roll(bucket)
+
+    def end_input(self) -> None:
+        for bucket in list(self._open):
+            self._roll(bucket)
+
+    def close(self) -> None:
+        for part in self._open.values():
+            part["file"].close()
+        self._open.clear()

@@ -1,0 +1,109 @@
+"""Two-input operators of connected streams: Co-Map, Co-Flat Map, Co-Process, Co-Keyed-Process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernel.datastream.time_domain import TimeDomain
+from kernel.streaming.operators.base import TwoInputStreamOperator
+from kernel.streaming.operators.basic import NonKeyedTimerService, ProcessContext
+from kernel.streaming.operators.keyed import KeyedContext, KeyedTimerService
+from kernel.streaming.timers import InternalTimerService
+
+
+class _PerRecord(TwoInputStreamOperator):
+    """Calls a function per record of either input and routes what it returns."""
+
+    def _call(self, index: int, value: Any, ts: int | None) -> Any:
+        raise NotImplementedError
+
+    def _process(self, index: int, values: list, timestamps: list | None) -> None:
+        select = self.key_selectors[index]
+        backend = self.backend
+        out_values: list = []
+        out_ts: list | None = None if timestamps is None else []
+        side: dict = {}
+        for i, value in enumerate(values):
+            if backend is not None:
+                backend.current_key = select(value)
+            ts = timestamps[i] if timestamps is not None else None
+            self.emit_results(self._call(index, value, ts), ts, out_values, out_ts, side)
+        self.flush_results(out_values, out_ts, side)
+
+    def process_batch1(self, values, timestamps):
+        self._process(0, values, timestamps)
+
+    def process_batch2(self, values, timestamps):
+        self._process(1, values, timestamps)
+
+
+class CoMapOperator(_PerRecord):
+    """``CoMapFunction``: a ``None`` result emits nothing (PyFlink drops it)."""
+
+    def open(self) -> None:
+        super().open()
+        function = self.spec.function
+        self._maps = (function.map1, function.map2)
+
+    def _call(self, index, value, ts):
+        result = self._maps[index](value)
+        return None if result is None else (result,)
+
+
+class CoFlatMapOperator(_PerRecord):
+    def open(self) -> None:
+        super().open()
+        function = self.spec.function
+        self._flat_maps = (function.flat_map1, function.flat_map2)
+
+    def _call(self, index, value, ts):
+        return self._flat_maps[index](value) or None
+
+
+class CoProcessOperator(_PerRecord):
+    def open(self) -> None:
+        super().open()
+        function = self.spec.function
+        self._ctx = ProcessContext(NonKeyedTimerService(self))
+        self._processes = (function.process_element1, function.process_element2)
+
+    def _call(self, index, value, ts):
+        self._ctx._timestamp = ts
+        return self._processes[index](value, self._ctx)
+
+
+class KeyedCoProcessOperator(_PerRecord):
+    def open(self) -> None:
+        super().open()
+        runtime = self.runtime
+        self.timers = InternalTimerService(
+            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms
+        )
+        self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
+        function = self.spec.function
+        self._processes = (function.process_element1, function.process_element2)
+
+    def _call(self, index, value, ts):
+        ctx = self._ctx
+        ctx._timestamp, ctx._key = ts, self.backend.current_key
+        return self._processes[index](value, ctx)
+
+    def process_watermark(self, timestamp: int) -> None:
+        self.current_watermark = timestamp
+        self.timers.advance_watermark(timestamp)
+        self.output.emit_watermark(timestamp)
+
+    def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
+        ctx = self._ctx
+        ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
+        out_values: list = []
+        side: dict = {}
+        self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out_values, [], side)
+        self.flush_results(out_values, [timestamp] * len(out_values), side)
+
+    def _on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self._fire(timestamp, key, TimeDomain.EVENT_TIME)
+
+    def _on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self._fire(timestamp, key, TimeDomain.PROCESSING_TIME)
+

@@ -1,0 +1,136 @@
+"""Outputs of operators: chained operators call each other directly, batch at a time.
+
+An operator emits ``collect(values, timestamps)`` (main output), ``collect_side(tag_id, ...)``
+(side outputs), and forwards watermarks, watermark statuses and latency markers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Output:
+    def collect(self, values: list, timestamps: list | None) -> None:
+        raise NotImplementedError
+
+    def collect_side(self, tag_id: str, values: list, timestamps: list | None) -> None:
+        """Records for a side output nobody consumes are dropped, as in Flink."""
+
+    def emit_watermark(self, timestamp: int) -> None:
+        raise NotImplementedError
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        raise NotImplementedError
+
+    def emit_latency_marker(self, marker: Any) -> None:
+        raise NotImplementedError
+
+
+class DiscardingOutput(Output):
+    """The output of a sink: nothing goes further."""
+
+    def collect(self, values, timestamps):
+        pass
+
+    def emit_watermark(self, timestamp):
+        pass
+
+    def emit_watermark_status(self, idle):
+        pass
+
+    def emit_latency_marker(self, marker):
+        pass
+
+
+def blame(exc: BaseException, operator_name: str) -> None:
+    """Remember the innermost operator an exception came from (for the failure report)."""
+    if not hasattr(exc, "rill_operator"):
+        try:
+            exc.rill_operator = operator_name  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+
+
+class ChainingOutput(Output):
+    """Into the next operator of the chain."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def collect(self, values, timestamps):
+        if values:
+            try:
+                self.target.process_batch(values, timestamps)
+            except Exception as exc:
+                blame(exc, self.target.name)
+                raise
+
+    def emit_watermark(self, timestamp):
+        self.target.process_watermark(timestamp)
+
+    def emit_watermark_status(self, idle):
+        self.target.process_watermark_status(idle)
+
+    def emit_latency_marker(self, marker):
+        self.target.process_latency_marker(marker)
+
+
+class BroadcastingOutput(Output):
+    """Fan-out: the same elements to several outputs (which never modify them)."""
+
+    def __init__(self, outputs: list[Output]) -> None:
+        self.outputs = outputs
+
+    def collect(self, values, timestamps):
+        for output in self.outputs:
+            output.collect(values, timestamps)
+
+    def emit_watermark(self, timestamp):
+        for output in self.outputs:
+            output.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle):
+        for output in self.outputs:
+            output.emit_watermark_status(idle)
+
+    def emit_latency_marker(self, marker):
+        # Flink forwards a latency marker to one random output; the first is deterministic.
+        if self.outputs:
+            self.outputs[0].emit_latency_marker(marker)
+
+
+class OperatorOutput(Output):
+    """What an operator writes to: its main outputs plus side outputs by tag."""
+
+    def __init__(self, main: Output, side: dict[str, Output]) -> None:
+        self.main = main
+        self.side = side
+        self.collect = main.collect  # type: ignore[method-assign]
+
+    def collect_side(self, tag_id, values, timestamps):
+        output = self.side.get(tag_id)
+        if output is not None and values:
+            output.collect(values, timestamps)
+
+    def emit_watermark(self, timestamp):
+        self.main.emit_watermark(timestamp)
+        for output in self.side.values():
+            output.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle):
+        self.main.emit_watermark_status(idle)
+        for output in self.side.values():
+            output.emit_watermark_status(idle)
+
+    def emit_latency_marker(self, marker):
+        self.main.emit_latency_marker(marker)
+
+
+def combine(outputs: list[Output]) -> Output:
+    if not outputs:
+        return DiscardingOutput()
+    if len(outputs) == 1:
+        return outputs[0]
+    return BroadcastingOutput(outputs)

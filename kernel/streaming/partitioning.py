@@ -1,0 +1,166 @@
+"""Channel selection of each partitioner, batch at a time.
+
+``route(values, timestamps)`` yields (channel, values, timestamps) groups for one batch.
+Randomness (rebalance's first channel, shuffle) comes from the kernel's seeded RNG.
+"""
+
+from __future__ import annotations
+
+from random import Random
+from typing import Any, Callable
+
+from kernel.common.typeinfo import key_hash
+from kernel.graph import partitioner as p
+from kernel.streaming.keygroups import murmur_hash
+
+Routed = list[tuple[int, list, "list | None"]]
+
+#: keys whose routing is remembered (bounded memory for unbounded key spaces)
+KEY_CACHE_LIMIT = 1 << 16
+
+
+class ChannelSelector:
+    num_channels: int
+    broadcast = False
+
+    def route(self, values: list, timestamps: list | None) -> Routed:
+        raise NotImplementedError
+
+
+class SingleChannel(ChannelSelector):
+    """Forward and global: everything to channel 0."""
+
+    def __init__(self, num_channels: int) -> None:
+        self.num_channels = num_channels
+
+    def route(self, values, timestamps):
+        return [(0, values, timestamps)]
+
+
+class Broadcast(ChannelSelector):
+    broadcast = True
+
+    def __init__(self, num_channels: int) -> None:
+        self.num_channels = num_channels
+
+    def route(self, values, timestamps):
+        return [(c, values, timestamps) for c in range(self.num_channels)]
+
+
+def _split(channels: list[int], values: list, timestamps: list | None, n: int) -> Routed:
+    out_values: list[list] = [[] for _ in range(n)]
+    if timestamps is None:
+        for channel, value in zip(channels, values):
+            out_values[channel].append(value)
+        return [(c, out_values[c], None) for c in range(n) if out_values[c]]
+    out_ts: list[list] = [[] for _ in range(n)]
+    for channel, value, ts in zip(channels, values, timestamps):
+        out_values[channel].append(value)
+        out_ts[channel].append(ts)
+    return [(c, out_values[c], out_ts[c]) for c in range(n) if out_values[c]]
+
+
+class RoundRobin(ChannelSelector):
+    """Rebalance (first channel random) and rescale (first channel 0)."""
+
+    def __init__(self, num_channels: int, start: int) -> None:
+        self.num_channels = num_channels
+        self.next = start
+
+    def route(self, values, timestamps):
+        n = self.num_channels
+        if n == 1:
+            return [(0, values, timestamps)]
+        start = self.next
+        self.next = (start + len(values)) % n
+        routed = []
+        for channel in range(n):
+            offset = (channel - start) % n  # record i goes to channel (start + i) % n
+            part = values[offset::n]
+            if part:
+                routed.append((channel, part, timestamps[offset::n] if timestamps is not None else None))
+        return routed
+
+
+class Shuffle(ChannelSelector):
+    def __init__(self, num_channels: int, rng: Random) -> None:
+        self.num_channels = num_channels
+        self.rng = rng
+
+    def route(self, values, timestamps):
+        n = self.num_channels
+        if n == 1:
+            return [(0, values, timestamps)]
+        pick = self.rng.randrange
+        return _split([pick(n) for _ in values], values, timestamps, n)
+
+
+class KeyGroupChannels(ChannelSelector):
+    """keyBy: the subtask owning the key's key group, as PyFlink routes ``key_by``."""
+
+    def __init__(self, num_channels: int, max_parallelism: int, key_selector: Callable[[Any], Any], key_type: Any) -> None:
+        self.num_channels = num_channels
+        self.max_parallelism = max_parallelism
+        self.key_selector = key_selector
+        self.key_type = key_type
+        self.cache: dict[Any, int] = {}
+
+    def channel_of(self, key: Any) -> int:
+        key_group = murmur_hash(key_hash(key, self.key_type)) % self.max_parallelism
+        return key_group * self.num_channels // self.max_parallelism
+
+    def route(self, values, timestamps):
+        n = self.num_channels
+        if n == 1:
+            return [(0, values, timestamps)]
+        cache = self.cache
+        select = self.key_selector
+        channels = []
+        append = channels.append
+        for value in values:
+            key = select(value)
+            try:
+                channel = cache[key]
+            except KeyError:
+                channel = self.channel_of(key)
+                if len(cache) < KEY_CACHE_LIMIT:
+                    cache[key] = channel
+            except TypeError:  # unhashable key (list, dict): route without the cache
+                channel = self.channel_of(key)
+            append(channel)
+        return _split(channels, values, timestamps, n)
+
+
+class Custom(ChannelSelector):
+    def __init__(self, num_channels: int, partition: Callable[[Any, int], int], key_selector: Callable[[Any], Any]) -> None:
+        self.num_channels = num_channels
+        self.partition = partition
+        self.key_selector = key_selector
+
+    def route(self, values, timestamps):
+        n, partition, select = self.num_channels, self.partition, self.key_selector
+        channels = []
+        for value in values:
+            channel = partition(select(value), n)
+            if not 0 <= channel < n:
+                raise ValueError(f"custom partitioner returned channel {channel}, not in [0, {n})")
+            channels.append(channel)
+        return _split(channels, values, timestamps, n)
+
+
+def channel_selector(partitioner: p.StreamPartitioner, num_channels: int, max_parallelism: int, rng: Random) -> ChannelSelector:
+    if isinstance(partitioner, (p.ForwardPartitioner, p.GlobalPartitioner)):
+        return SingleChannel(num_channels)
+    if isinstance(partitioner, p.BroadcastPartitioner):
+        return Broadcast(num_channels)
+    if isinstance(partitioner, p.RebalancePartitioner):
+        return RoundRobin(num_channels, rng.randrange(num_channels))
+    if isinstance(partitioner, p.RescalePartitioner):
+        return RoundRobin(num_channels, 0)
+    if isinstance(partitioner, p.ShufflePartitioner):
+        return Shuffle(num_channels, rng)
+    if isinstance(partitioner, p.KeyGroupStreamPartitioner):
+        return KeyGroupChannels(num_channels, max_parallelism, partitioner.key_selector, partitioner.key_type)
+    if isinstance(partitioner, p.CustomPartitionerWrapper):
+        return Custom(num_channels, partitioner.partitioner, partitioner.key_selector)
+    raise ValueError(f"no channel selection for partitioner {partitioner!r}")

@@ -1,0 +1,113 @@
+"""What a backend provides to the operators of a task, and the contexts user functions see."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from random import Random
+from typing import Any, Callable
+
+from kernel.datastream.functions import RuntimeContext
+from kernel.streaming.state import KeyedStateBackend
+
+
+@dataclass
+class TaskInfo:
+    task_name: str  # the job vertex (chain) name
+    subtask: int  # 0-based
+    parallelism: int
+    max_parallelism: int
+    attempt: int = 0
+    job_parameters: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name_with_subtasks(self) -> str:
+        return f"{self.task_name} ({self.subtask + 1}/{self.parallelism})"
+
+
+class OperatorRuntime:
+    """Per task: time, randomness, processing-time scheduling and settings for its operators.
+
+    Backends subclass it: the local one schedules timers as mailbox mails on the event loop;
+    a batch backend fires processing-time timers at the end of input.
+    """
+
+    def __init__(self, info: TaskInfo, rng_factory: Callable[[str], Random], batch: bool = False,
+                 auto_watermark_interval: int = 200) -> None:
+        self.info = info
+        self.rng_factory = rng_factory
+        #: BATCH execution: perfect watermarks, keyed results once per key at the end
+        self.batch = batch
+        self.auto_watermark_interval = auto_watermark_interval
+
+    def now_ms(self) -> int:
+        """Processing time in ms."""
+        raise NotImplementedError
+
+    def schedule(self, when_ms: int, callback: Callable[[], None]) -> Any:
+        """Run ``callback`` (in the task's thread, between records) at processing time ``when_ms``."""
+        raise NotImplementedError
+
+    def create_watermark_generator(self, strategy: Any) -> Any:
+        raise NotImplementedError
+
+    def create_watermark_valve(self, num_channels: int) -> Any:
+        raise NotImplementedError
+
+    def emit_event(self, event: Any) -> None:
+        """Record a runtime event (never per record)."""
+
+    def count(self, metric: str, amount: int = 1) -> None:
+        """Add to an aggregated counter of the task (late records dropped, timers fired, ...)."""
+
+
+class StreamingRuntimeContext(RuntimeContext):
+    """``RuntimeContext`` given to ``open``: subtask info and, on keyed streams, keyed state."""
+
+    def __init__(self, info: TaskInfo, backend: KeyedStateBackend | None, metrics: Any = None) -> None:
+        self._info = info
+        self._backend = backend
+        self._metrics = metrics
+
+    def get_task_name(self) -> str:
+        return self._info.task_name
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._info.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self._info.max_parallelism
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._info.subtask
+
+    def get_attempt_number(self) -> int:
+        return self._info.attempt
+
+    def get_task_name_with_subtasks(self) -> str:
+        return self._info.name_with_subtasks
+
+    def get_job_parameter(self, key: str, default_value: str) -> str:
+        return self._info.job_parameters.get(key, default_value)
+
+    def get_metrics_group(self) -> Any:
+        return self._metrics
+
+    def _keyed(self) -> KeyedStateBackend:
+        if self._backend is None:
+            raise Exception("This state is only accessible by functions executed on a KeyedStream.")
+        return self._backend
+
+    def get_state(self, state_descriptor: Any) -> Any:
+        return self._keyed().get_state(state_descriptor)
+
+    def get_list_state(self, state_descriptor: Any) -> Any:
+        return self._keyed().get_state(state_descriptor)
+
+    def get_map_state(self, state_descriptor: Any) -> Any:
+        return self._keyed().get_state(state_descriptor)
+
+    def get_reducing_state(self, state_descriptor: Any) -> Any:
+        return self._keyed().get_state(state_descriptor)
+
+    def get_aggregating_state(self, state_descriptor: Any) -> Any:
+        return self._keyed().get_state(state_descriptor)

@@ -1,0 +1,316 @@
+"""Source readers and the source operator that drives them.
+
+A reader hands out records in batches: ``poll(limit)`` returns what is available now (maybe
+nothing), ``available_at()`` says when more will be (rate limits, file discovery), and
+``finished`` turns true when a bounded input is exhausted. Each subtask reads its own split.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from typing import Any
+
+from kernel.common.watermark_strategy import TimestampAssigner
+from kernel.datastream.connectors.datagen import DataGeneratorSource, GeneratorFunction
+from kernel.datastream.connectors.file_system import FileSource
+from kernel.datastream.connectors.number_seq import NumberSequenceSource
+from kernel.streaming.elements import MAX_LONG, MIN_LONG
+from kernel.streaming.operators.base import StreamOperator
+from kernel.streaming.runtime import OperatorRuntime
+
+
+class InputStatus(Enum):
+    MORE_AVAILABLE = "MORE_AVAILABLE"
+    NOTHING_AVAILABLE = "NOTHING_AVAILABLE"
+    END_OF_INPUT = "END_OF_INPUT"
+
+
+class SourceReader:
+    finished = False
+
+    def open(self, runtime: OperatorRuntime) -> None:
+        pass
+
+    def poll(self, limit: int) -> list:
+        raise NotImplementedError
+
+    def available_at(self) -> int | None:
+        """Processing time (ms) when more records will be available; None when now or never."""
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def split_range(start: int, end: int, parts: int, index: int) -> tuple[int, int]:
+    """The ``index``-th of ``parts`` contiguous sub-ranges of ``[start, end]`` (inclusive)."""
+    total = end - start + 1
+    lo = start + total * index // parts
+    hi = start + total * (index + 1) // parts - 1
+    return lo, hi
+
+
+class CollectionReader(SourceReader):
+    def __init__(self, elements: list) -> None:
+        self.elements = elements
+        self.position = 0
+
+    def poll(self, limit: int) -> list:
+        batch = self.elements[self.position:self.position + limit]
+        self.position += len(batch)
+        self.finished = self.position >= len(self.elements)
+        return batch
+
+
+class NumberSequenceReader(SourceReader):
+    def __init__(self, source: NumberSequenceSource) -> None:
+        self.source = source
+
+    def open(self, runtime: OperatorRuntime) -> None:
+        info = runtime.info
+        self.next, self.last = split_range(self.source.start, self.source.end, info.parallelism, info.subtask)
+        self.finished = self.next > self.last
+
+    def poll(self, limit: int) -> list:
+        stop = min(self.last + 1, self.next + limit)
+        batch = list(range(self.next, stop))
+        self.next = stop
+        self.finished = self.next > self.last
+        return batch
+
+
+class _GeneratorContext:
+    def __init__(self, runtime: OperatorRuntime) -> None:
+        info = runtime.info
+        self.subtask = info.subtask
+        self.parallelism = info.parallelism
+        self.random = runtime.rng_factory(f"datagen/{info.task_name}/{info.subtask}")
+
+
+class DataGeneratorReader(SourceReader):
+    """Indexes split in contiguous ranges per subtask; ``records_per_second`` (of the whole
+    source) is shared evenly, in processing time."""
+
+    def __init__(self, source: DataGeneratorSource) -> None:
+        self.source = source
+
+    def open(self, runtime: OperatorRuntime) -> None:
+        info = runtime.info
+        self.runtime = runtime
+        count = self.source.count
+        last = (count - 1) if count is not None else (1 << 62) - 1
+        self.next, self.last = split_range(0, last, info.parallelism, info.subtask) if last >= 0 else (0, -1)
+        self.first = self.next
+        self.finished = self.next > self.last
+        function = self.source.generator_function
+        if isinstance(function, GeneratorFunction):
+            function.open(_GeneratorContext(runtime))
+            self.generate = function.map
+        else:
+            self.generate = function
+        rate = self.source.records_per_second
+        self.interval_ms = None if rate is None else info.parallelism * 1000.0 / rate
+        self.started = runtime.now_ms()
+
+    def _due(self) -> int:
+        if self.interval_ms is None:
+            return self.last + 1 - self.next
+        elapsed = self.runtime.now_ms() - self.started
+        allowed = self.first + int(elapsed / self.interval_ms) + 1
+        return max(0, min(allowed, self.last + 1) - self.next)
+
+    def poll(self, limit: int) -> list:
+        n = min(limit, self._due())
+        generate = self.generate
+        batch = [generate(i) for i in range(self.next, self.next + n)]
+        self.next += n
+        self.finished = self.next > self.last
+        return batch
+
+    def available_at(self) -> int | None:
+        if self.interval_ms is None or self.finished:
+            return None
+        return self.started + int((self.next - self.first) * self.interval_ms + 0.999999)
+
+    def close(self) -> None:
+        function = self.source.generator_function
+        if isinstance(function, GeneratorFunction):
+            function.close()
+
+
+class FileReader(SourceReader):
+    """Lines of the subtask's files (every ``parallelism``-th file in name order); with
+    ``monitor_continuously`` new files are picked up every discovery interval."""
+
+    def __init__(self, source: FileSource) -> None:
+        self.source = source
+        self.seen: set[str] = set()
+        self.pending: list[str] = []
+        self.handle: Any = None
+
+    def open(self, runtime: OperatorRuntime) -> None:
+        self.runtime = runtime
+        self.subtask, self.parallelism = runtime.info.subtask, runtime.info.parallelism
+        self.next_scan = runtime.now_ms()
+        self._discover()
+
+    def _list(self) -> list[str]:
+        files = []
+        for path in self.source.paths:
+            if os.path.isdir(path):
+                for root, dirs, names in os.walk(path):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                    files.extend(os.path.join(root, n) for n in names if not n.startswith((".", "_")))
+            elif os.path.exists(path):
+                files.append(path)
+            elif not self.seen and self.source.discovery_interval_ms is None:
+                raise FileNotFoundError(f"FileSource path {path!r} does not exist")
+        return sorted(files)
+
+    def _discover(self) -> None:
+        new = [f for f in self._list() if f not in self.seen]
+        for path in sorted(new):
+            self.seen.add(path)
+            if (len(self.seen) - 1) % self.parallelism == self.subtask:
+                self.pending.append(path)
+        interval = self.source.discovery_interval_ms
+        if interval is not None:
+            self.next_scan = self.runtime.now_ms() + interval
+        self.finished = interval is None and not self.pending and self.handle is None
+
+    def poll(self, limit: int) -> list:
+        interval = self.source.discovery_interval_ms
+        if interval is not None and self.runtime.now_ms() >= self.next_scan:
+            self._discover()
+        batch: list[str] = []
+        encoding = self.source.stream_format.charset_name
+        while len(batch) < limit:
+            if self.handle is None:
+                if not self.pending:
+                    break
+                self.handle = open(self.pending.pop(0), encoding=encoding, newline="")
+            line = self.handle.readline()
+            if not line:
+                self.handle.close()
+                self.handle = None
+                continue
+            batch.append(line.rstrip("\r\n"))
+        self.finished = interval is None and not self.pending and self.handle is None
+        return batch
+
+    def available_at(self) -> int | None:
+        if self.source.discovery_interval_ms is None or self.pending or self.handle is not None:
+            return None
+        return self.next_scan
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+def create_reader(spec: Any) -> SourceReader:
+    if spec.kind == "collection":
+        return CollectionReader(spec.params["elements"])
+    source = spec.function
+    if isinstance(source, NumberSequenceSource):
+        return NumberSequenceReader(source)
+    if isinstance(source, DataGeneratorSource):
+        return DataGeneratorReader(source)
+    if isinstance(source, FileSource):
+        return FileReader(source)
+    create = getattr(source, "create_reader", None)
+    if create is not None:
+        return create()
+    raise TypeError(f"{source!r} is not a source rill can read (FileSource, NumberSequenceSource, DataGeneratorSource)")
+
+
+class WatermarkOutput:
+    """Where a watermark generator emits: strictly increasing watermarks, idle/active status."""
+
+    def __init__(self, operator: StreamOperator) -> None:
+        self.operator = operator
+        self.last = MIN_LONG
+        self.idle = False
+
+    def emit_watermark(self, timestamp: int) -> None:
+        if self.idle:
+            self.mark_active()
+        if timestamp > self.last:
+            self.last = timestamp
+            self.operator.output.emit_watermark(timestamp)
+
+    def mark_idle(self) -> None:
+        if not self.idle:
+            self.idle = True
+            self.operator.output.emit_watermark_status(True)
+
+    def mark_active(self) -> None:
+        if self.idle:
+            self.idle = False
+            self.operator.output.emit_watermark_status(False)
+
+
+class SourceOperator(StreamOperator):
+    """Reads batches from its reader; with a watermark strategy it assigns timestamps and
+    emits watermarks periodically (``pipeline.auto-watermark-interval``); the end of a
+    bounded input emits the final ``MAX`` watermark."""
+
+    def user_functions(self) -> list[Any]:
+        return []
+
+    def open(self) -> None:
+        self.reader = create_reader(self.spec)
+        self.reader.open(self.runtime)
+        strategy = self.spec.params.get("watermark_strategy")
+        self.watermarks = WatermarkOutput(self)
+        self.generator = None
+        self.assign = None
+        if strategy is not None:
+            assigner = strategy.timestamp_assigner
+            if assigner is not None:
+                self.assign = assigner.extract_timestamp if isinstance(assigner, TimestampAssigner) else assigner
+            if strategy.kind != "none":
+                self.generator = self.runtime.create_watermark_generator(strategy)
+                self._schedule_periodic()
+        self.ended = False
+
+    def _schedule_periodic(self) -> None:
+        interval = self.runtime.auto_watermark_interval
+        if interval > 0:
+            self.runtime.schedule(self.runtime.now_ms() + interval, self._periodic_emit)
+
+    def _periodic_emit(self) -> None:
+        if self.ended:
+            return
+        self.generator.on_periodic_emit(self.watermarks)
+        self._schedule_periodic()
+
+    def emit_next(self, limit: int) -> InputStatus:
+        reader = self.reader
+        values = reader.poll(limit) if not reader.finished else []
+        if values:
+            timestamps = None
+            if self.assign is not None:
+                assign = self.assign
+                timestamps = [assign(v, MIN_LONG) for v in values]
+                if self.generator is not None:
+                    self.generator.on_events(values, timestamps, self.watermarks)
+            elif self.generator is not None:
+                self.generator.on_events(values, None, self.watermarks)
+            if self.watermarks.idle:
+                self.watermarks.mark_active()
+            self.output.collect(values, timestamps)
+        if reader.finished:
+            self.end()
+            return InputStatus.END_OF_INPUT
+        return InputStatus.MORE_AVAILABLE if values else InputStatus.NOTHING_AVAILABLE
+
+    def end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self.watermarks.mark_active()
+            self.watermarks.emit_watermark(MAX_LONG)
+
+    def close(self) -> None:
+        self.reader.close()

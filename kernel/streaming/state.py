@@ -1,0 +1,216 @@
+"""Keyed state on the heap: every state is a dict of (key, namespace) -> value.
+
+The operator sets the current key (and, for windows, the current namespace) before user
+code runs; state objects read and write under them. The namespace is None outside windows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from kernel.datastream import state as api
+
+
+class KeyedStateBackend:
+    def __init__(self) -> None:
+        self.current_key: Any = None
+        self.current_namespace: Any = None
+        self._tables: dict[str, dict] = {}
+        self._states: dict[tuple[str, type], Any] = {}
+
+    def table(self, name: str) -> dict:
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = {}
+        return table
+
+    def get_state(self, descriptor: api.StateDescriptor) -> Any:
+        """The state object of a descriptor (one per name and kind)."""
+        kind = _STATE_OF[type(descriptor)]
+        key = (descriptor.name, kind)
+        state = self._states.get(key)
+        if state is None:
+            for other_name, other_kind in self._states:
+                if other_name == descriptor.name and other_kind is not kind:
+                    raise ValueError(f"state {descriptor.name!r} is already registered as {other_kind.__name__}")
+            state = self._states[key] = kind(self, self.table(descriptor.name), descriptor)
+        return state
+
+    def keys(self, state_name: str) -> list[Any]:
+        return list({key for key, _ in self._tables.get(state_name, {})})
+
+    def merge_namespaces(self, descriptor: api.StateDescriptor, target: Any, sources: Iterable[Any]) -> None:
+        """Merge the state of ``sources`` windows into ``target`` for the current key."""
+        self.get_state(descriptor).merge(target, sources)
+
+
+class _KeyedState:
+    __slots__ = ("backend", "table", "descriptor")
+
+    def __init__(self, backend: KeyedStateBackend, table: dict, descriptor: api.StateDescriptor) -> None:
+        self.backend = backend
+        self.table = table
+        self.descriptor = descriptor
+
+    def _slot(self) -> tuple[Any, Any]:
+        return self.backend.current_key, self.backend.current_namespace
+
+    def clear(self) -> None:
+        self.table.pop(self._slot(), None)
+
+    def merge(self, target: Any, sources: Iterable[Any]) -> None:
+        raise TypeError(f"state {self.descriptor.name!r} cannot be merged")
+
+
+class ValueStateImpl(_KeyedState, api.ValueState):
+    __slots__ = ()
+
+    def value(self) -> Any:
+        return self.table.get(self._slot())
+
+    def update(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+        else:
+            self.table[self._slot()] = value
+
+
+class ListStateImpl(_KeyedState, api.ListState):
+    __slots__ = ()
+
+    def get(self) -> list:
+        return list(self.table.get(self._slot(), ()))
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            raise ValueError("You cannot add null to a ListState.")
+        self.table.setdefault(self._slot(), []).append(value)
+
+    def add_all(self, values: list) -> None:
+        if values:
+            self.table.setdefault(self._slot(), []).extend(values)
+
+    def update(self, values: list) -> None:
+        if values:
+            self.table[self._slot()] = list(values)
+        else:
+            self.clear()
+
+    def merge(self, target: Any, sources: Iterable[Any]) -> None:
+        key = self.backend.current_key
+        merged = self.table.setdefault((key, target), [])
+        for source in sources:
+            if source != target:
+                merged.extend(self.table.pop((key, source), ()))
+        if not merged:
+            self.table.pop((key, target), None)
+
+
+class ReducingStateImpl(_KeyedState, api.ReducingState):
+    __slots__ = ()
+
+    def get(self) -> Any:
+        return self.table.get(self._slot())
+
+    def add(self, value: Any) -> None:
+        slot = self._slot()
+        current = self.table.get(slot)
+        self.table[slot] = value if current is None else self.descriptor.get_reduce_function()(current, value)
+
+    def merge(self, target: Any, sources: Iterable[Any]) -> None:
+        key = self.backend.current_key
+        reduce = self.descriptor.get_reduce_function()
+        result = self.table.get((key, target))
+        for source in sources:
+            if source == target:
+                continue
+            value = self.table.pop((key, source), None)
+            if value is not None:
+                result = value if result is None else reduce(result, value)
+        if result is not None:
+            self.table[(key, target)] = result
+
+
+class AggregatingStateImpl(_KeyedState, api.AggregatingState):
+    __slots__ = ()
+
+    def get(self) -> Any:
+        accumulator = self.table.get(self._slot())
+        return None if accumulator is None else self.descriptor.agg_function.get_result(accumulator)
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            self.clear()
+            return
+        slot = self._slot()
+        function = self.descriptor.agg_function
+        accumulator = self.table.get(slot)
+        if accumulator is None:
+            accumulator = function.create_accumulator()
+        self.table[slot] = function.add(value, accumulator)
+
+    def merge(self, target: Any, sources: Iterable[Any]) -> None:
+        key = self.backend.current_key
+        function = self.descriptor.agg_function
+        result = self.table.get((key, target))
+        for source in sources:
+            if source == target:
+                continue
+            accumulator = self.table.pop((key, source), None)
+            if accumulator is not None:
+                result = accumulator if result is None else function.merge(result, accumulator)
+        if result is not None:
+            self.table[(key, target)] = result
+
+
+class MapStateImpl(_KeyedState, api.MapState):
+    __slots__ = ()
+
+    def _map(self, create: bool = False) -> dict | None:
+        slot = self._slot()
+        mapping = self.table.get(slot)
+        if mapping is None and create:
+            mapping = self.table[slot] = {}
+        return mapping
+
+    def get(self, key: Any) -> Any:
+        mapping = self._map()
+        return None if mapping is None else mapping.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        self._map(True)[key] = value
+
+    def put_all(self, dict_value: dict) -> None:
+        self._map(True).update(dict_value)
+
+    def remove(self, key: Any) -> None:
+        mapping = self._map()
+        if mapping is not None:
+            mapping.pop(key, None)
+            if not mapping:
+                self.clear()
+
+    def contains(self, key: Any) -> bool:
+        mapping = self._map()
+        return mapping is not None and key in mapping
+
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        return list((self._map() or {}).items())
+
+    def keys(self) -> Iterable[Any]:
+        return list((self._map() or {}).keys())
+
+    def values(self) -> Iterable[Any]:
+        return list((self._map() or {}).values())
+
+    def is_empty(self) -> bool:
+        return not self._map()
+
+
+_STATE_OF = {
+    api.ValueStateDescriptor: ValueStateImpl,
+    api.ListStateDescriptor: ListStateImpl,
+    api.MapStateDescriptor: MapStateImpl,
+    api.ReducingStateDescriptor: ReducingStateImpl,
+    api.AggregatingStateDescriptor: AggregatingStateImpl,
+}

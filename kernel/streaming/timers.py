@@ -1,0 +1,125 @@
+"""Per-key timers of one operator (Flink's InternalTimerService).
+
+Timers are unique per (key, namespace, timestamp). Event-time timers fire when a watermark
+reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
+fire from a task mail when the processing clock reaches them. Deleting a timer removes it
+from the set; its heap entry is skipped when reached.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable
+
+from kernel.streaming.elements import MIN_LONG
+from kernel.streaming.state import KeyedStateBackend
+
+Fire = Callable[[int, Any, Any], None]  # (timestamp, key, namespace)
+
+
+class _TimerQueue:
+    def __init__(self) -> None:
+        self.heap: list[tuple[int, int, Any, Any]] = []
+        self.live: set[tuple[int, Any, Any]] = set()
+        self.seq = 0
+
+    def add(self, timestamp: int, key: Any, namespace: Any) -> bool:
+        entry = (timestamp, key, namespace)
+        if entry in self.live:
+            return False
+        self.live.add(entry)
+        self.seq += 1
+        heapq.heappush(self.heap, (timestamp, self.seq, key, namespace))
+        return True
+
+    def delete(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self.live.discard((timestamp, key, namespace))
+
+    def pop_due(self, limit: int) -> tuple[int, Any, Any] | None:
+        heap, live = self.heap, self.live
+        while heap and heap[0][0] <= limit:
+            timestamp, _, key, namespace = heapq.heappop(heap)
+            entry = (timestamp, key, namespace)
+            if entry in live:
+                live.discard(entry)
+                return entry
+        return None
+
+    def earliest(self) -> int | None:
+        heap, live = self.heap, self.live
+        while heap and (heap[0][0], heap[0][2], heap[0][3]) not in live:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+
+class InternalTimerService:
+    def __init__(self, backend: KeyedStateBackend, on_event_time: Fire, on_processing_time: Fire,
+                 schedule: Callable[[int, Callable[[], None]], Any], now_ms: Callable[[], int]) -> None:
+        self.backend = backend
+        self._on_event_time = on_event_time
+        self._on_processing_time = on_processing_time
+        self._schedule = schedule
+        self._now_ms = now_ms
+        self.event_timers = _TimerQueue()
+        self.processing_timers = _TimerQueue()
+        self.current_watermark = MIN_LONG
+        self._wakeup: int | None = None
+        self.fired = 0
+
+    # -- registration (for the current key) ---------------------------------------------------
+
+    def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
+        self.event_timers.add(timestamp, self.backend.current_key, namespace)
+
+    def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
+        self.event_timers.delete(timestamp, self.backend.current_key, namespace)
+
+    def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
+        if self.processing_timers.add(timestamp, self.backend.current_key, namespace):
+            if self._wakeup is None or timestamp < self._wakeup:
+                self._wakeup = timestamp
+                self._schedule(timestamp, self._fire_processing_time)
+
+    def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
+        self.processing_timers.delete(timestamp, self.backend.current_key, namespace)
+
+    # -- firing -------------------------------------------------------------------------------
+
+    def advance_watermark(self, watermark: int) -> None:
+        """Fire every event-time timer <= ``watermark`` in timestamp order."""
+        self.current_watermark = watermark
+        backend = self.backend
+        while True:
+            due = self.event_timers.pop_due(watermark)
+            if due is None:
+                return
+            timestamp, key, namespace = due
+            backend.current_key = key
+            self.fired += 1
+            self._on_event_time(timestamp, key, namespace)
+
+    def _fire_processing_time(self) -> None:
+        self._wakeup = None
+        self.fire_processing_time(self._now_ms())
+        earliest = self.processing_timers.earliest()
+        if earliest is not None:
+            self._wakeup = earliest
+            self._schedule(earliest, self._fire_processing_time)
+
+    def fire_processing_time(self, now: int) -> None:
+        """Fire every processing-time timer <= ``now`` in timestamp order."""
+        backend = self.backend
+        while True:
+            due = self.processing_timers.pop_due(now)
+            if due is None:
+                return
+            timestamp, key, namespace = due
+            backend.current_key = key
+            self.fired += 1
+            self._on_processing_time(timestamp, key, namespace)
+
+    def pending(self) -> int:
+        return len(self.event_timers) + len(self.processing_timers)

@@ -1,0 +1,45 @@
+"""The Dispatcher: accepts jobs, starts a JobMaster per job, reports how jobs end."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from kernel.cluster_events import JobSubmitted
+from kernel.messaging import Component, MessagingService
+from plugins.local import messages as m
+from plugins.local.jobmaster import JobMaster
+
+if TYPE_CHECKING:
+    from kernel.run import Run
+
+ADDRESS = "dispatcher"
+
+
+class Dispatcher(Component):
+    def __init__(self, messaging: MessagingService, run: Run, options: Any,
+                 on_job_terminated: Callable[[str, str, str], None]) -> None:
+        super().__init__(ADDRESS, messaging)
+        self.run = run
+        self.options = options
+        self.on_job_terminated = on_job_terminated
+        self.job_masters: dict[str, JobMaster] = {}
+
+    def handle_SubmitJob(self, message: m.SubmitJob, sender: str) -> str:
+        job_graph = message.job_graph
+        self.run.bus.emit(JobSubmitted(time=self.clock.now(), job_id=job_graph.job_id, job_name=job_graph.job_name))
+        master = JobMaster(f"jobmaster-{job_graph.job_id[:8]}", self.messaging, self.run, job_graph, self.address,
+                           self.options)
+        self.job_masters[job_graph.job_id] = master
+        master.start()
+        return job_graph.job_id
+
+    def handle_CancelJob(self, message: m.CancelJob, sender: str) -> None:
+        master = self.job_masters.get(message.job_id)
+        if master is not None:
+            self.tell(master.address, message)
+
+    def handle_JobTerminated(self, message: m.JobTerminated, sender: str) -> None:
+        master = self.job_masters.pop(message.job_id, None)
+        if master is not None:
+            master.stop()
+        self.on_job_terminated(message.job_id, message.status, message.failure)

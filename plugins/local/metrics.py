@@ -1,0 +1,103 @@
+"""Task metrics as Flink's TaskIOMetricGroup measures them, on the kernel clock.
+
+A :class:`TimerGauge` accumulates time between ``mark_start`` and ``mark_end``; sampling takes
+what accumulated since the last sample (counting a running measurement up to now) and
+restarts the window. idle and (soft) back-pressured time are TimerGauges; busy time is the
+rest of the interval (NaN for legacy sources, as in Flink). Records are counted per batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class TimerGauge:
+    __slots__ = ("start", "accumulated", "total")
+
+    def __init__(self) -> None:
+        self.start: int | None = None
+        self.accumulated = 0
+        self.total = 0
+
+    def mark_start(self, now: int) -> None:
+        if self.start is None:
+            self.start = now
+
+    def mark_end(self, now: int) -> None:
+        if self.start is not None:
+            self.accumulated += now - self.start
+            self.start = None
+
+    @property
+    def measuring(self) -> bool:
+        return self.start is not None
+
+    def sample(self, now: int) -> int:
+        """Nanoseconds measured since the last sample."""
+        value = self.accumulated
+        if self.start is not None:
+            value += now - self.start
+            self.start = now
+        self.accumulated = 0
+        self.total += value
+        return value
+
+
+class TaskIOMetrics:
+    def __init__(self, busy_time_enabled: bool, started: int) -> None:
+        self.idle = TimerGauge()
+        self.soft_back_pressured = TimerGauge()
+        self.hard_back_pressured = TimerGauge()  # never measured: the cooperative runtime cannot block on a buffer
+        self.busy_time_enabled = busy_time_enabled
+        self.records_in = 0
+        self.records_out = 0
+        self._last_sample = started
+        self._last_in = 0
+        self._last_out = 0
+        self.started = started
+        self.busy_total_ns = 0
+
+    def sample(self, now: int) -> dict[str, float]:
+        """Metrics since the previous sample, in ms (Flink's ``...TimeMsPerSecond`` for a full second)."""
+        interval = max(now - self._last_sample, 0)
+        idle = self.idle.sample(now)
+        soft = self.soft_back_pressured.sample(now)
+        hard = self.hard_back_pressured.sample(now)
+        back_pressured = soft + hard
+        busy = interval - min(idle + back_pressured, interval)
+        self.busy_total_ns += busy
+        seconds = interval / 1e9 if interval else 0.0
+        records_in, records_out = self.records_in - self._last_in, self.records_out - self._last_out
+        self._last_sample, self._last_in, self._last_out = now, self.records_in, self.records_out
+        return {
+            "interval_ms": interval / 1e6,
+            "idle_ms": idle / 1e6,
+            "busy_ms": busy / 1e6 if self.busy_time_enabled else math.nan,
+            "back_pressured_ms": back_pressured / 1e6,
+            "soft_back_pressured_ms": soft / 1e6,
+            "hard_back_pressured_ms": hard / 1e6,
+            "records_in": records_in,
+            "records_out": records_out,
+            "records_in_per_second": records_in / seconds if seconds else 0.0,
+            "records_out_per_second": records_out / seconds if seconds else 0.0,
+        }
+
+    def totals(self, now: int) -> dict[str, float]:
+        """Accumulated ms over the task's life (without taking a sample)."""
+        life = max(now - self.started, 0)
+        idle = self.idle.total + self.idle.accumulated + ((now - self.idle.start) if self.idle.start is not None else 0)
+        soft = self.soft_back_pressured.total + self.soft_back_pressured.accumulated + (
+            (now - self.soft_back_pressured.start) if self.soft_back_pressured.start is not None else 0
+        )
+        busy = life - min(idle + soft, life)
+        return {"life_ms": life / 1e6, "idle_ms": idle / 1e6, "back_pressured_ms": soft / 1e6,
+                "busy_ms": busy / 1e6 if self.busy_time_enabled else math.nan}
+
+
+def back_pressure_level(back_pressured_ratio: float) -> str:
+    """Flink's web UI thresholds: OK <= 0.10 < LOW <= 0.5 < HIGH."""
+    if back_pressured_ratio <= 0.10:
+        return "OK"
+    if back_pressured_ratio <= 0.5:
+        return "LOW"
+    return "HIGH"

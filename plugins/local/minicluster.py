@@ -1,0 +1,154 @@
+"""An in-process cluster for one run: Dispatcher, ResourceManager, TaskExecutors on demand.
+
+All components share the run's event loop and talk through the run's messaging; the shuffle
+environment connects tasks' partitions and gates. ``execute`` submits one job and runs the
+loop until the job ends, ``rill.duration`` of clock time passes, or it is interrupted.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kernel.clock import NS_PER_MS, NS_PER_S
+from kernel.cluster_events import WorkerStarted, WorkerStopped
+from kernel.graph.job import JobGraph
+from plugins.local import messages as m
+from plugins.local.dispatcher import Dispatcher
+from plugins.local.network import NetworkSettings, ShuffleEnvironment
+from plugins.local.resourcemanager import ResourceManager
+from plugins.local.taskexecutor import TaskExecutor
+
+if TYPE_CHECKING:
+    from kernel.run import Run
+    from plugins.local.task import StreamTask
+
+
+@dataclass
+class TaskSummary:
+    vertex_id: str
+    vertex_name: str
+    subtask: int
+    attempt: int
+    state: str
+    records_in: int
+    records_out: int
+    totals: dict[str, float]
+
+
+@dataclass
+class JobOutcome:
+    status: str
+    failure: str
+    tasks: list[TaskSummary] = field(default_factory=list)
+    workers_started: int = 0
+
+
+class MiniCluster:
+    def __init__(self, run: Run, options: Any) -> None:
+        self.run = run
+        self.options = options
+        self.network_settings = NetworkSettings(
+            buffers_per_channel=options.buffers_per_channel,
+            floating_buffers_per_gate=options.floating_buffers_per_gate,
+            max_buffers_per_channel=options.max_buffers_per_channel,
+            records_per_buffer=options.records_per_buffer,
+        )
+        self.shuffle = ShuffleEnvironment(self.network_settings)
+        self.task_executors: list[TaskExecutor] = []
+        self.resource_manager = ResourceManager(run.messaging, run, options.task_slots, options.max_slots,
+                                                self._start_worker)
+        self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated)
+        self.outcome: JobOutcome | None = None
+        self.summaries: list[TaskSummary] = []
+        self._sampler: Any = None
+
+    # -- workers ------------------------------------------------------------------------------
+
+    def _start_worker(self) -> str:
+        address = f"taskexecutor-{len(self.task_executors) + 1}"
+        worker = TaskExecutor(address, self.run.messaging, self.run, self, self.options.task_slots)
+        self.task_executors.append(worker)
+        self.run.bus.emit(WorkerStarted(time=self.run.clock.now(), resource_id=address, slots=self.options.task_slots))
+        worker.start()
+        return address
+
+    def task_ended(self, task: StreamTask) -> None:
+        d = task.deployment
+        self.summaries.append(TaskSummary(
+            d.vertex.id, d.vertex.name, d.subtask, d.attempt, task.state, task.metrics.records_in,
+            task.metrics.records_out, task.metrics.totals(self.run.clock.now()),
+        ))
+
+    # -- metrics ------------------------------------------------------------------------------
+
+    def _sample(self) -> None:
+        for worker in self.task_executors:
+            if not worker.stopped:
+                worker.sample_running()
+        self._sampler = self.run.loop.call_later(NS_PER_S, self._sample)
+
+    # -- running a job ------------------------------------------------------------------------
+
+    def _job_terminated(self, job_id: str, status: str, failure: str) -> None:
+        self.outcome = JobOutcome(status, failure)
+        self.run.loop.stop()
+
+    def cancel(self, job_id: str, reason: str) -> None:
+        if self.outcome is None:
+            self.run.messaging.send("client", self.dispatcher.address, m.CancelJob(job_id, reason))
+
+    def execute(self, job_graph: JobGraph) -> JobOutcome:
+        loop = self.run.loop
+        self.resource_manager.start()
+        self.dispatcher.start()
+        self.run.messaging.send("client", self.dispatcher.address, m.SubmitJob(job_graph))
+        self._sampler = loop.call_later(NS_PER_S, self._sample)
+        if self.options.duration > 0:
+            loop.call_later(self.options.duration * NS_PER_MS, self.cancel, job_graph.job_id,
+                            f"rill.duration ({self.options.duration} ms) reached")
+        with _interrupts(lambda: loop.call_soon_threadsafe(self.cancel, job_graph.job_id, "interrupted")):
+            while self.outcome is None:
+                loop.run()
+                if self.outcome is None and not loop.has_pending():
+                    self.outcome = JobOutcome("FAILED", "the job stalled: nothing left to run and it did not end")
+        self._sampler.cancel()
+        self._shutdown()
+        self.outcome.tasks = self.summaries
+        self.outcome.workers_started = len(self.task_executors)
+        return self.outcome
+
+    def _shutdown(self) -> None:
+        for worker in self.task_executors:
+            if not worker.stopped:
+                worker.stop()
+                self.run.bus.emit(WorkerStopped(time=self.run.clock.now(), resource_id=worker.address,
+                                                reason="cluster shut down"))
+        self.dispatcher.stop()
+        self.resource_manager.stop()
+
+
+class _interrupts:
+    """First Ctrl-C cancels the job (clean shutdown); a second one interrupts for real."""
+
+    def __init__(self, on_first) -> None:
+        self.on_first = on_first
+        self.previous: Any = None
+        self.count = 0
+
+    def _handler(self, signum, frame) -> None:
+        self.count += 1
+        if self.count > 1:
+            raise KeyboardInterrupt
+        self.on_first()
+
+    def __enter__(self) -> _interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)

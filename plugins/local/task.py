@@ -1,0 +1,377 @@
+"""StreamTask: one execution attempt of one subtask, driven by its MailboxProcessor.
+
+Life cycle as Flink's: DEPLOYING -> INITIALIZING (build the operator chain, network
+partitions and gates, open operators tail to head) -> RUNNING (the mailbox loop) ->
+end of input: ``end_input``/``finish`` head to tail, end of partition downstream, close ->
+FINISHED. A user-code exception fails the task with the operator's name and traceback.
+
+Default action: if an output partition has no free buffer, suspend with the back-pressure
+timer; else take the next element of the input (or read a source batch); with no input,
+suspend with the idle timer. Both suspensions resume on availability.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from kernel.graph.job import JobGraph, JobVertex
+from kernel.graph.stream import StreamEdge
+from kernel.streaming.chain import OperatorChain
+from kernel.streaming.elements import EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
+from kernel.streaming.outputs import blame
+from kernel.streaming.partitioning import channel_selector
+from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.streaming.sources import InputStatus
+from plugins.local.metrics import TaskIOMetrics
+from plugins.local.network import InputGate, RecordWriterOutput, ResultPartition
+
+if TYPE_CHECKING:
+    from kernel.run import Run
+    from plugins.local.network import ShuffleEnvironment, NetworkSettings
+
+
+@dataclass
+class ProducedPartition:
+    partition_id: str
+    num_subpartitions: int
+    blocking: bool
+    edge: StreamEdge
+    consumer_max_parallelism: int
+
+
+@dataclass
+class ConsumedInput:
+    type_number: int  # 0: the one input; 1/2: inputs of a two-input operator
+    channels: list[tuple[str, int]]  # (partition id, subpartition index) per channel
+
+
+@dataclass
+class TaskDeploymentDescriptor:
+    job_id: str
+    job_graph: JobGraph
+    vertex: JobVertex
+    subtask: int
+    attempt: int
+    max_parallelism: int
+    allocation_id: str
+    produced: list[ProducedPartition]
+    inputs: list[ConsumedInput]
+
+
+class LocalOperatorRuntime(OperatorRuntime):
+    """Operators' view of the local cluster: the run's clock, timers as mailbox mails."""
+
+    def __init__(self, task: StreamTask, info: TaskInfo) -> None:
+        run = task.run
+        graph = task.deployment.job_graph.stream_graph
+        interval = graph.auto_watermark_interval if graph.auto_watermark_interval is not None else task.options.auto_watermark_interval
+        super().__init__(info, run.rng.stream, batch=graph.runtime_mode == "BATCH", auto_watermark_interval=interval)
+        self.task = task
+        self.clock = run.clock
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def schedule(self, when_ms: int, callback: Callable[[], None]) -> Any:
+        return self.task.schedule_mail(when_ms * 1_000_000, callback, "timer")
+
+    def create_watermark_generator(self, strategy: Any) -> Any:
+        return self.task.run.plugin_manager.hook.create_watermark_generator(strategy=strategy, run=self.task.run)
+
+    def create_watermark_valve(self, num_channels: int) -> Any:
+        return self.task.run.plugin_manager.hook.create_watermark_valve(num_channels=num_channels, run=self.task.run)
+
+    def write_stdout(self, text: str) -> None:
+        sys.stdout.write(text)
+
+    def emit_event(self, event: Any) -> None:
+        self.task.run.bus.emit(event)
+
+    def count(self, metric: str, amount: int = 1) -> None:
+        counters = self.task.counters
+        counters[metric] = counters.get(metric, 0) + amount
+
+
+class _ValveOutput:
+    """Where an input's StatusWatermarkValve sends what it emits: into the head operator."""
+
+    __slots__ = ("task", "index")
+
+    def __init__(self, task: StreamTask, index: int) -> None:
+        self.task = task
+        self.index = index
+
+    def emit_watermark(self, timestamp: int) -> None:
+        task = self.task
+        task.on_input_watermark(self.index, timestamp)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        task = self.task
+        if task.two_input:
+            task.chain.head.process_watermark_status_input(self.index, idle)
+        else:
+            task.chain.head.process_watermark_status(idle)
+
+
+class StreamTask:
+    def __init__(self, deployment: TaskDeploymentDescriptor, run: Run, shuffle: ShuffleEnvironment,
+                 settings: NetworkSettings, options: Any, report: Callable[[StreamTask, str, str], None]) -> None:
+        self.deployment = deployment
+        self.run = run
+        self.shuffle = shuffle
+        self.settings = settings
+        self.options = options
+        self.report = report
+        vertex = deployment.vertex
+        self.vertex = vertex
+        self.name = f"{vertex.name} ({deployment.subtask + 1}/{vertex.parallelism})"
+        self.state = "DEPLOYING"
+        self.counters: dict[str, int] = {}
+        self.legacy_source = vertex.invokable == "SourceStreamTask"
+        self.is_source = vertex.invokable in ("SourceStreamTask", "SourceOperatorStreamTask")
+        self.two_input = vertex.invokable == "TwoInputStreamTask"
+        self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now())
+        self._timers: list[Any] = []
+        self.partitions: list[ResultPartition] = []
+        self.gates: list[InputGate] = []
+        self.valves: list[Any] = []
+        self.mailbox: Any = None
+        self.chain: OperatorChain | None = None
+        self.failure: str | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    @property
+    def attempt_key(self) -> tuple[str, int, int]:
+        d = self.deployment
+        return d.vertex.id, d.subtask, d.attempt
+
+    def _set_state(self, state: str, failure: str = "") -> None:
+        self.state = state
+        self.report(self, state, failure)
+
+    def start(self) -> None:
+        if self.state != "DEPLOYING":
+            return
+        self._set_state("INITIALIZING")
+        try:
+            self._initialize()
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self._set_state("RUNNING")
+        self._start_flusher()
+        self._start_latency_markers()
+        self.mailbox.schedule()
+
+    def _initialize(self) -> None:
+        d = self.deployment
+        graph = d.job_graph.stream_graph
+        info = TaskInfo(d.vertex.name, d.subtask, d.vertex.parallelism, d.max_parallelism, d.attempt)
+        self.runtime = LocalOperatorRuntime(self, info)
+        rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
+        outputs: dict[int, RecordWriterOutput] = {}
+        for produced in d.produced:
+            partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking)
+            selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
+                                        produced.consumer_max_parallelism, rng)
+            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, self.metrics, rng)
+            self.partitions.append(partition)
+        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)])
+        for consumed in sorted(d.inputs, key=lambda c: c.type_number):
+            gate = InputGate(len(consumed.channels), self.settings)
+            gate.index = len(self.gates)  # type: ignore[attr-defined]
+            self.gates.append(gate)
+            self.valves.append(self.runtime.create_watermark_valve(len(consumed.channels)))
+        self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
+        self.chain.open()
+        for partition in self.partitions:
+            self.shuffle.register_partition(partition)
+        for gate, consumed in zip(self.gates, sorted(d.inputs, key=lambda c: c.type_number)):
+            for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
+                self.shuffle.register_channel(partition_id, subpartition, channel)
+        self._valve_outputs = [_ValveOutput(self, i) for i in range(len(self.gates))]
+
+    def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
+        """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
+        mailbox = self.mailbox
+        handle = self.run.loop.call_at(when_ns, lambda: mailbox.execute(callback, description))
+        self._timers.append(handle)
+        if len(self._timers) > 256:
+            self._timers = [t for t in self._timers if not t.cancelled]
+        return handle
+
+    def _start_flusher(self) -> None:
+        options = self.options
+        if not self.partitions or not options.buffer_timeout_enabled:
+            return
+        timeout = self.vertex_buffer_timeout()
+        if timeout <= 0:
+            return
+        period = timeout * 1_000_000
+
+        def flush() -> None:
+            if self.state == "RUNNING":
+                for partition in self.partitions:
+                    partition.flush_all()
+                self._timers.append(self.run.loop.call_later(period, flush))
+
+        self._timers.append(self.run.loop.call_later(period, flush))
+
+    def vertex_buffer_timeout(self) -> int:
+        graph = self.deployment.job_graph.stream_graph
+        head = graph.nodes[self.vertex.head_node_id]
+        return head.buffer_timeout if head.buffer_timeout >= 0 else self.options.buffer_timeout
+
+    def _start_latency_markers(self) -> None:
+        interval = self.options.latency_interval
+        if not self.is_source or interval <= 0:
+            return
+        period = interval * 1_000_000
+        head = self.chain.head
+        operator_id = self.vertex.operator_ids[self.vertex.head_node_id]
+
+        def mark() -> None:
+            head.output.emit_latency_marker(LatencyMarker(self.run.clock.now_ms(), operator_id, self.deployment.subtask))
+            self.schedule_mail(self.run.clock.now() + period, mark, "latency marker")
+
+        self.schedule_mail(self.run.clock.now() + period, mark, "latency marker")
+
+    # -- the default action -------------------------------------------------------------------
+
+    def _outputs_available(self, mailbox: Any) -> bool:
+        for partition in self.partitions:
+            if not partition.is_available():
+                suspension = mailbox.suspend_default_action(self.metrics.soft_back_pressured, "back_pressure")
+                partition.when_available(suspension.resume)
+                return False
+        return True
+
+    def default_action(self, mailbox: Any) -> None:
+        if not self._outputs_available(mailbox):
+            return
+        if self.is_source:
+            self._read_source(mailbox)
+        else:
+            self._process_input(mailbox)
+
+    def _read_source(self, mailbox: Any) -> None:
+        status = self.chain.head.emit_next(self.settings.records_per_buffer)
+        if status is InputStatus.END_OF_INPUT:
+            self._finish()
+        elif status is InputStatus.NOTHING_AVAILABLE:
+            suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
+            when = self.chain.head.reader.available_at()
+            wake_ms = when if when is not None else self.run.clock.now_ms() + 100
+            self._timers.append(self.run.loop.call_at(wake_ms * 1_000_000, suspension.resume))
+
+    def _process_input(self, mailbox: Any) -> None:
+        for gate in self.gates:
+            if gate.has_data():
+                self._handle(gate, *gate.poll())
+                if len(self.gates) > 1:  # round robin between the inputs
+                    self.gates.append(self.gates.pop(self.gates.index(gate)))
+                return
+        suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
+        for gate in self.gates:
+            gate.when_available(suspension.resume)
+
+    def _handle(self, gate: InputGate, channel: Any, item: Any) -> None:
+        head = self.chain.head
+        index = gate.index  # type: ignore[attr-defined]
+        kind = type(item)
+        if kind is RecordBatch:
+            self.metrics.records_in += len(item.values)
+            try:
+                if self.two_input:
+                    (head.process_batch1 if index == 0 else head.process_batch2)(item.values, item.timestamps)
+                else:
+                    head.process_batch(item.values, item.timestamps)
+            except Exception as exc:
+                blame(exc, head.name)
+                raise
+            channel.recycle()
+        elif kind is Watermark:
+            self.valves[index].input_watermark(item.timestamp, channel.index, self._valve_outputs[index])
+        elif kind is WatermarkStatus:
+            self.valves[index].input_watermark_status(item.idle, channel.index, self._valve_outputs[index])
+        elif kind is LatencyMarker:
+            head.process_latency_marker(item)
+        elif kind is EndOfPartition:
+            channel.finished = True
+            gate.finished_channels += 1
+            if all(g.finished for g in self.gates):
+                self._finish()
+
+    def on_input_watermark(self, index: int, timestamp: int) -> None:
+        head = self.chain.head
+        try:
+            if self.two_input:
+                head.process_watermark_input(index, timestamp)
+            else:
+                head.process_watermark(timestamp)
+        except Exception as exc:
+            blame(exc, head.name)
+            raise
+
+    # -- ending -------------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        self.chain.finish()
+        for partition in self.partitions:
+            partition.finish()
+        self._stop_timers()
+        self.mailbox.stop()
+        self.chain.close()
+        self._set_state("FINISHED")
+
+    def _stop_timers(self) -> None:
+        for handle in self._timers:
+            handle.cancel()
+        self._timers.clear()
+
+    def fail_from_mailbox(self, exc: BaseException) -> None:
+        self.fail(exc)
+
+    def fail(self, exc: BaseException) -> None:
+        if self.state in ("FINISHED", "FAILED", "CANCELED"):
+            return
+        operator = getattr(exc, "rill_operator", None) or (self.chain.head.name if self.chain else self.vertex.name)
+        self.failure = (
+            f"{self.name} failed in operator {operator!r}: {type(exc).__name__}: {exc}\n"
+            + "".join(traceback.format_exception(exc))
+        )
+        self._teardown()
+        self._set_state("FAILED", self.failure)
+
+    def cancel(self) -> None:
+        if self.state in ("FINISHED", "FAILED", "CANCELED"):
+            return
+        self._teardown()
+        self._set_state("CANCELED")
+
+    def _teardown(self) -> None:
+        self._stop_timers()
+        if self.mailbox is not None:
+            self.mailbox.stop()
+        if self.chain is not None:
+            try:
+                self.chain.close()
+            except Exception:  # the task already ended badly; closing must not hide that
+                pass
+        for partition in self.partitions:
+            partition.release()
+            self.shuffle.release(partition.partition_id)
+
+    def suspension_changed(self, reason: str, suspended: bool) -> None:
+        bus = self.run.bus
+        if bus.debug:
+            from kernel.cluster_events import MailboxResumed, MailboxSuspended
+
+            d = self.deployment
+            event = MailboxSuspended if suspended else MailboxResumed
+            bus.emit(event(time=self.run.clock.now(), vertex_id=d.vertex.id, subtask=d.subtask,
+                           attempt=d.attempt, reason=reason))

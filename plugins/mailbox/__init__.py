@@ -1,0 +1,1 @@
+"""Mailbox plugins: the MailboxProcessor that drives each StreamTask."""

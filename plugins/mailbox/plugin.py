@@ -1,0 +1,10 @@
+"""Plugin ``mailbox.default``: Flink's MailboxProcessor model."""
+
+from kernel import hookimpl
+
+
+@hookimpl
+def create_mailbox_processor(task, run):
+    from plugins.mailbox.processor import MailboxProcessor
+
+    return MailboxProcessor(task.default_action, run.loop, task.fail_from_mailbox, task.suspension_changed)

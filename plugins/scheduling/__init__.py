@@ -1,0 +1,1 @@
+"""Scheduling strategies of the JobMaster: pipelined regions (default) and eager."""

@@ -1,0 +1,32 @@
+"""Plugin ``scheduling.eager``: every vertex at once (Flink's legacy EAGER schedule mode).
+
+Consumers of blocking partitions are deployed too and wait for their data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernel import hookimpl
+from kernel.graph.execution import ExecutionGraph, ExecutionState
+
+
+class EagerSchedulingStrategy:
+    def __init__(self, graph: ExecutionGraph, scheduler: Any) -> None:
+        self.graph = graph
+        self.scheduler = scheduler
+
+    def start_scheduling(self) -> None:
+        self.scheduler.allocate_slots_and_deploy(self.graph.vertices())
+
+    def on_execution_state_change(self, vertex: Any, state: ExecutionState) -> None:
+        pass
+
+    def restart_tasks(self, vertex_ids: set[str]) -> None:
+        order = [ev for ev in self.graph.vertices() if ev.id in vertex_ids]
+        self.scheduler.allocate_slots_and_deploy(order)
+
+
+@hookimpl
+def create_scheduling_strategy(execution_graph, scheduler):
+    return EagerSchedulingStrategy(execution_graph, scheduler)

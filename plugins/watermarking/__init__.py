@@ -1,0 +1,1 @@
+"""Watermarking plugins: watermark generators, the StatusWatermarkValve, source alignment."""
