@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from kernel.events import Event
 
 
@@ -133,6 +135,7 @@ class TaskMetricsSampled(Event, tag="task_metrics_sampled"):
     records_in_per_second: float = 0.0
     records_out_per_second: float = 0.0
     final: bool = False
+    latency_ms: float = math.nan  # largest latency-marker delay seen by this sink in the interval
 
 
 class MailboxSuspended(Event, tag="mailbox_suspended"):

@@ -38,7 +38,7 @@ class Program:
     max_parallelism: int
     chaining_enabled: bool
     runtime_mode: str
-    buffer_timeout: int
+    buffer_timeout: int  # -1: execution.buffer-timeout.interval
     auto_watermark_interval: int | None
     env: Any
     #: config keys the job set through its Configuration (validated when executed)

@@ -277,6 +277,42 @@ class DataStream:
         return self._sink(SinkTransformation(self._env, self._transformation, "Sink", operator, self._env.get_parallelism()))
 
 
+    def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None) -> Any:
+        """Run the job and return this stream's records: a list when ``limit`` is given, else
+        an iterator over all of them (PyFlink's CloseableIterator)."""
+        collected: list[Any] = []
+        operator = OperatorSpec("collect", None, {"target": collected}, keys=(None,))
+        t = LegacySinkTransformation(self._env, self._transformation, "Data stream collect sink", operator,
+                                     self._transformation.parallelism)
+        self._env._add_operator(t)
+        self._env.execute(job_execution_name)
+        if limit is not None:
+            return collected[:limit]
+        return CloseableIterator(collected)
+
+
+class CloseableIterator:
+    """An iterator over collected records that can be closed and used as a context manager."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self._iterator = iter(values)
+
+    def __iter__(self) -> CloseableIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._iterator)
+
+    def close(self) -> None:
+        self._iterator = iter(())
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 class DataStreamSink:
     """The end of a stream: configure the sink operator."""
 

@@ -83,7 +83,7 @@ class StreamExecutionEnvironment:
         self._max_parallelism: int | None = None
         self._chaining: bool | None = None
         self._runtime_mode: str | None = None
-        self._buffer_timeout = 100
+        self._buffer_timeout: int | None = None
         self._config = ExecutionConfig(self)
 
     @staticmethod
@@ -168,7 +168,12 @@ class StreamExecutionEnvironment:
         return self
 
     def get_buffer_timeout(self) -> int:
-        return self._buffer_timeout
+        """The buffer timeout set in code, else ``execution.buffer-timeout.interval``."""
+        if self._buffer_timeout is not None:
+            return self._buffer_timeout
+        from kernel.options import RuntimeOptions
+
+        return current_executor().session.config.section(RuntimeOptions).buffer_timeout
 
     def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
         raise NotImplementedError("rill does not support checkpointing yet (enable_checkpointing)")
@@ -220,7 +225,7 @@ class StreamExecutionEnvironment:
             max_parallelism=self.get_max_parallelism(),
             chaining_enabled=self.is_chaining_enabled(),
             runtime_mode=mode,
-            buffer_timeout=self._buffer_timeout,
+            buffer_timeout=self._buffer_timeout if self._buffer_timeout is not None else -1,
             auto_watermark_interval=self._config.get_auto_watermark_interval(),
             env=self,
             config_overrides=self._configuration.to_dict(),

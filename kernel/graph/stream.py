@@ -88,7 +88,7 @@ class StreamGraph:
     sources: set[int] = field(default_factory=set)
     sinks: set[int] = field(default_factory=set)
     #: settings of the program the graph was generated from
-    buffer_timeout: int = 100
+    buffer_timeout: int = -1
     auto_watermark_interval: int | None = None
 
     @property

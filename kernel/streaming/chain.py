@@ -7,18 +7,26 @@ backend feeds the head: ``process_batch`` (one input) or ``process_batch1/2`` (t
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from kernel.graph.job import JobVertex
 from kernel.graph.stream import StreamEdge, StreamGraph
 from kernel.streaming.operators import StreamOperator, create_operator
-from kernel.streaming.outputs import ChainingOutput, OperatorOutput, Output, combine
+from kernel.streaming.outputs import ChainingOutput, CountingOutput, DiscardingOutput, OperatorOutput, Output, combine
 from kernel.streaming.runtime import OperatorRuntime
+
+
+def _counting(output: Output, counter: Any) -> Output:
+    if isinstance(output, ChainingOutput) or isinstance(output, DiscardingOutput):
+        return output
+    return CountingOutput(output, counter)
 
 
 class OperatorChain:
     def __init__(self, vertex: JobVertex, graph: StreamGraph, runtime: OperatorRuntime,
-                 network_output: Callable[[StreamEdge], Output]) -> None:
+                 network_output: Callable[[StreamEdge], Output], counter: Any = None) -> None:
+        """``counter.records_out`` counts records leaving the chain, once per record per
+        operator (however many network edges carry it), as Flink's numRecordsOut."""
         self.vertex = vertex
         nodes = [graph.nodes[nid] for nid in vertex.chained_node_ids]
         self.operators: list[StreamOperator] = [create_operator(node, runtime) for node in nodes]
@@ -33,7 +41,10 @@ class OperatorChain:
                     side.setdefault(edge.output_tag.tag_id, []).append(target)
                 else:
                     main.append(target)
-            operator.output = OperatorOutput(combine(main), {tag: combine(outs) for tag, outs in side.items()})
+            wrap = (lambda o: o) if counter is None else (lambda o: _counting(o, counter))
+            operator.output = OperatorOutput(
+                wrap(combine(main)), {tag: wrap(combine(outs)) for tag, outs in side.items()}
+            )
         self.head = by_node[vertex.head_node_id]
 
     def open(self) -> None:

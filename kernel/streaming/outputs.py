@@ -101,6 +101,27 @@ class BroadcastingOutput(Output):
             self.outputs[0].emit_latency_marker(marker)
 
 
+class CountingOutput(Output):
+    """Counts the records an operator sends on (``counter.records_out``)."""
+
+    def __init__(self, output: Output, counter: Any) -> None:
+        self.output = output
+        self.counter = counter
+
+    def collect(self, values, timestamps):
+        self.counter.records_out += len(values)
+        self.output.collect(values, timestamps)
+
+    def emit_watermark(self, timestamp):
+        self.output.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle):
+        self.output.emit_watermark_status(idle)
+
+    def emit_latency_marker(self, marker):
+        self.output.emit_latency_marker(marker)
+
+
 class OperatorOutput(Output):
     """What an operator writes to: its main outputs plus side outputs by tag."""
 

@@ -59,6 +59,9 @@ class OperatorRuntime:
     def count(self, metric: str, amount: int = 1) -> None:
         """Add to an aggregated counter of the task (late records dropped, timers fired, ...)."""
 
+    def record_latency(self, marker: Any) -> None:
+        """A latency marker reached a sink."""
+
 
 class StreamingRuntimeContext(RuntimeContext):
     """``RuntimeContext`` given to ``open``: subtask info and, on keyed streams, keyed state."""

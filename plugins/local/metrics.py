@@ -56,26 +56,35 @@ class TaskIOMetrics:
         self._last_out = 0
         self.started = started
         self.busy_total_ns = 0
+        self._latency_max: float = math.nan
+
+    def record_latency(self, latency_ms: float) -> None:
+        if math.isnan(self._latency_max) or latency_ms > self._latency_max:
+            self._latency_max = latency_ms
 
     def sample(self, now: int) -> dict[str, float]:
-        """Metrics since the previous sample, in ms (Flink's ``...TimeMsPerSecond`` for a full second)."""
+        """Metrics since the previous sample as Flink's ``...TimeMsPerSecond`` rates: the
+        measured time scaled to one second, so idle + busy + back pressured = 1000."""
         interval = max(now - self._last_sample, 0)
-        idle = self.idle.sample(now)
+        idle = min(self.idle.sample(now), interval)
         soft = self.soft_back_pressured.sample(now)
         hard = self.hard_back_pressured.sample(now)
-        back_pressured = soft + hard
-        busy = interval - min(idle + back_pressured, interval)
+        back_pressured = min(soft + hard, interval - idle)
+        busy = interval - idle - back_pressured
         self.busy_total_ns += busy
         seconds = interval / 1e9 if interval else 0.0
+        per_second = 1000.0 / interval if interval else 0.0  # ns measured -> ms per second
         records_in, records_out = self.records_in - self._last_in, self.records_out - self._last_out
         self._last_sample, self._last_in, self._last_out = now, self.records_in, self.records_out
+        latency, self._latency_max = self._latency_max, math.nan
         return {
+            "latency_ms": latency,
             "interval_ms": interval / 1e6,
-            "idle_ms": idle / 1e6,
-            "busy_ms": busy / 1e6 if self.busy_time_enabled else math.nan,
-            "back_pressured_ms": back_pressured / 1e6,
-            "soft_back_pressured_ms": soft / 1e6,
-            "hard_back_pressured_ms": hard / 1e6,
+            "idle_ms": idle * per_second,
+            "busy_ms": busy * per_second if self.busy_time_enabled else math.nan,
+            "back_pressured_ms": back_pressured * per_second,
+            "soft_back_pressured_ms": min(soft, back_pressured) * per_second,
+            "hard_back_pressured_ms": (back_pressured - min(soft, back_pressured)) * per_second,
             "records_in": records_in,
             "records_out": records_out,
             "records_in_per_second": records_in / seconds if seconds else 0.0,

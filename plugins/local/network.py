@@ -79,7 +79,8 @@ class Subpartition:
     def _enqueue_buffer(self, values: list, timestamps: list | None) -> None:
         self.queue.append(RecordBatch(values, timestamps))
         self.queued_buffers += 1
-        if self.queued_buffers >= self.partition.settings.max_buffers_per_channel:
+        partition = self.partition
+        if not partition.blocking and self.queued_buffers >= partition.settings.max_buffers_per_channel:
             self.partition.unavailable_subpartitions.add(self.index)
 
     def flush(self) -> None:
@@ -319,18 +320,21 @@ class ShuffleEnvironment:
 class RecordWriterOutput(Output):
     """A chain's output into the network: routes batches to subpartitions by the partitioner."""
 
-    def __init__(self, partition: ResultPartition, selector: ChannelSelector, counter: Any, rng: Random) -> None:
+    def __init__(self, partition: ResultPartition, selector: ChannelSelector, rng: Random,
+                 flush_always: bool = False) -> None:
         self.partition = partition
         self.selector = selector
-        self.counter = counter
         self.rng = rng
         self.subpartitions = partition.subpartitions
+        #: buffer timeout 0: every batch is sent at once
+        self.flush_always = flush_always
 
     def collect(self, values, timestamps):
-        self.counter.records_out += len(values)
         subpartitions = self.subpartitions
         for channel, part_values, part_ts in self.selector.route(values, timestamps):
             subpartitions[channel].add(part_values, part_ts)
+            if self.flush_always:
+                subpartitions[channel].flush()
 
     def emit_watermark(self, timestamp):
         self.partition.broadcast_event(Watermark(timestamp))

@@ -94,6 +94,9 @@ class LocalOperatorRuntime(OperatorRuntime):
         counters = self.task.counters
         counters[metric] = counters.get(metric, 0) + amount
 
+    def record_latency(self, marker: Any) -> None:
+        self.task.metrics.record_latency(self.clock.now_ms() - marker.marked_time)
+
 
 class _ValveOutput:
     """Where an input's StatusWatermarkValve sends what it emits: into the head operator."""
@@ -173,14 +176,15 @@ class StreamTask:
         info = TaskInfo(d.vertex.name, d.subtask, d.vertex.parallelism, d.max_parallelism, d.attempt)
         self.runtime = LocalOperatorRuntime(self, info)
         rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
+        flush_always = self.options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
         outputs: dict[int, RecordWriterOutput] = {}
         for produced in d.produced:
             partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking)
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng)
-            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, self.metrics, rng)
+            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always)
             self.partitions.append(partition)
-        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)])
+        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], self.metrics)
         for consumed in sorted(d.inputs, key=lambda c: c.type_number):
             gate = InputGate(len(consumed.channels), self.settings)
             gate.index = len(self.gates)  # type: ignore[attr-defined]

@@ -21,6 +21,10 @@ from typing import Any, Callable
 from kernel import clock as kclock
 from kernel.loop import EventLoop
 
+#: a task keeps running default actions while it can, like Flink's task thread, but yields the
+#: loop after this much wall time (realtime) or this many steps (always, for determinism)
+TIME_SLICE_NS = 10_000_000
+MAX_STEPS_PER_SLICE = 64
 MIN_PRIORITY = -1
 DEFAULT_PRIORITY = 0
 MAX_PRIORITY = (1 << 31) - 1
@@ -149,10 +153,18 @@ class MailboxProcessor:
             self._wake_at(self._busy_until)
             return
         previous = kclock.set_sleeper(self.charge if self._simulated else None)
+        clock = self.clock
+        deadline = now + TIME_SLICE_NS
         try:
-            self._run_mails()
-            if self.running and self.suspension is None:
+            for _ in range(MAX_STEPS_PER_SLICE):
+                self._run_mails()
+                if not self.running or self.suspension is not None:
+                    break
                 self.default_action(self)
+                if self._charge or not self.running or self.suspension is not None:
+                    break
+                if not self._simulated and clock.now() >= deadline:
+                    break
         except BaseException as exc:  # a task failure: the task decides what it means
             self.running = False
             self.on_error(exc)

@@ -6,7 +6,12 @@ from kernel.graph.stream import StreamNode
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
 from kernel.streaming.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
 from kernel.streaming.operators.keyed import KeyedProcessOperator, ReduceOperator
-from kernel.streaming.operators.sinks import FileSinkWriterOperator, PrintSinkOperator, SinkFunctionOperator
+from kernel.streaming.operators.sinks import (
+    CollectSinkOperator,
+    FileSinkWriterOperator,
+    PrintSinkOperator,
+    SinkFunctionOperator,
+)
 from kernel.streaming.operators.timestamps import TimestampsAndWatermarksOperator
 from kernel.streaming.operators.twoinput import (
     CoFlatMapOperator,
@@ -30,6 +35,7 @@ OPERATORS: dict[str, type[StreamOperator]] = {
     "print": PrintSinkOperator,
     "sink_function": SinkFunctionOperator,
     "sink_writer": FileSinkWriterOperator,
+    "collect": CollectSinkOperator,
     "timestamps_watermarks": TimestampsAndWatermarksOperator,
 }
 

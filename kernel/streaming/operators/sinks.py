@@ -18,7 +18,14 @@ def print_prefix(identifier: str | None, subtask: int, parallelism: int) -> str:
     return prefix + "> " if prefix else ""
 
 
-class PrintSinkOperator(StreamOperator):
+class SinkOperator(StreamOperator):
+    """Base of sinks: latency markers end here and are measured."""
+
+    def process_latency_marker(self, marker: Any) -> None:
+        self.runtime.record_latency(marker)
+
+
+class PrintSinkOperator(SinkOperator):
     def open(self) -> None:
         info = self.runtime.info
         self._prefix = print_prefix(self.spec.params.get("identifier"), info.subtask, info.parallelism)
@@ -31,6 +38,16 @@ class PrintSinkOperator(StreamOperator):
     def process_batch(self, values, timestamps):
         prefix, fmt = self._prefix, self._format
         self._write("".join(f"{prefix}{fmt(v)}\n" for v in values))
+
+
+class CollectSinkOperator(SinkOperator):
+    """``execute_and_collect``: appends every record to the caller's list (in-process)."""
+
+    def user_functions(self) -> list[Any]:
+        return []
+
+    def process_batch(self, values, timestamps):
+        self.spec.params["target"].extend(values)
 
 
 class SinkContext:
@@ -52,7 +69,7 @@ class SinkContext:
         return self._operator.runtime.now_ms()
 
 
-class SinkFunctionOperator(StreamOperator):
+class SinkFunctionOperator(SinkOperator):
     """``add_sink``: a SinkFunction (``invoke(value, context)``) or a callable per record."""
 
     def open(self) -> None:
@@ -76,7 +93,7 @@ class SinkFunctionOperator(StreamOperator):
                 invoke(value)
 
 
-class FileSinkWriterOperator(StreamOperator):
+class FileSinkWriterOperator(SinkOperator):
     """Writes records as lines into part files ``<prefix>-<subtask>-<counter><suffix>``.
 
     In-progress files are hidden (``.<name>.inprogress``) and renamed to their final name when

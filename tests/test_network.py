@@ -1,0 +1,94 @@
+"""Credit-based flow control between result partitions and input gates."""
+
+from __future__ import annotations
+
+from kernel.streaming.elements import END_OF_PARTITION, RecordBatch, Watermark
+from plugins.local.network import InputGate, NetworkSettings, ResultPartition, ShuffleEnvironment
+
+SETTINGS = NetworkSettings(buffers_per_channel=2, floating_buffers_per_gate=1, max_buffers_per_channel=10,
+                           records_per_buffer=4)
+
+
+def connect(subpartitions: int = 1, blocking: bool = False):
+    shuffle = ShuffleEnvironment(SETTINGS)
+    partition = ResultPartition("p", subpartitions, SETTINGS, blocking)
+    gate = InputGate(subpartitions, SETTINGS)
+    shuffle.register_partition(partition)
+    for i, channel in enumerate(gate.channels):
+        shuffle.register_channel("p", i, channel)
+    return partition, gate
+
+
+def drain(gate: InputGate, recycle: bool = True) -> list:
+    items = []
+    while gate.has_data():
+        channel, item = gate.poll()
+        items.append(item)
+        if recycle and isinstance(item, RecordBatch):
+            channel.recycle()
+    return items
+
+
+def test_full_buffers_are_sent_while_the_receiver_has_credit():
+    partition, gate = connect()
+    partition.subpartitions[0].add(list(range(10)), None)  # two full buffers, two left open
+    received = drain(gate, recycle=False)
+    assert [b.values for b in received] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert partition.in_use == 1  # the open buffer
+
+
+def test_without_credit_buffers_wait_and_the_writer_turns_unavailable():
+    partition, gate = connect()
+    capacity = partition.capacity  # 1 subpartition x 2 + 1 floating = 3
+    assert capacity == 3
+    sub = partition.subpartitions[0]
+    sub.add(list(range(4 * 6)), None)  # 6 buffers: 3 credits (2 exclusive + 1 floating) used
+    assert len(gate.channels[0].queue) == 3
+    assert partition.in_use == 3 and not partition.is_available()
+    resumed = []
+    partition.when_available(lambda: resumed.append(True))
+    channel, item = gate.poll()
+    assert resumed == []  # not yet recycled
+    channel.recycle()
+    assert resumed == [True] and partition.in_use == 2
+
+
+def test_events_need_no_credit_but_never_overtake_buffers():
+    partition, gate = connect()
+    sub = partition.subpartitions[0]
+    sub.add(list(range(4 * 4)), None)  # 4 buffers, credit for 3
+    sub.add_event(Watermark(7))
+    first = drain(gate, recycle=False)
+    assert len(first) == 3  # the 4th buffer and the watermark behind it wait
+    channel = gate.channels[0]
+    for _ in range(3):
+        channel.recycle()
+    rest = drain(gate)
+    assert [type(x).__name__ for x in rest] == ["RecordBatch", "Watermark"]
+
+
+def test_flush_sends_a_partial_buffer_and_finish_ends_the_partition():
+    partition, gate = connect()
+    partition.subpartitions[0].add([1, 2], [10, 20])
+    partition.flush_all()
+    partition.finish()
+    items = drain(gate)
+    assert items[0].values == [1, 2] and items[0].timestamps == [10, 20]
+    assert items[1] is END_OF_PARTITION
+
+
+def test_blocking_partitions_send_nothing_until_finished():
+    partition, gate = connect(blocking=True)
+    partition.subpartitions[0].add(list(range(100)), None)
+    assert not gate.has_data() and partition.is_available()  # unbounded: the producer never waits
+    partition.finish()
+    items = drain(gate)
+    assert sum(len(b) for b in items if isinstance(b, RecordBatch)) == 100 and items[-1] is END_OF_PARTITION
+
+
+def test_gate_polls_channels_round_robin():
+    partition, gate = connect(subpartitions=2)
+    for index in (0, 1):
+        partition.subpartitions[index].add([index] * 8, None)
+    order = [item.values[0] for item in drain(gate)]
+    assert order == [0, 1, 0, 1]
