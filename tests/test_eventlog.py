@@ -12,7 +12,7 @@ from typing import Literal, Optional
 import pytest
 
 from kernel.errors import EventLogError
-from kernel.events import Event, RunStarted
+from kernel.events import Event
 from plugins.eventlog.migrations import LATEST
 from plugins.eventlog.schema import table_for
 from plugins.eventlog.store import EventStore
