@@ -88,42 +88,37 @@ class RegionScheduled(Event, tag="region_scheduled"):
     execution_vertices: int = 0
 
 
-class TaskDeployed(Event, tag="task_deployed"):
+class TaskEvent(Event):
+    """Base of the events of one execution attempt of one subtask."""
+
     job_id: str = ""
     vertex_id: str = ""
     vertex_name: str = ""
     subtask: int = 0
     attempt: int = 0
+
+
+class TaskDeployed(TaskEvent, tag="task_deployed"):
     resource_id: str = ""
     allocation_id: str = ""
     slot_index: int = 0
 
 
-class ExecutionStateChanged(Event, tag="execution_state_changed"):
+class ExecutionStateChanged(TaskEvent, tag="execution_state_changed"):
     """An execution attempt moved between Flink's execution states (``failure``: the cause,
     with the operator and traceback, when it FAILED)."""
 
-    job_id: str = ""
-    vertex_id: str = ""
-    vertex_name: str = ""
-    subtask: int = 0
-    attempt: int = 0
     old_state: str = ""
     new_state: str = ""
     resource_id: str = ""
     failure: str = ""
 
 
-class TaskMetricsSampled(Event, tag="task_metrics_sampled"):
+class TaskMetricsSampled(TaskEvent, tag="task_metrics_sampled"):
     """One task's TimerGauge metrics over one clock second (``interval_ms`` shorter for the
     last, partial sample when the task ends). busy = interval - idle - back pressured; NaN for
     legacy sources, as in Flink."""
 
-    job_id: str = ""
-    vertex_id: str = ""
-    vertex_name: str = ""
-    subtask: int = 0
-    attempt: int = 0
     interval_ms: float = 1000.0
     idle_ms: float = 0.0
     busy_ms: float = 0.0
@@ -136,6 +131,28 @@ class TaskMetricsSampled(Event, tag="task_metrics_sampled"):
     records_out_per_second: float = 0.0
     final: bool = False
     latency_ms: float = math.nan  # largest latency-marker delay seen by this sink in the interval
+    late_records_dropped: int = 0  # late elements a window operator dropped in the interval
+    timers_fired: int = 0  # event- and processing-time timers fired in the interval
+    windows_fired: int = 0  # window results (trigger FIREs with contents) in the interval
+
+
+class WatermarkAdvanced(TaskEvent, tag="watermark_advanced"):
+    """A task's watermark advanced. ``direction`` "input": the StatusWatermarkValve of input gate
+    ``input`` passed it to the head operator; "output": it left the chain, into the network or
+    at a sink at the chain's end (``input`` -1). Strictly increasing per task, direction and input."""
+
+    direction: str = ""
+    input: int = -1
+    watermark: int = 0
+
+
+class WatermarkStatusChanged(TaskEvent, tag="watermark_status_changed"):
+    """A task's WatermarkStatus changed to ``status`` IDLE or ACTIVE, at an input gate (from its
+    valve) or at its output."""
+
+    direction: str = ""
+    input: int = -1
+    status: str = ""
 
 
 class MailboxSuspended(Event, tag="mailbox_suspended"):
@@ -162,5 +179,6 @@ class MailboxResumed(Event, tag="mailbox_resumed"):
 CLUSTER_EVENT_TYPES: tuple[type[Event], ...] = (
     JobSubmitted, JobStatusChanged, WorkerStarted, WorkerRegistered, WorkerStopped, JobMasterRegistered,
     ResourceRequirementsDeclared, SlotRequested, SlotAllocated, SlotReleased, PipelinedRegionsComputed,
-    RegionScheduled, TaskDeployed, ExecutionStateChanged, TaskMetricsSampled, MailboxSuspended, MailboxResumed,
+    RegionScheduled, TaskDeployed, ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced,
+    WatermarkStatusChanged, MailboxSuspended, MailboxResumed,
 )

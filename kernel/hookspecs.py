@@ -278,7 +278,7 @@ def create_mailbox_processor(task: Any, run: Run) -> Any:
 
 
 @hookspec(firstresult=True)
-def create_watermark_generator(strategy: Any, run: Run) -> Any:
+def create_watermark_generator(strategy: Any, run: Run, activity_clock: Callable[[], int]) -> Any:
     """Create the watermark generator for a ``WatermarkStrategy``.
 
     Called: when a source or a timestamps/watermarks operator opens (once per subtask).
@@ -286,7 +286,11 @@ def create_watermark_generator(strategy: Any, run: Run) -> Any:
 
     :param strategy: the user's WatermarkStrategy (out-of-orderness, idleness, alignment).
     :param run: the run (clock, config).
-    :returns: a generator with ``on_event(event, timestamp, output)`` and ``on_periodic_emit(output)``.
+    :param activity_clock: processing time (ms) of the input's activity, for idleness: it
+        stands still while a source is paused (back pressure, watermark alignment).
+    :returns: a generator with ``on_events(values, timestamps, output)`` (per batch) and
+        ``on_periodic_emit(output)``; ``output`` has ``emit_watermark(ts)``, ``mark_idle()``
+        and ``mark_active()``.
     """
 
 
@@ -308,11 +312,16 @@ def create_watermark_valve(num_channels: int, run: Run) -> Any:
 def create_watermark_alignment(run: Run) -> Any:
     """Create the coordinator aligning watermarks across sources (FLIP-182).
 
-    Called: by the JobMaster once per job.
+    Called: by the JobMaster once per job (``close()`` when the job ends).
     Stops at first non-None result.
 
     :param run: the run.
-    :returns: an alignment coordinator, or ``None`` when sources read unaligned.
+    :returns: a coordinator with ``join(strategy, member, deliver)`` for each source subtask
+        with event time (``member``: a :class:`kernel.streaming.alignment.AlignmentMember`;
+        ``deliver(max_allowed, group_min)`` hands an announcement to the subtask) returning a
+        membership with ``update_interval_ms``, ``max_drift_ms``, ``report(watermark)``,
+        ``waiting(paused, watermark)`` and ``leave()``;
+        ``None`` when sources read unaligned.
     """
 
 

@@ -517,7 +517,7 @@ class MergingWindowAssigner(WindowAssigner):
     def merge_windows(self, windows: Iterable[Window], callback: Any) -> None: ...
 
 
-def _check_time_record(timestamp: int | None, assigner: WindowAssigner) -> None:
+def check_time_record(timestamp: int | None, assigner: WindowAssigner) -> None:
     if timestamp is None or timestamp == MIN_LONG:
         raise Exception(
             "Record has Java Long.MIN_VALUE timestamp (= no timestamp marker). Is the time characteristic "
@@ -538,7 +538,7 @@ class TumblingEventTimeWindows(WindowAssigner):
         return TumblingEventTimeWindows(to_millis(size), to_millis(offset) if offset is not None else 0)
 
     def assign_windows(self, element, timestamp, context):
-        _check_time_record(timestamp, self)
+        check_time_record(timestamp, self)
         start = TimeWindow.get_window_start_with_offset(timestamp, self._offset, self._size)
         return [TimeWindow(start, start + self._size)]
 
@@ -594,7 +594,7 @@ class SlidingEventTimeWindows(WindowAssigner):
         return SlidingEventTimeWindows(to_millis(size), to_millis(slide), to_millis(offset) if offset is not None else 0)
 
     def assign_windows(self, element, timestamp, context):
-        _check_time_record(timestamp, self)
+        check_time_record(timestamp, self)
         return _sliding(timestamp, self._size, self._slide, self._offset)
 
     def get_default_trigger(self, env=None) -> Trigger:
@@ -666,7 +666,7 @@ class EventTimeSessionWindows(_SessionWindows):
         return DynamicEventTimeSessionWindows(extractor)
 
     def assign_windows(self, element, timestamp, context):
-        _check_time_record(timestamp, self)
+        check_time_record(timestamp, self)
         return [TimeWindow(timestamp, timestamp + self._session_gap)]
 
     def get_default_trigger(self, env=None) -> Trigger:
@@ -683,8 +683,12 @@ class DynamicEventTimeSessionWindows(_SessionWindows):
     def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
         self._extract = _gap_extractor(session_window_time_gap_extractor)
 
+    @staticmethod
+    def with_dynamic_gap(extractor: SessionWindowTimeGapExtractor) -> DynamicEventTimeSessionWindows:
+        return DynamicEventTimeSessionWindows(extractor)
+
     def assign_windows(self, element, timestamp, context):
-        _check_time_record(timestamp, self)
+        check_time_record(timestamp, self)
         gap = self._extract(element)
         if gap <= 0:
             raise Exception("Dynamic session time gap must satisfy 0 < gap")
@@ -731,6 +735,10 @@ class ProcessingTimeSessionWindows(_SessionWindows):
 class DynamicProcessingTimeSessionWindows(_SessionWindows):
     def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
         self._extract = _gap_extractor(session_window_time_gap_extractor)
+
+    @staticmethod
+    def with_dynamic_gap(extractor: SessionWindowTimeGapExtractor) -> DynamicProcessingTimeSessionWindows:
+        return DynamicProcessingTimeSessionWindows(extractor)
 
     def assign_windows(self, element, timestamp, context):
         now = context.get_current_processing_time()

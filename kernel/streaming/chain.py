@@ -12,7 +12,15 @@ from typing import Any, Callable
 from kernel.graph.job import JobVertex
 from kernel.graph.stream import StreamEdge, StreamGraph
 from kernel.streaming.operators import StreamOperator, create_operator
-from kernel.streaming.outputs import ChainingOutput, CountingOutput, DiscardingOutput, OperatorOutput, Output, combine
+from kernel.streaming.outputs import (
+    ChainingOutput,
+    CountingOutput,
+    DiscardingOutput,
+    EndOfChainOutput,
+    OperatorOutput,
+    Output,
+    combine,
+)
 from kernel.streaming.runtime import OperatorRuntime
 
 
@@ -24,9 +32,12 @@ def _counting(output: Output, counter: Any) -> Output:
 
 class OperatorChain:
     def __init__(self, vertex: JobVertex, graph: StreamGraph, runtime: OperatorRuntime,
-                 network_output: Callable[[StreamEdge], Output], counter: Any = None) -> None:
+                 network_output: Callable[[StreamEdge], Output], counter: Any = None,
+                 watermark_listener: Any = None) -> None:
         """``counter.records_out`` counts records leaving the chain, once per record per
-        operator (however many network edges carry it), as Flink's numRecordsOut."""
+        operator (however many network edges carry it), as Flink's numRecordsOut.
+        ``watermark_listener`` hears the watermarks and statuses reaching the end of the chain
+        at operators with no output (sinks)."""
         self.vertex = vertex
         nodes = [graph.nodes[nid] for nid in vertex.chained_node_ids]
         self.operators: list[StreamOperator] = [create_operator(node, runtime) for node in nodes]
@@ -42,9 +53,11 @@ class OperatorChain:
                 else:
                     main.append(target)
             wrap = (lambda o: o) if counter is None else (lambda o: _counting(o, counter))
-            operator.output = OperatorOutput(
-                wrap(combine(main)), {tag: wrap(combine(outs)) for tag, outs in side.items()}
-            )
+            if not node.out_edges and watermark_listener is not None:
+                main_output: Output = EndOfChainOutput(watermark_listener)
+            else:
+                main_output = wrap(combine(main))
+            operator.output = OperatorOutput(main_output, {tag: wrap(combine(outs)) for tag, outs in side.items()})
         self.head = by_node[vertex.head_node_id]
 
     def open(self) -> None:

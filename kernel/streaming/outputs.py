@@ -42,6 +42,20 @@ class DiscardingOutput(Output):
         pass
 
 
+class EndOfChainOutput(DiscardingOutput):
+    """The output of an operator nothing follows (a sink): records end here; watermarks and
+    statuses are reported to ``listener`` (``output_watermark``, ``output_status``)."""
+
+    def __init__(self, listener: Any) -> None:
+        self.listener = listener
+
+    def emit_watermark(self, timestamp):
+        self.listener.output_watermark(timestamp)
+
+    def emit_watermark_status(self, idle):
+        self.listener.output_status(idle)
+
+
 def blame(exc: BaseException, operator_name: str) -> None:
     """Remember the innermost operator an exception came from (for the failure report)."""
     if not hasattr(exc, "rill_operator"):

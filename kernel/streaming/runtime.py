@@ -47,8 +47,17 @@ class OperatorRuntime:
         """Run ``callback`` (in the task's thread, between records) at processing time ``when_ms``."""
         raise NotImplementedError
 
-    def create_watermark_generator(self, strategy: Any) -> Any:
+    def create_watermark_generator(self, strategy: Any, activity_clock: Callable[[], int] | None = None) -> Any:
+        """The watermarking plugin's generator; idleness measured on ``activity_clock``
+        (default: processing time)."""
         raise NotImplementedError
+
+    def join_watermark_alignment(self, strategy: Any, on_announce: Callable[[int, int], None]) -> Any:
+        """Join the job's watermark alignment (when the watermarking plugin aligns sources):
+        a membership with ``update_interval_ms``, ``max_drift_ms``, ``report(watermark)``,
+        ``waiting(paused, watermark)`` and ``leave()``; ``on_announce(max_allowed, group_min)``
+        runs between records. None: this source reads unaligned."""
+        return None
 
     def create_watermark_valve(self, num_channels: int) -> Any:
         raise NotImplementedError

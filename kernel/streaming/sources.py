@@ -15,6 +15,7 @@ from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream.connectors.datagen import DataGeneratorSource, GeneratorFunction
 from kernel.datastream.connectors.file_system import FileSource
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
+from kernel.streaming.alignment import ActivityClock, SourceAlignment
 from kernel.streaming.elements import MAX_LONG, MIN_LONG
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.runtime import OperatorRuntime
@@ -226,7 +227,8 @@ def create_reader(spec: Any) -> SourceReader:
 
 
 class WatermarkOutput:
-    """Where a watermark generator emits: strictly increasing watermarks, idle/active status."""
+    """Where a watermark generator emits: strictly increasing watermarks (a larger one makes
+    an idle output active first), idle/active status."""
 
     def __init__(self, operator: StreamOperator) -> None:
         self.operator = operator
@@ -234,10 +236,10 @@ class WatermarkOutput:
         self.idle = False
 
     def emit_watermark(self, timestamp: int) -> None:
-        if self.idle:
-            self.mark_active()
         if timestamp > self.last:
             self.last = timestamp
+            if self.idle:
+                self.mark_active()
             self.operator.output.emit_watermark(timestamp)
 
     def mark_idle(self) -> None:
@@ -254,7 +256,9 @@ class WatermarkOutput:
 class SourceOperator(StreamOperator):
     """Reads batches from its reader; with a watermark strategy it assigns timestamps and
     emits watermarks periodically (``pipeline.auto-watermark-interval``); the end of a
-    bounded input emits the final ``MAX`` watermark."""
+    bounded input emits the final ``MAX`` watermark. In a watermark alignment group it emits
+    only what keeps its watermark within the group's allowed maximum
+    (:mod:`kernel.streaming.alignment`) and reports its watermark every update interval."""
 
     def user_functions(self) -> list[Any]:
         return []
@@ -264,15 +268,20 @@ class SourceOperator(StreamOperator):
         self.reader.open(self.runtime)
         strategy = self.spec.params.get("watermark_strategy")
         self.watermarks = WatermarkOutput(self)
+        self.activity = ActivityClock(self.runtime.now_ms)
         self.generator = None
         self.assign = None
+        self.alignment: SourceAlignment | None = None
+        self._held: tuple[list, list] | None = None  # records waiting for alignment
         if strategy is not None:
             assigner = strategy.timestamp_assigner
             if assigner is not None:
                 self.assign = assigner.extract_timestamp if isinstance(assigner, TimestampAssigner) else assigner
             if strategy.kind != "none":
-                self.generator = self.runtime.create_watermark_generator(strategy)
+                self.generator = self.runtime.create_watermark_generator(strategy, self.activity.now_ms)
                 self._schedule_periodic()
+                if self.assign is not None:
+                    self._join_alignment(strategy)
         self.ended = False
 
     def _schedule_periodic(self) -> None:
@@ -284,33 +293,99 @@ class SourceOperator(StreamOperator):
         if self.ended:
             return
         self.generator.on_periodic_emit(self.watermarks)
+        if self.alignment is not None and not self._reported and self.watermarks.last != MIN_LONG:
+            self._report()  # the first watermark is reported at once, so the group is bounded early
         self._schedule_periodic()
+
+    # -- watermark alignment ------------------------------------------------------------------
+
+    def _join_alignment(self, strategy: Any) -> None:
+        membership = self.runtime.join_watermark_alignment(strategy, self._on_announce)
+        if membership is None:
+            return
+        self.alignment = SourceAlignment(membership, strategy.out_of_orderness_ms)
+        self._reported = False
+        self._schedule_report()
+
+    def _schedule_report(self) -> None:
+        interval = self.alignment.membership.update_interval_ms
+        self.runtime.schedule(self.runtime.now_ms() + interval, self._report_watermark)
+
+    def _report_watermark(self) -> None:
+        """Flink's ``emitLatestWatermark``: nothing before the first watermark, MAX while idle."""
+        if self.ended:
+            return
+        if self.watermarks.last != MIN_LONG:
+            self._report()
+        self._schedule_report()
+
+    def _report(self) -> None:
+        self._reported = True
+        self.alignment.membership.report(MAX_LONG if self.watermarks.idle else self.watermarks.last)
+
+    def _on_announce(self, max_allowed: int, group_min: int) -> None:
+        if self.alignment is not None and not self.ended:
+            self.alignment.announce(max_allowed, group_min)
+
+    def when_available(self, callback: Any) -> bool:
+        """Call ``callback`` when reading can go on; False if only the reader knows when."""
+        if self.alignment is not None and self.alignment.waiting:
+            self.alignment.when_announced(callback)
+            return True
+        return False
+
+    # -- reading ------------------------------------------------------------------------------
 
     def emit_next(self, limit: int) -> InputStatus:
         reader = self.reader
-        values = reader.poll(limit) if not reader.finished else []
-        if values:
-            timestamps = None
-            if self.assign is not None:
+        timestamps = None
+        if self._held is not None:
+            (values, timestamps), self._held = self._held, None
+        else:
+            values = reader.poll(limit) if not reader.finished else []
+            if values and self.assign is not None:
                 assign = self.assign
                 timestamps = [assign(v, MIN_LONG) for v in values]
-                if self.generator is not None:
-                    self.generator.on_events(values, timestamps, self.watermarks)
-            elif self.generator is not None:
-                self.generator.on_events(values, None, self.watermarks)
+        if values and self.alignment is not None:
+            values, timestamps = self._align(values, timestamps)
+            if not values:
+                return InputStatus.NOTHING_AVAILABLE
+        if values:
+            if self.generator is not None:
+                self.generator.on_events(values, timestamps, self.watermarks)
             if self.watermarks.idle:
                 self.watermarks.mark_active()
             self.output.collect(values, timestamps)
-        if reader.finished:
+        if reader.finished and self._held is None:
             self.end()
             return InputStatus.END_OF_INPUT
         return InputStatus.MORE_AVAILABLE if values else InputStatus.NOTHING_AVAILABLE
+
+    def _align(self, values: list, timestamps: list) -> tuple[list, list]:
+        """The records that may go now; the rest is held until an announcement allows them."""
+        alignment = self.alignment
+        admitted = alignment.admit(timestamps)
+        if admitted < len(values):
+            self._held = (values[admitted:], timestamps[admitted:])
+            values, timestamps = values[:admitted], timestamps[:admitted]
+        waiting = admitted == 0
+        if waiting != alignment.waiting:
+            alignment.set_waiting(waiting, self.watermarks.last)
+            (self.activity.pause if waiting else self.activity.resume)("alignment")
+        return values, timestamps
 
     def end(self) -> None:
         if not self.ended:
             self.ended = True
             self.watermarks.mark_active()
             self.watermarks.emit_watermark(MAX_LONG)
+            self._leave_alignment()
+
+    def _leave_alignment(self) -> None:
+        if self.alignment is not None:
+            self.alignment.membership.leave()
+            self.alignment = None
 
     def close(self) -> None:
+        self._leave_alignment()
         self.reader.close()

@@ -36,6 +36,11 @@ class KeyedStateBackend:
             state = self._states[key] = kind(self, self.table(descriptor.name), descriptor)
         return state
 
+    def bound_state(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
+        """A state object of ``descriptor`` fixed to one namespace (window or None)."""
+        kind = _STATE_OF[type(descriptor)]
+        return kind(self, self.table(descriptor.name), descriptor, namespace)
+
     def keys(self, state_name: str) -> list[Any]:
         return list({key for key, _ in self._tables.get(state_name, {})})
 
@@ -44,16 +49,22 @@ class KeyedStateBackend:
         self.get_state(descriptor).merge(target, sources)
 
 
-class _KeyedState:
-    __slots__ = ("backend", "table", "descriptor")
+_CURRENT = object()  # the state follows the backend's current namespace
 
-    def __init__(self, backend: KeyedStateBackend, table: dict, descriptor: api.StateDescriptor) -> None:
+
+class _KeyedState:
+    __slots__ = ("backend", "table", "descriptor", "namespace")
+
+    def __init__(self, backend: KeyedStateBackend, table: dict, descriptor: api.StateDescriptor,
+                 namespace: Any = _CURRENT) -> None:
         self.backend = backend
         self.table = table
         self.descriptor = descriptor
+        self.namespace = namespace
 
     def _slot(self) -> tuple[Any, Any]:
-        return self.backend.current_key, self.backend.current_namespace
+        namespace = self.namespace
+        return self.backend.current_key, self.backend.current_namespace if namespace is _CURRENT else namespace
 
     def clear(self) -> None:
         self.table.pop(self._slot(), None)

@@ -57,6 +57,7 @@ class JobMaster(Component):
         self.status = JobStatus.CREATED
         self.graph: ExecutionGraph | None = None
         self.strategy: Any = None
+        self.alignment: Any = None  # the watermark alignment coordinator, when sources align
         self.groups: dict[str, ExecutionSlotSharingGroup] = {}
         self.group_slots: dict[int, _Slot] = {}
         self.pending_requests: deque[ExecutionSlotSharingGroup] = deque()
@@ -77,6 +78,7 @@ class JobMaster(Component):
         hook = self.run.plugin_manager.hook
         self.run.plugin_manager.require("create_scheduling_strategy", "scheduling")
         self.strategy = hook.create_scheduling_strategy(execution_graph=self.graph, scheduler=self, config=self.run.config)
+        self.alignment = hook.create_watermark_alignment(run=self.run)
         self._set_status(JobStatus.RUNNING)
         self.tell(RESOURCE_MANAGER, m.RegisterJobMaster(self.job_id, self.address))
 
@@ -206,6 +208,7 @@ class JobMaster(Component):
             job_id=self.job_id, job_graph=self.job_graph, vertex=ev.job_vertex.job_vertex, subtask=ev.subtask,
             attempt=ev.current.attempt, max_parallelism=ev.job_vertex.max_parallelism,
             allocation_id=slot.allocation_id, produced=produced, inputs=list(inputs.values()),
+            alignment=self.alignment,
         )
 
     # -- execution states ---------------------------------------------------------------------
@@ -295,6 +298,8 @@ class JobMaster(Component):
         for timer in self._request_timers.values():
             timer.cancel()
         self._request_timers.clear()
+        if self.alignment is not None:
+            self.alignment.close()
         self._set_status(status, failure.splitlines()[0] if failure else "")
         for index in list(self.group_slots):
             self._release_slot(index, f"job {status.value.lower()}")

@@ -3,12 +3,16 @@
 A :class:`TimerGauge` accumulates time between ``mark_start`` and ``mark_end``; sampling takes
 what accumulated since the last sample (counting a running measurement up to now) and
 restarts the window. idle and (soft) back-pressured time are TimerGauges; busy time is the
-rest of the interval (NaN for legacy sources, as in Flink). Records are counted per batch.
+rest of the interval (NaN for legacy sources, as in Flink). Records are counted per batch;
+late records dropped, timers fired and windows fired are counted per interval too.
 """
 
 from __future__ import annotations
 
 import math
+
+#: Event-time counters operators add to (``OperatorRuntime.count``), sampled per interval.
+COUNTERS = ("late_records_dropped", "timers_fired", "windows_fired")
 
 
 class TimerGauge:
@@ -57,6 +61,8 @@ class TaskIOMetrics:
         self.started = started
         self.busy_total_ns = 0
         self._latency_max: float = math.nan
+        self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._last_counters = dict(self.counters)
 
     def record_latency(self, latency_ms: float) -> None:
         if math.isnan(self._latency_max) or latency_ms > self._latency_max:
@@ -77,7 +83,11 @@ class TaskIOMetrics:
         records_in, records_out = self.records_in - self._last_in, self.records_out - self._last_out
         self._last_sample, self._last_in, self._last_out = now, self.records_in, self.records_out
         latency, self._latency_max = self._latency_max, math.nan
+        counters, last = self.counters, self._last_counters
+        counted = {name: counters[name] - last[name] for name in COUNTERS}
+        self._last_counters = dict(counters)
         return {
+            **counted,
             "latency_ms": latency,
             "interval_ms": interval / 1e6,
             "idle_ms": idle * per_second,

@@ -321,8 +321,10 @@ class RecordWriterOutput(Output):
     """A chain's output into the network: routes batches to subpartitions by the partitioner."""
 
     def __init__(self, partition: ResultPartition, selector: ChannelSelector, rng: Random,
-                 flush_always: bool = False) -> None:
+                 flush_always: bool = False, watermarks: Any = None) -> None:
         self.partition = partition
+        #: told of every watermark and status sent (``output_watermark``, ``output_status``)
+        self.watermarks = watermarks
         self.selector = selector
         self.rng = rng
         self.subpartitions = partition.subpartitions
@@ -337,9 +339,13 @@ class RecordWriterOutput(Output):
                 subpartitions[channel].flush()
 
     def emit_watermark(self, timestamp):
+        if self.watermarks is not None:
+            self.watermarks.output_watermark(timestamp)
         self.partition.broadcast_event(Watermark(timestamp))
 
     def emit_watermark_status(self, idle):
+        if self.watermarks is not None:
+            self.watermarks.output_status(idle)
         self.partition.broadcast_event(WatermarkStatus(idle))
 
     def emit_latency_marker(self, marker: LatencyMarker):

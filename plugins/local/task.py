@@ -17,10 +17,12 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from kernel.cluster_events import WatermarkAdvanced, WatermarkStatusChanged
 from kernel.graph.job import JobGraph, JobVertex
 from kernel.graph.stream import StreamEdge
+from kernel.streaming.alignment import AlignmentMember
 from kernel.streaming.chain import OperatorChain
-from kernel.streaming.elements import EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
+from kernel.streaming.elements import MIN_LONG, EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
 from kernel.streaming.outputs import blame
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo
@@ -59,6 +61,7 @@ class TaskDeploymentDescriptor:
     allocation_id: str
     produced: list[ProducedPartition]
     inputs: list[ConsumedInput]
+    alignment: Any = None  # the job's watermark alignment coordinator, if sources align
 
 
 class LocalOperatorRuntime(OperatorRuntime):
@@ -78,8 +81,22 @@ class LocalOperatorRuntime(OperatorRuntime):
     def schedule(self, when_ms: int, callback: Callable[[], None]) -> Any:
         return self.task.schedule_mail(when_ms * 1_000_000, callback, "timer")
 
-    def create_watermark_generator(self, strategy: Any) -> Any:
-        return self.task.run.plugin_manager.hook.create_watermark_generator(strategy=strategy, run=self.task.run)
+    def create_watermark_generator(self, strategy: Any, activity_clock: Callable[[], int] | None = None) -> Any:
+        return self.task.run.plugin_manager.hook.create_watermark_generator(
+            strategy=strategy, run=self.task.run, activity_clock=activity_clock or self.now_ms)
+
+    def join_watermark_alignment(self, strategy: Any, on_announce: Callable[[int, int], None]) -> Any:
+        task = self.task
+        coordinator = task.deployment.alignment
+        if coordinator is None:
+            return None
+        d = task.deployment
+        member = AlignmentMember(d.vertex.id, d.vertex.name, d.subtask, d.attempt)
+
+        def deliver(max_allowed: int, group_min: int) -> None:
+            task.schedule_mail(task.run.clock.now(), lambda: on_announce(max_allowed, group_min), "watermark alignment")
+
+        return coordinator.join(strategy, member, deliver)
 
     def create_watermark_valve(self, num_channels: int) -> Any:
         return self.task.run.plugin_manager.hook.create_watermark_valve(num_channels=num_channels, run=self.task.run)
@@ -91,7 +108,7 @@ class LocalOperatorRuntime(OperatorRuntime):
         self.task.run.bus.emit(event)
 
     def count(self, metric: str, amount: int = 1) -> None:
-        counters = self.task.counters
+        counters = self.task.metrics.counters
         counters[metric] = counters.get(metric, 0) + amount
 
     def record_latency(self, marker: Any) -> None:
@@ -109,14 +126,50 @@ class _ValveOutput:
 
     def emit_watermark(self, timestamp: int) -> None:
         task = self.task
+        task.watermark_reporter.input_watermark(self.index, timestamp)
         task.on_input_watermark(self.index, timestamp)
 
     def emit_watermark_status(self, idle: bool) -> None:
         task = self.task
+        task.watermark_reporter.input_status(self.index, idle)
         if task.two_input:
             task.chain.head.process_watermark_status_input(self.index, idle)
         else:
             task.chain.head.process_watermark_status(idle)
+
+
+class WatermarkReporter:
+    """Records a task's watermark progress: what each input valve passes on, and what leaves
+    the chain (into the network, or reaching a sink at its end) once per task."""
+
+    def __init__(self, task: StreamTask) -> None:
+        self.task = task
+        self.last_output = MIN_LONG
+        self.output_idle = False
+
+    def _emit(self, event_type: type, **fields: Any) -> None:
+        task = self.task
+        d = task.deployment
+        task.run.bus.emit(event_type(
+            time=task.run.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
+            subtask=d.subtask, attempt=d.attempt, **fields,
+        ))
+
+    def input_watermark(self, index: int, timestamp: int) -> None:
+        self._emit(WatermarkAdvanced, direction="input", input=index, watermark=timestamp)
+
+    def input_status(self, index: int, idle: bool) -> None:
+        self._emit(WatermarkStatusChanged, direction="input", input=index, status="IDLE" if idle else "ACTIVE")
+
+    def output_watermark(self, timestamp: int) -> None:
+        if timestamp > self.last_output:
+            self.last_output = timestamp
+            self._emit(WatermarkAdvanced, direction="output", watermark=timestamp)
+
+    def output_status(self, idle: bool) -> None:
+        if idle != self.output_idle:
+            self.output_idle = idle
+            self._emit(WatermarkStatusChanged, direction="output", status="IDLE" if idle else "ACTIVE")
 
 
 class StreamTask:
@@ -132,11 +185,11 @@ class StreamTask:
         self.vertex = vertex
         self.name = f"{vertex.name} ({deployment.subtask + 1}/{vertex.parallelism})"
         self.state = "DEPLOYING"
-        self.counters: dict[str, int] = {}
         self.legacy_source = vertex.invokable == "SourceStreamTask"
         self.is_source = vertex.invokable in ("SourceStreamTask", "SourceOperatorStreamTask")
         self.two_input = vertex.invokable == "TwoInputStreamTask"
         self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now())
+        self.watermark_reporter = WatermarkReporter(self)
         self._timers: list[Any] = []
         self.partitions: list[ResultPartition] = []
         self.gates: list[InputGate] = []
@@ -182,9 +235,10 @@ class StreamTask:
             partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking)
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng)
-            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always)
+            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always, self.watermark_reporter)
             self.partitions.append(partition)
-        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], self.metrics)
+        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], self.metrics,
+                                   self.watermark_reporter)
         for consumed in sorted(d.inputs, key=lambda c: c.type_number):
             gate = InputGate(len(consumed.channels), self.settings)
             gate.index = len(self.gates)  # type: ignore[attr-defined]
@@ -250,7 +304,15 @@ class StreamTask:
         for partition in self.partitions:
             if not partition.is_available():
                 suspension = mailbox.suspend_default_action(self.metrics.soft_back_pressured, "back_pressure")
-                partition.when_available(suspension.resume)
+                resume = suspension.resume
+                if self.is_source:  # a back-pressured source is not idle
+                    activity = self.chain.head.activity
+                    activity.pause("back_pressure")
+
+                    def resume() -> None:
+                        activity.resume("back_pressure")
+                        suspension.resume()
+                partition.when_available(resume)
                 return False
         return True
 
@@ -268,9 +330,11 @@ class StreamTask:
             self._finish()
         elif status is InputStatus.NOTHING_AVAILABLE:
             suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
-            when = self.chain.head.reader.available_at()
-            wake_ms = when if when is not None else self.run.clock.now_ms() + 100
-            self._timers.append(self.run.loop.call_at(wake_ms * 1_000_000, suspension.resume))
+            head = self.chain.head
+            if not head.when_available(suspension.resume):
+                when = head.reader.available_at()
+                wake_ms = when if when is not None else self.run.clock.now_ms() + 100
+                self._timers.append(self.run.loop.call_at(wake_ms * 1_000_000, suspension.resume))
 
     def _process_input(self, mailbox: Any) -> None:
         for gate in self.gates:

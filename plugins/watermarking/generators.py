@@ -29,27 +29,35 @@ class BoundedOutOfOrdernessWatermarks:
 
 
 class WatermarksWithIdleness:
-    """Marks the output idle when no event arrived for ``idle_timeout_ms`` of processing time
-    (checked at periodic emission); the next event makes it active again."""
+    """Flink's WatermarksWithIdleness and IdlenessTimer: a periodic check that sees no new
+    events since the previous one starts the inactivity; a later check more than
+    ``idle_timeout_ms`` after that start marks the output idle instead of emitting; any event
+    resets it (and the next watermark or record makes the output active again)."""
 
     def __init__(self, inner: Any, idle_timeout_ms: int, now_ms: Callable[[], int]) -> None:
         self.inner = inner
         self.idle_timeout = idle_timeout_ms
         self.now_ms = now_ms
         self.events = 0
-        self.last_checked_events = -1
-        self.quiet_since = now_ms()
+        self.last_checked_events = 0
+        self.inactive_since: int | None = None
 
     def on_events(self, values: list, timestamps: list | None, output: Any) -> None:
         self.events += len(values)
         self.inner.on_events(values, timestamps, output)
 
-    def on_periodic_emit(self, output: Any) -> None:
-        now = self.now_ms()
+    def _check_if_idle(self) -> bool:
         if self.events != self.last_checked_events:
             self.last_checked_events = self.events
-            self.quiet_since = now
-        if now - self.quiet_since >= self.idle_timeout:
+            self.inactive_since = None
+            return False
+        if self.inactive_since is None:
+            self.inactive_since = self.now_ms()
+            return False
+        return self.now_ms() - self.inactive_since > self.idle_timeout
+
+    def on_periodic_emit(self, output: Any) -> None:
+        if self._check_if_idle():
             output.mark_idle()
         else:
             self.inner.on_periodic_emit(output)

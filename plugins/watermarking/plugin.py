@@ -1,13 +1,14 @@
-"""Plugin ``watermarking.default``: Flink's watermark generators and StatusWatermarkValve."""
+"""Plugin ``watermarking.default``: Flink's watermark generators and StatusWatermarkValve;
+sources read unaligned."""
 
 from kernel import hookimpl
 
 
 @hookimpl
-def create_watermark_generator(strategy, run):
+def create_watermark_generator(strategy, activity_clock):
     from plugins.watermarking.generators import create_generator
 
-    return create_generator(strategy, run.clock.now_ms)
+    return create_generator(strategy, activity_clock)
 
 
 @hookimpl

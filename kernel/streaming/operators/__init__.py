@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
+from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
-from kernel.streaming.operators.basic import FilterOperator, FlatMapOperator, MapOperator, ProcessOperator
+from kernel.streaming.operators.basic import (
+    FilterOperator,
+    FlatMapOperator,
+    MapOperator,
+    ProcessOperator,
+)
 from kernel.streaming.operators.keyed import KeyedProcessOperator, ReduceOperator
 from kernel.streaming.operators.sinks import (
     CollectSinkOperator,
@@ -19,9 +27,10 @@ from kernel.streaming.operators.twoinput import (
     CoProcessOperator,
     KeyedCoProcessOperator,
 )
+from kernel.streaming.operators.aligned_window import window_operator
 from kernel.streaming.runtime import OperatorRuntime
 
-OPERATORS: dict[str, type[StreamOperator]] = {
+OPERATORS: dict[str, Callable[[OperatorSpec, StreamNode, OperatorRuntime], StreamOperator]] = {
     "map": MapOperator,
     "flat_map": FlatMapOperator,
     "filter": FilterOperator,
@@ -36,6 +45,7 @@ OPERATORS: dict[str, type[StreamOperator]] = {
     "sink_function": SinkFunctionOperator,
     "sink_writer": FileSinkWriterOperator,
     "collect": CollectSinkOperator,
+    "window": window_operator,
     "timestamps_watermarks": TimestampsAndWatermarksOperator,
 }
 

@@ -24,7 +24,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         self.watermarks = WatermarkOutput(self)
         self.generator = None
         if strategy.kind != "none":
-            self.generator = self.runtime.create_watermark_generator(strategy)
+            self.generator = self.runtime.create_watermark_generator(strategy, self.runtime.now_ms)
             self._schedule()
 
     def _schedule(self) -> None:

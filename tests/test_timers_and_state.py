@@ -1,0 +1,208 @@
+"""Per-key timers (event and processing time) and keyed state of every kind."""
+
+from __future__ import annotations
+
+from kernel.common import Types, WatermarkStrategy
+from kernel.datastream import AggregateFunction, KeyedProcessFunction
+from kernel.datastream.connectors.datagen import DataGeneratorSource
+from kernel.datastream.state import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+)
+from kernel.datastream.time_domain import TimeDomain
+from kernel.streaming.state import KeyedStateBackend
+from kernel.streaming.timers import InternalTimerService
+from tests.runtime import run_job
+
+MAX = (1 << 63) - 1
+
+
+def timestamped():
+    return WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v, ts: v[1])
+
+
+def scripted(env, records, rate: int = 10):
+    """One record every 1000/rate ms of simulated time, monotonous watermarks from field 1."""
+    return env.from_source(DataGeneratorSource(records.__getitem__, count=len(records), records_per_second=rate),
+                           timestamped(), "Records")
+
+
+# -- the timer service -------------------------------------------------------------------------
+
+
+def test_timers_are_unique_per_key_namespace_and_timestamp_and_fire_in_order():
+    backend = KeyedStateBackend()
+    fired: list = []
+    scheduled: list = []
+    timers = InternalTimerService(backend, lambda t, k, n: fired.append(("event", t, k, n)),
+                                  lambda t, k, n: fired.append(("processing", t, k, n)),
+                                  lambda when, callback: scheduled.append(when), lambda: 0)
+    for key, timestamp in [("b", 20), ("a", 10), ("b", 20), ("a", 30), ("c", 10)]:
+        backend.current_key = key
+        timers.register_event_time_timer(None, timestamp)
+    backend.current_key = "a"
+    timers.delete_event_time_timer(None, 30)
+    timers.register_processing_time_timer(None, 500)
+    timers.register_processing_time_timer(None, 500)
+    timers.register_processing_time_timer(None, 400)
+    assert timers.pending() == 5
+    timers.advance_watermark(20)
+    assert fired == [("event", 10, "a", None), ("event", 10, "c", None), ("event", 20, "b", None)]
+    assert timers.current_watermark == 20
+    timers.advance_watermark(MAX)
+    assert len(fired) == 3  # the deleted timer never fires
+    assert scheduled == [500, 400]  # a wake-up when an earlier processing-time timer arrives
+    timers.fire_processing_time(1_000)
+    assert fired[3:] == [("processing", 400, "a", None), ("processing", 500, "a", None)]
+    assert timers.pending() == 0
+
+
+# -- in a job ------------------------------------------------------------------------------------
+
+
+class Alarm(KeyedProcessFunction):
+    """Per key: an event-time timer 5 ms after each record (registered twice: deduplicated),
+    a processing-time timer 250 ms after the first one; deletes the timer of a value 999."""
+
+    def process_element(self, value, ctx):
+        service = ctx.timer_service()
+        if value[0] == "delete":
+            service.delete_event_time_timer(value[1] + 5)
+            return
+        service.register_event_time_timer(ctx.timestamp() + 5)
+        service.register_event_time_timer(ctx.timestamp() + 5)
+        if value[1] == 0:
+            service.register_processing_time_timer(service.current_processing_time() + 250)
+        yield "element", ctx.get_current_key(), ctx.timestamp(), service.current_watermark()
+
+    def on_timer(self, timestamp, ctx):
+        domain = "event" if ctx.time_domain() is TimeDomain.EVENT_TIME else "processing"
+        yield domain, ctx.get_current_key(), timestamp, ctx.timestamp(), ctx.timer_service().current_watermark()
+
+
+def test_keyed_process_function_timers():
+    results: list = []
+    records = [("a", 0), ("b", 100), ("a", 200), ("delete", 200), ("b", 300)]
+
+    def build(env):
+        scripted(env, records).key_by(lambda v: "a" if v[0] == "delete" else v[0], Types.STRING()) \
+            .process(Alarm()).add_sink(results.append)
+        env.execute("timers")
+
+    job = run_job(build, "pipeline.auto-watermark-interval=100 ms")
+    assert job.outcome.status == "FINISHED"
+    assert results == [
+        ("element", "a", 0, -(1 << 63)),
+        # watermark -1 at 100 ms (ticks see the records read before them)
+        ("element", "b", 100, -1),
+        # watermark 99 at 200 ms fires a's timer at 5
+        ("event", "a", 5, 5, 99),
+        ("element", "a", 200, 99),
+        # watermark 199 fires b's timer at 105
+        ("event", "b", 105, 105, 199),
+        # a's first record reached this task at 100 ms (the 100 ms buffer timeout), so its
+        # processing-time timer is at 350 (ctx.timestamp() in on_timer is the timer's time)
+        ("processing", "a", 350, 350, 199),
+        ("element", "b", 300, 199),
+        # the final watermark fires what is left; a's timer at 205 was deleted
+        ("event", "b", 305, 305, MAX),
+    ]
+
+
+class Everything(KeyedProcessFunction):
+    class Longest(AggregateFunction):
+        def create_accumulator(self):
+            return ""
+
+        def add(self, value, accumulator):
+            return value if len(value) > len(accumulator) else accumulator
+
+        def get_result(self, accumulator):
+            return accumulator.upper()
+
+        def merge(self, a, b):
+            return a if len(a) >= len(b) else b
+
+    def open(self, ctx):
+        self.count = ctx.get_state(ValueStateDescriptor("count", Types.INT()))
+        self.words = ctx.get_list_state(ListStateDescriptor("words", Types.STRING()))
+        self.lengths = ctx.get_map_state(MapStateDescriptor("lengths", Types.STRING(), Types.INT()))
+        self.total = ctx.get_reducing_state(ReducingStateDescriptor("total", lambda a, b: a + b, Types.INT()))
+        self.longest = ctx.get_aggregating_state(AggregatingStateDescriptor("longest", self.Longest(), Types.STRING()))
+
+    def process_element(self, value, ctx):
+        word = value[0]
+        self.count.update((self.count.value() or 0) + 1)
+        self.words.add(word)
+        self.lengths.put(word, len(word))
+        self.total.add(len(word))
+        self.longest.add(word)
+        if word == "reset":
+            self.words.clear()
+            self.lengths.remove("reset")
+        yield (ctx.get_current_key(), self.count.value(), list(self.words.get()), sorted(self.lengths.items()),
+               self.total.get(), self.longest.get())
+
+
+def test_value_list_map_reducing_and_aggregating_state_per_key():
+    results: list = []
+    data = [("to", 0), ("be", 1), ("or", 2), ("not", 3), ("reset", 4), ("be", 5)]
+
+    def build(env):
+        env.set_parallelism(2)
+        env.from_collection(data).key_by(lambda v: len(v[0]) % 2, Types.INT()) \
+            .process(Everything()).add_sink(results.append)
+        env.execute("state")
+
+    run_job(build)
+    even = [r for r in results if r[0] == 0]
+    odd = [r for r in results if r[0] == 1]
+    assert even == [
+        (0, 1, ["to"], [("to", 2)], 2, "TO"),
+        (0, 2, ["to", "be"], [("be", 2), ("to", 2)], 4, "TO"),
+        (0, 3, ["to", "be", "or"], [("be", 2), ("or", 2), ("to", 2)], 6, "TO"),
+        (0, 4, ["to", "be", "or", "be"], [("be", 2), ("or", 2), ("to", 2)], 8, "TO"),
+    ]
+    assert odd == [
+        (1, 1, ["not"], [("not", 3)], 3, "NOT"),
+        (1, 2, [], [("not", 3)], 8, "RESET"),
+    ]
+
+
+def test_state_is_only_for_keyed_streams():
+    from kernel.datastream import ProcessFunction
+
+    class Stateful(ProcessFunction):
+        def open(self, ctx):
+            ctx.get_state(ValueStateDescriptor("x", Types.INT()))
+
+        def process_element(self, value, ctx):
+            yield value
+
+    def build(env):
+        env.from_collection([1]).process(Stateful()).print()
+        env.execute("not keyed")
+
+    job = run_job(build)
+    assert job.outcome.status == "FAILED"
+    assert "only accessible by functions executed on a KeyedStream" in str(job.error)
+
+
+def test_timers_on_a_non_keyed_stream_are_refused():
+    from kernel.datastream import ProcessFunction
+
+    class Timer(ProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_event_time_timer(5)
+            yield value
+
+    def build(env):
+        env.from_collection([1]).process(Timer()).print()
+        env.execute("not keyed")
+
+    job = run_job(build)
+    assert job.outcome.status == "FAILED"
+    assert "Register timers is only supported on a keyed stream." in str(job.error)
