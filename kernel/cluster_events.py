@@ -155,6 +155,87 @@ class WatermarkStatusChanged(TaskEvent, tag="watermark_status_changed"):
     status: str = ""
 
 
+class HeartbeatRequested(Event, tag="heartbeat_requested"):
+    """``sender`` requested a heartbeat from ``target`` (every heartbeat interval)."""
+
+    sender: str = ""
+    target: str = ""
+
+
+class HeartbeatReceived(Event, tag="heartbeat_received"):
+    """``owner`` heard from ``target``: a ``request`` (receiver side) or a ``response`` (sender
+    side, ``round_trip_ms`` since its last request), as ``message``."""
+
+    owner: str = ""
+    target: str = ""
+    message: str = ""
+    round_trip_ms: float = math.nan
+
+
+class HeartbeatTimedOut(Event, tag="heartbeat_timed_out"):
+    """``owner``'s monitor of ``target`` expired: nothing heard for ``silent_ms``."""
+
+    owner: str = ""
+    target: str = ""
+    silent_ms: float = 0.0
+
+
+class HeartbeatTargetMarkedUnreachable(Event, tag="heartbeat_target_marked_unreachable"):
+    """``failures`` consecutive heartbeat messages from ``owner`` to ``target`` failed."""
+
+    owner: str = ""
+    target: str = ""
+    failures: int = 0
+
+
+class TaskExecutorConnected(Event, tag="task_executor_connected"):
+    """A TaskExecutor registered at a job's JobMaster (then offers its slots)."""
+
+    job_id: str = ""
+    resource_id: str = ""
+
+
+class ConnectionClosed(Event, tag="connection_closed"):
+    """``owner`` closed its connection to ``target`` (heartbeat timeout, unreachable, or told
+    to by the other side); what follows is Flink's reaction (reconnect, release slots, fail
+    tasks)."""
+
+    owner: str = ""
+    target: str = ""
+    reason: str = ""
+
+
+class FaultInjected(Event, tag="fault_injected"):
+    """Injected fault number ``index`` took effect (``phase`` start) or ended (``phase`` end)."""
+
+    index: int = 0
+    fault_kind: str = ""
+    target: str = ""
+    phase: str = "start"
+    description: str = ""
+
+
+class TaskFailureHandled(TaskEvent, tag="task_failure_handled"):
+    """The scheduler handled a task failure: restart (``vertices_to_restart`` of them after
+    ``delay_ms``, the ``restart``-th restart) or not (the job fails: ``reason``)."""
+
+    cause: str = ""
+    restart: bool = False
+    vertices_to_restart: int = 0
+    delay_ms: float = 0.0
+    restart_number: int = 0
+    reason: str = ""
+
+
+class TasksRestarted(Event, tag="tasks_restarted"):
+    """The back-off elapsed: ``vertices`` execution vertices got new attempts and were handed
+    back to the scheduling strategy."""
+
+    job_id: str = ""
+    vertices: int = 0
+    restart_number: int = 0
+
+
 class MailboxSuspended(Event, tag="mailbox_suspended"):
     """The default action stopped: ``reason`` ``idle`` (no input) or ``back_pressure`` (no output
     buffer). High rate: recorded with ``rill.events.level = debug`` only."""
@@ -180,5 +261,7 @@ CLUSTER_EVENT_TYPES: tuple[type[Event], ...] = (
     JobSubmitted, JobStatusChanged, WorkerStarted, WorkerRegistered, WorkerStopped, JobMasterRegistered,
     ResourceRequirementsDeclared, SlotRequested, SlotAllocated, SlotReleased, PipelinedRegionsComputed,
     RegionScheduled, TaskDeployed, ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced,
-    WatermarkStatusChanged, MailboxSuspended, MailboxResumed,
+    WatermarkStatusChanged, HeartbeatRequested, HeartbeatReceived, HeartbeatTimedOut, HeartbeatTargetMarkedUnreachable,
+    TaskExecutorConnected, ConnectionClosed, FaultInjected, TaskFailureHandled, TasksRestarted, MailboxSuspended,
+    MailboxResumed,
 )

@@ -121,6 +121,12 @@ class RawConfig:
         value = self.values.get(FAULTS_KEY, [])
         return list(value) if isinstance(value, list) else [value]
 
+    def with_faults(self, tables: Iterable[dict[str, Any]]) -> RawConfig:
+        """A copy with more fault tables (``rill run --inject``)."""
+        values = dict(self.values)
+        values[FAULTS_KEY] = self.faults() + list(tables)
+        return RawConfig(values, {**self.sources, FAULTS_KEY: "--inject"}, dict(self.env))
+
     def with_sets(self, sets: Iterable[str]) -> RawConfig:
         """A copy with ``key=value`` overrides applied on top."""
         values, sources = dict(self.values), dict(self.sources)
@@ -269,7 +275,7 @@ class Config:
         if self.plugins.disabled:
             flat[PLUGINS_PREFIX + "disabled"] = list(self.plugins.disabled)
         if self.faults:
-            flat[FAULTS_KEY] = self.faults
+            flat[FAULTS_KEY] = [msgspec.to_builtins(fault) for fault in self.faults]
         return flat
 
 
@@ -358,6 +364,9 @@ def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterabl
         except msgspec.ValidationError as exc:
             named = ", ".join(f"{k} ({sources[k]})" for k in given) or "defaults"
             raise ConfigError(f"invalid configuration [{named}]: {exc}") from None
-    config = Config(built, keys, {k: s for k, s in sources.items() if k in keys}, raw.plugin_selection(), raw.faults(), raw)
+    from kernel.faults import build_faults
+
+    faults = build_faults(raw.faults())
+    config = Config(built, keys, {k: s for k, s in sources.items() if k in keys}, raw.plugin_selection(), faults, raw)
     config.unused = unused
     return config

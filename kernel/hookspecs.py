@@ -236,8 +236,10 @@ def create_restart_strategy(run: Run) -> Any:
     Stops at first non-None result.
 
     :param run: the run (config, clock and seeded RNG for jitter).
-    :returns: an object with ``notify_failure(cause, now)``, ``can_restart()`` and
-        ``backoff_time_ms()``.
+    :returns: an object with ``notify_failure(now_ms) -> bool`` (True: the failure starts a new
+        restart attempt; False: merged into a pending one), ``can_restart()`` (before any
+        failure: whether restarts are possible at all), ``backoff_time_ms(now_ms)`` and a
+        ``str()`` naming it ("Recovery is suppressed by ...").
     """
 
 
@@ -250,7 +252,7 @@ def create_failover_strategy(execution_graph: ExecutionGraph, config: Config) ->
 
     :param execution_graph: the job's ExecutionGraph.
     :param config: the validated configuration.
-    :returns: an object with ``tasks_to_restart(failed_vertex) -> set of vertex ids``.
+    :returns: an object with ``tasks_to_restart(failed_vertex) -> set of execution vertex ids``.
     """
 
 
@@ -268,7 +270,9 @@ def create_mailbox_processor(task: Any, run: Run) -> Any:
 
     :param task: the StreamTask; its ``process_input`` is the default action.
     :param run: the run (clock, loop, config).
-    :returns: a MailboxProcessor with ``run_step()``, ``mailbox``, ``suspend_default_action(timer)``.
+    :returns: a MailboxProcessor with ``run_step()``, ``mailbox``, ``execute(action, description)``,
+        ``suspend_default_action(timer, reason)``, ``stop()`` and ``slowdown`` (a factor: work
+        takes that many times as long).
     """
 
 
@@ -340,13 +344,17 @@ def create_heartbeat_manager(
     monitored relation (e.g. JobMaster -> TaskExecutors).
     Stops at first non-None result.
 
-    :param owner: the component owning the manager (its address is the resource id).
-    :param listener: receives ``notify_heartbeat_timeout``, ``notify_target_unreachable``,
-        ``report_payload`` and ``retrieve_payload`` calls.
+    :param owner: the component owning the manager (its ``address`` is the resource id; its
+        ``schedule(delay_ns, callback, daemon=True)`` runs the manager's timers).
+    :param listener: receives ``notify_heartbeat_timeout(id)``, ``notify_target_unreachable(id)``,
+        ``report_payload(id, payload)`` and ``retrieve_payload(id)`` calls.
     :param role: ``"sender"`` (requests heartbeats every interval) or ``"receiver"`` (answers).
-    :param run: the run (clock, loop, config).
-    :returns: a HeartbeatManager with ``monitor_target``, ``unmonitor_target``,
-        ``request_heartbeat``, ``receive_heartbeat`` and ``stop``.
+    :param run: the run (clock, loop, config, event bus).
+    :returns: a HeartbeatManager with ``monitor_target(id, target)`` (target:
+        ``request_heartbeat(own_id, payload)`` and ``receive_heartbeat(own_id, payload)``,
+        returning a Future of the message's delivery), ``unmonitor_target(id)``,
+        ``request_heartbeat(requester_id, payload)`` and ``receive_heartbeat(sender_id, payload)``
+        (a request or response arrived) and ``stop()``.
     """
 
 

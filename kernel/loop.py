@@ -20,18 +20,29 @@ from kernel.clock import Clock, SimulatedClock
 
 
 class TimerHandle:
-    """A scheduled callback; ``cancel()`` prevents it from running."""
+    """A scheduled callback; ``cancel()`` prevents it from running. A daemon timer (periodic
+    background work such as heartbeats and metric sampling) does not keep ``run`` going."""
 
-    __slots__ = ("when", "callback", "args", "cancelled")
+    __slots__ = ("when", "callback", "args", "cancelled", "daemon", "_loop")
 
-    def __init__(self, when: int, callback: Callable[..., Any], args: tuple) -> None:
+    def __init__(self, when: int, callback: Callable[..., Any], args: tuple, daemon: bool = False,
+                 loop: EventLoop | None = None) -> None:
         self.when = when
         self.callback = callback
         self.args = args
         self.cancelled = False
+        self.daemon = daemon
+        self._loop = loop  # set while a non-daemon timer is pending
 
     def cancel(self) -> None:
-        self.cancelled = True
+        if not self.cancelled:
+            self.cancelled = True
+            self._done()
+
+    def _done(self) -> None:
+        if self._loop is not None:
+            self._loop._live -= 1
+            self._loop = None
 
 
 class EventLoop:
@@ -44,6 +55,7 @@ class EventLoop:
         self._external: deque[tuple[Callable[..., Any], tuple]] = deque()
         self._wakeup = threading.Event()
         self._simulated = isinstance(clock, SimulatedClock)
+        self._live = 0  # pending non-daemon timers
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -51,16 +63,20 @@ class EventLoop:
         """Run ``callback(*args)`` after the callbacks already ready."""
         self._ready.append((callback, args))
 
-    def call_at(self, when: int, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+    def call_at(self, when: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` once the clock reaches ``when`` (ns)."""
-        handle = TimerHandle(when, callback, args)
+        if daemon:
+            handle = TimerHandle(when, callback, args, True)
+        else:
+            handle = TimerHandle(when, callback, args, False, self)
+            self._live += 1
         self._timer_seq += 1
         heapq.heappush(self._timers, (when, self._timer_seq, handle))
         return handle
 
-    def call_later(self, delay: int, callback: Callable[..., Any], *args: Any) -> TimerHandle:
+    def call_later(self, delay: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` after ``delay`` nanoseconds of clock time."""
-        return self.call_at(self.clock.now() + max(0, delay), callback, *args)
+        return self.call_at(self.clock.now() + max(0, delay), callback, *args, daemon=daemon)
 
     def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any) -> None:
         """Schedule from another thread (signal handlers, I/O threads); wakes the loop."""
@@ -76,13 +92,19 @@ class EventLoop:
     def stopping(self) -> bool:
         return self._stopping
 
-    def has_pending(self) -> bool:
-        return bool(self._ready or self._external or any(not t[2].cancelled for t in self._timers))
+    def has_pending(self, daemon: bool = True) -> bool:
+        """Whether anything is left to run (``daemon=False``: anything but daemon timers)."""
+        if self._ready or self._external:
+            return True
+        if not daemon:
+            return self._live > 0
+        return any(not t[2].cancelled for t in self._timers)
 
     # -- running ----------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Run until ``stop()`` is called or nothing is left to run."""
+    def run(self, daemons: bool = False) -> None:
+        """Run until ``stop()`` is called or nothing is left to run but daemon timers (or,
+        with ``daemons``, nothing at all)."""
         self._stopping = False
         ready = self._ready
         timers = self._timers
@@ -96,6 +118,7 @@ class EventLoop:
                 while timers and timers[0][0] <= now:
                     handle = heapq.heappop(timers)[2]
                     if not handle.cancelled:
+                        handle._done()
                         ready.append((handle.callback, handle.args))
             if ready:
                 for _ in range(len(ready)):
@@ -106,7 +129,7 @@ class EventLoop:
                 continue
             while timers and timers[0][2].cancelled:
                 heapq.heappop(timers)
-            if not timers:
+            if not timers or (not daemons and self._live == 0 and not self._external):
                 return
             deadline = timers[0][0]
             if self._simulated:

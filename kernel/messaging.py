@@ -10,7 +10,8 @@ A cross-process transport only has to replace the transport: components never se
 ``tell`` is fire-and-forget. ``ask`` returns a :class:`Future` completed by the handler's
 return value (or by a :class:`Future` the handler returns); it fails with
 :class:`RecipientUnreachable` when the receiver does not exist and with
-:class:`AskTimeout` when no answer arrives in time.
+:class:`AskTimeout` when no answer arrives in time. A crashed process (``crash``) is silent:
+what is sent to it vanishes, so asks to it time out.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class DeliveryRule:
     end: int = 2**63 - 1
     drop: bool = False
     delay: int = 0
+    jitter: int = 0  # ns: the delay varies uniformly by up to this much either way (seeded)
     both_ways: bool = False
 
     def applies(self, sender: str, receiver: str, now: int) -> bool:
@@ -113,8 +115,9 @@ class DeliveryRule:
 class NetworkConditions:
     """The drop/delay rules in force; empty by default (every message delivered at once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rng: Any = None) -> None:
         self.rules: list[DeliveryRule] = []
+        self.rng = rng  # for jitter
         #: called with (envelope, "dropped" | "delayed", delay_ns) for every affected message
         self.listeners: list[Callable[[Envelope, str, int], None]] = []
 
@@ -128,8 +131,13 @@ class NetworkConditions:
             if rule.applies(envelope.sender, envelope.receiver, now):
                 if rule.drop:
                     return True, 0
-                delay = max(delay, rule.delay)
+                jitter = self.rng.randint(-rule.jitter, rule.jitter) if rule.jitter and self.rng else 0
+                delay = max(delay, rule.delay + jitter)
         return False, delay
+
+    def active(self, now: int) -> bool:
+        """Whether a drop rule is in force now or later."""
+        return any(rule.drop and rule.end > now for rule in self.rules)
 
 
 class Transport:
@@ -163,10 +171,13 @@ class LocalTransport(Transport):
 class MessagingService:
     """Registry of components and router of their messages (Flink's RpcService)."""
 
-    def __init__(self, loop: EventLoop) -> None:
+    def __init__(self, loop: EventLoop, rng: Any = None) -> None:
         self.loop = loop
         self.components: dict[str, Component] = {}
+        #: addresses of crashed processes: what is sent to them vanishes (asks time out)
+        self.crashed: set[str] = set()
         self.transport: Transport = LocalTransport(loop, self)
+        self.transport.conditions.rng = rng  # type: ignore[attr-defined]
         self._next_ask = 0
         self._pending: dict[int, tuple[Future, TimerHandle | None]] = {}
 
@@ -203,8 +214,17 @@ class MessagingService:
                 AskTimeout(f"{type(message).__name__} to {receiver} got no answer in time")
             )
 
+    def crash(self, address: str) -> None:
+        """The process at ``address`` died: stop its component; messages to it vanish."""
+        self.crashed.add(address)
+        component = self.components.get(address)
+        if component is not None:
+            component.stop()
+
     def arrive(self, envelope: Envelope) -> None:
         """Called by the transport when an envelope reaches this process."""
+        if envelope.receiver in self.crashed:
+            return
         if envelope.reply_to:
             self._settle(envelope)
             return
@@ -295,8 +315,9 @@ class Component:
         answer.add_done_callback(settle)
         return guarded
 
-    def schedule(self, delay: int, callback: Callable[..., Any], *args: Any) -> TimerHandle:
-        """Run ``callback(*args)`` on this component after ``delay`` ns, unless stopped first."""
+    def schedule(self, delay: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
+        """Run ``callback(*args)`` on this component after ``delay`` ns, unless stopped first
+        (a ``daemon`` timer does not keep the loop running: periodic background work)."""
         handle: TimerHandle
 
         def fire() -> None:
@@ -304,7 +325,7 @@ class Component:
             if not self.stopped:
                 callback(*args)
 
-        handle = self.loop.call_later(delay, fire)
+        handle = self.loop.call_later(delay, fire, daemon=daemon)
         self._timers.add(handle)
         return handle
 

@@ -110,6 +110,27 @@ class RuntimeOptions(Section):
     duration: Annotated[DurationMs, msgspec.Meta(description="stop the job after this much clock time (0: run until it ends)")] = (
         msgspec.field(name="rill.duration", default=0)
     )
+    requirement_check_delay: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="the slot manager checks resource requirements this long after a change")
+    ] = msgspec.field(name="slotmanager.requirement-check.delay", default=50)
+    rpc_timeout: Annotated[DurationMs, msgspec.Meta(ge=1, description="timeout of requests between components")] = (
+        msgspec.field(name="pekko.ask.timeout", default=10_000)
+    )
+    registration_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="a TaskExecutor not registered at the ResourceManager this long shuts down")
+    ] = msgspec.field(name="taskmanager.registration.timeout", default=300_000)
+    registration_initial_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="first registration attempt's timeout (doubles per attempt)")
+    ] = msgspec.field(name="cluster.registration.initial-timeout", default=100)
+    registration_max_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="largest registration attempt timeout")
+    ] = msgspec.field(name="cluster.registration.max-timeout", default=30_000)
+    registration_error_delay: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="pause after a registration attempt failed")
+    ] = msgspec.field(name="cluster.registration.error-delay", default=10_000)
+    slot_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="how long a TaskExecutor keeps the slots of a lost JobMaster")
+    ] = msgspec.field(name="taskmanager.slot.timeout", default=10_000)
 
     @property
     def records_per_buffer(self) -> int:

@@ -49,7 +49,7 @@ class Run:
         self.clock = create_clock(options.clock)
         self.loop = EventLoop(self.clock)
         self.rng = SeededRandom(options.seed)
-        self.messaging = MessagingService(self.loop)
+        self.messaging = MessagingService(self.loop, self.rng.stream("messaging"))
         self.messaging.conditions.listeners.append(self._message_affected)
         self.bus = EventBus(self.id, flush_interval=events.flush_interval / 1000, debug=events.level == "debug")
         self.metadata: dict[str, Any] = dict(metadata or {})

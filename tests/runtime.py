@@ -26,13 +26,22 @@ class JobRun:
         return self.captured.of(*kinds)
 
 
-def run_job(build: Callable[[Any], None], *sets: str, plugins: tuple = ()) -> JobRun:
+def run_job(build: Callable[[Any], None], *sets: str, plugins: tuple = (), faults: tuple | list = ()) -> JobRun:
     """Run ``build(env)`` (which calls env.execute()) with a simulated clock unless ``sets``
-    choose otherwise; the event log goes to the test's RILL_HOME."""
+    choose otherwise, with injected ``faults`` (``KIND:key=value,...``); the event log goes to
+    the test's RILL_HOME. Slot requirements are checked at once
+    (``slotmanager.requirement-check.delay=0``), so tasks start at clock 0 and tests can
+    reason about exact times."""
+    from kernel.config import load_raw
     from kernel.datastream import StreamExecutionEnvironment
+    from kernel.faults import parse_inject
 
     capture = EventCapture()
-    session = Session.open(sets=("rill.clock=simulated", *sets), plugins=(capture, *plugins))
+    defaults = ("rill.clock=simulated", "slotmanager.requirement-check.delay=0")
+    raw = load_raw(sets=(*defaults, *sets))
+    if faults:
+        raw = raw.with_faults([parse_inject(spec) for spec in faults])
+    session = Session.from_raw(raw, plugins=(capture, *plugins))
     executor = SessionExecutor(session, quiet=True)
     out = io.StringIO()
     error = None

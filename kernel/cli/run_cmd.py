@@ -19,9 +19,12 @@ from kernel.jobfile import run_script
               help="Stop the job after this much clock time, e.g. 30s (rill.duration).")
 @click.option("--backend", default=None, help="Execution backend plugin (plugins.backend), e.g. local or spark.")
 @click.option("--quiet", is_flag=True, help="No summary on stderr.")
+@click.option("--inject", multiple=True, metavar="KIND:KEY=VALUE,...",
+              help="Inject a fault (repeatable), e.g. kill:target=taskexecutor-1,at=30s; kinds: kill, partition, "
+                   "drop, delay, slow, raise (see README).")
 @config_options
 def run_command(job_file: str, clock: str | None, seed: int | None, duration: str | None, backend: str | None,
-                quiet: bool, config_path: str | None, sets: tuple[str, ...]) -> None:
+                quiet: bool, inject: tuple[str, ...], config_path: str | None, sets: tuple[str, ...]) -> None:
     """Run JOB_FILE: print sinks write to stdout, a summary of the run goes to stderr."""
     overrides = []
     if clock is not None:
@@ -32,7 +35,7 @@ def run_command(job_file: str, clock: str | None, seed: int | None, duration: st
         overrides.append(f"rill.duration={duration}")
     if backend is not None:
         overrides.append(f"plugins.backend={backend}")
-    session = open_session(config_path, [*overrides, *sets])
+    session = open_session(config_path, [*overrides, *sets], inject)
     executor = SessionExecutor(session, quiet=quiet)
     run_script(job_file, executor)
     if not executor.outcomes:

@@ -18,6 +18,11 @@ class TaskInfo:
     max_parallelism: int
     attempt: int = 0
     job_parameters: dict[str, str] = field(default_factory=dict)
+    vertex_id: str = ""  # the job vertex's id
+
+    @property
+    def attempt_key(self) -> tuple[str, int, int]:
+        return self.vertex_id, self.subtask, self.attempt
 
     @property
     def name_with_subtasks(self) -> str:
@@ -38,6 +43,8 @@ class OperatorRuntime:
         #: BATCH execution: perfect watermarks, keyed results once per key at the end
         self.batch = batch
         self.auto_watermark_interval = auto_watermark_interval
+        #: when set, sinks stage their output per attempt (:mod:`kernel.streaming.committer`)
+        self.sink_committer: Any = None
 
     def now_ms(self) -> int:
         """Processing time in ms."""

@@ -43,7 +43,8 @@ class LocalBackend:
             clock_seconds=(run.clock.now() - clock_start) / 1e9,
             clock_mode=run.clock.mode,
             vertices=vertex_summaries(compiled, outcome),
-            notes=[f"{outcome.workers_started} TaskExecutor(s) started, {options.task_slots} slot(s) each"],
+            notes=[f"{outcome.workers_started} TaskExecutor(s) started, {options.task_slots} slot(s) each",
+                   *outcome.recovery],
             details={"tasks": outcome.tasks, "workers_started": outcome.workers_started},
         )
 

@@ -17,10 +17,11 @@ ADDRESS = "dispatcher"
 
 class Dispatcher(Component):
     def __init__(self, messaging: MessagingService, run: Run, options: Any,
-                 on_job_terminated: Callable[[str, str, str], None]) -> None:
+                 on_job_terminated: Callable[[str, str, str], None], tracker: Any) -> None:
         super().__init__(ADDRESS, messaging)
         self.run = run
         self.options = options
+        self.tracker = tracker
         self.on_job_terminated = on_job_terminated
         self.job_masters: dict[str, JobMaster] = {}
 
@@ -28,7 +29,7 @@ class Dispatcher(Component):
         job_graph = message.job_graph
         self.run.bus.emit(JobSubmitted(time=self.clock.now(), job_id=job_graph.job_id, job_name=job_graph.job_name))
         master = JobMaster(f"jobmaster-{job_graph.job_id[:8]}", self.messaging, self.run, job_graph, self.address,
-                           self.options)
+                           self.options, self.tracker)
         self.job_masters[job_graph.job_id] = master
         master.start()
         return job_graph.job_id

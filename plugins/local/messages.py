@@ -2,6 +2,8 @@
 
 Plain data, so a cross-process transport can carry them; the in-process one hands the
 objects over as they are (a JobGraph with its user functions, a deployment descriptor).
+Requests that need an answer are sent with ``ask``: the handler's return value is the answer
+(``ACK`` when there is nothing to say), an exception fails the asker's future.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
+ACK = "ack"
 
 
 class Message(msgspec.Struct, frozen=True):
@@ -33,55 +37,95 @@ class JobTerminated(Message):
     failure: str = ""
 
 
-# -- ResourceManager ----------------------------------------------------------------------------
+# -- registration and connections ---------------------------------------------------------------
 
 
 class RegisterJobMaster(Message):
+    """JobMaster -> ResourceManager (ask; answered with ACK)."""
+
     job_id: str
     address: str
 
 
-class JobMasterRegistrationSuccess(Message):
-    job_id: str
-
-
 class RegisterTaskExecutor(Message):
+    """TaskExecutor -> ResourceManager (ask): its slots and what they hold (the SlotReport)."""
+
     resource_id: str
     slots: int
+    slot_report: tuple[tuple[int, str, str], ...] = ()  # (slot index, allocation id, job id) of allocated slots
 
 
-class TaskExecutorRegistrationSuccess(Message):
-    resource_id: str
+class RegisterTaskManager(Message):
+    """TaskExecutor -> JobMaster (ask): connect for a job before offering its slots."""
 
-
-class DeclareResourceRequirements(Message):
     job_id: str
-    job_master: str
-    slots: int
-
-
-class SlotFreed(Message):
     resource_id: str
-    slot_index: int
-    allocation_id: str
+
+
+class DisconnectResourceManager(Message):
+    """ResourceManager -> JobMaster / TaskExecutor: the RM closed the connection (reconnect)."""
+
+    reason: str
 
 
 class DisconnectJobManager(Message):
+    """JobMaster -> TaskExecutor: the JM closed the connection for the job."""
+
     job_id: str
     reason: str
 
 
-# -- TaskExecutor -------------------------------------------------------------------------------
+class DisconnectTaskManager(Message):
+    """TaskExecutor -> JobMaster: the TE closed the connection for the job."""
+
+    resource_id: str
+    reason: str
+
+
+# -- heartbeats ---------------------------------------------------------------------------------
+
+
+class HeartbeatRequest(Message):
+    """A sender's heartbeat request (ask: its delivery counts for RPC-failure detection)."""
+
+    channel: str  # rm-jm, rm-te, jm-te
+    sender_id: str
+    payload: Any = None
+
+
+class HeartbeatResponse(Message):
+    channel: str
+    sender_id: str
+    payload: Any = None
+
+
+# -- slots --------------------------------------------------------------------------------------
+
+
+class DeclareResourceRequirements(Message):
+    """JobMaster -> ResourceManager (ask): the total number of slots the job needs."""
+
+    job_id: str
+    job_master: str
+    slots: int
 
 
 class RequestSlot(Message):
+    """ResourceManager -> TaskExecutor (ask): allocate a slot for a job and offer it to its JM."""
+
     allocation_id: str
     job_id: str
     slot_index: int
     job_master: str
 
 
+class SlotOccupied(Exception):
+    """The answer to a RequestSlot for a slot holding another allocation."""
+
+
 class OfferSlots(Message):
+    """TaskExecutor -> JobMaster (ask), answered with a SlotOfferReply."""
+
     resource_id: str
     offers: tuple[tuple[str, int], ...]  # (allocation id, slot index)
 
@@ -91,31 +135,51 @@ class SlotOfferReply(Message):
     rejected: tuple[str, ...]
 
 
+class SlotFreed(Message):
+    """TaskExecutor -> ResourceManager."""
+
+    resource_id: str
+    slot_index: int
+    allocation_id: str
+
+
+class FreeSlot(Message):
+    """JobMaster -> TaskExecutor."""
+
+    allocation_id: str
+    reason: str = ""
+
+
+class AllocationsFailed(Message):
+    """ResourceManager -> JobMaster: slots of a lost TaskExecutor are gone."""
+
+    resource_id: str
+    allocation_ids: tuple[str, ...]
+    reason: str
+
+
+# -- tasks --------------------------------------------------------------------------------------
+
+
 class SubmitTask(Message):
+    """JobMaster -> TaskExecutor (ask)."""
+
     deployment: Any  # TaskDeploymentDescriptor
 
 
 class CancelTask(Message):
+    """JobMaster -> TaskExecutor (ask)."""
+
     vertex_id: str
     subtask: int
     attempt: int
 
 
-class FreeSlot(Message):
-    allocation_id: str
-    reason: str = ""
-
-
-# -- JobMaster ----------------------------------------------------------------------------------
-
-
 class UpdateTaskExecutionState(Message):
+    """TaskExecutor -> JobMaster (ask; final states are repeated until answered)."""
+
     vertex_id: str
     subtask: int
     attempt: int
     state: str
     failure: str = ""
-
-
-class SlotRequestTimedOut(Message):
-    request: int

@@ -1,8 +1,10 @@
 """An in-process cluster for one run: Dispatcher, ResourceManager, TaskExecutors on demand.
 
 All components share the run's event loop and talk through the run's messaging; the shuffle
-environment connects tasks' partitions and gates. ``execute`` submits one job and runs the
-loop until the job ends, ``rill.duration`` of clock time passes, or it is interrupted.
+environment connects tasks' partitions and gates. ``execute`` submits one job, applies the
+injected faults, and runs the loop until the job ends, ``rill.duration`` of clock time
+passes, or it is interrupted. When nothing is left to do but background work (heartbeats,
+metric sampling) while no fault is in force, the job stalled and fails.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from kernel.cluster_events import WorkerStarted, WorkerStopped
 from kernel.graph.job import JobGraph
 from plugins.local import messages as m
 from plugins.local.dispatcher import Dispatcher
+from plugins.local.faults import FaultInjector
 from plugins.local.network import NetworkSettings, ShuffleEnvironment
+from plugins.local.recovery import RecoveryTracker
 from plugins.local.resourcemanager import ResourceManager
 from plugins.local.taskexecutor import TaskExecutor
 
@@ -44,6 +48,7 @@ class JobOutcome:
     failure: str
     tasks: list[TaskSummary] = field(default_factory=list)
     workers_started: int = 0
+    recovery: list[str] = field(default_factory=list)
 
 
 class MiniCluster:
@@ -58,9 +63,10 @@ class MiniCluster:
         )
         self.shuffle = ShuffleEnvironment(self.network_settings)
         self.task_executors: list[TaskExecutor] = []
-        self.resource_manager = ResourceManager(run.messaging, run, options.task_slots, options.max_slots,
-                                                self._start_worker)
-        self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated)
+        self.tracker = RecoveryTracker(start=run.clock.now())
+        self.faults = FaultInjector(self, run.config.faults)
+        self.resource_manager = ResourceManager(run.messaging, run, options, self._start_worker, self.tracker)
+        self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated, self.tracker)
         self.outcome: JobOutcome | None = None
         self.summaries: list[TaskSummary] = []
         self._sampler: Any = None
@@ -69,11 +75,23 @@ class MiniCluster:
 
     def _start_worker(self) -> str:
         address = f"taskexecutor-{len(self.task_executors) + 1}"
-        worker = TaskExecutor(address, self.run.messaging, self.run, self, self.options.task_slots)
+        worker = TaskExecutor(address, self.run.messaging, self.run, self, self.options)
+        worker.slowdown = self.faults.slowdown_of(address)
         self.task_executors.append(worker)
         self.run.bus.emit(WorkerStarted(time=self.run.clock.now(), resource_id=address, slots=self.options.task_slots))
         worker.start()
         return address
+
+    def worker(self, address: str) -> TaskExecutor | None:
+        return next((w for w in self.task_executors if w.address == address), None)
+
+    def kill_worker(self, worker: TaskExecutor, refuse: bool, reason: str) -> None:
+        """The worker's process dies (``refuse``: only its endpoint; requests to it fail)."""
+        if refuse:
+            worker.stop()
+        else:
+            self.run.messaging.crash(worker.address)
+        self.run.bus.emit(WorkerStopped(time=self.run.clock.now(), resource_id=worker.address, reason=reason))
 
     def task_ended(self, task: StreamTask) -> None:
         d = task.deployment
@@ -88,7 +106,7 @@ class MiniCluster:
         for worker in self.task_executors:
             if not worker.stopped:
                 worker.sample_running()
-        self._sampler = self.run.loop.call_later(NS_PER_S, self._sample)
+        self._sampler = self.run.loop.call_later(NS_PER_S, self._sample, daemon=True)
 
     # -- running a job ------------------------------------------------------------------------
 
@@ -105,20 +123,27 @@ class MiniCluster:
         self.resource_manager.start()
         self.dispatcher.start()
         self.run.messaging.send("client", self.dispatcher.address, m.SubmitJob(job_graph))
-        self._sampler = loop.call_later(NS_PER_S, self._sample)
+        self._sampler = loop.call_later(NS_PER_S, self._sample, daemon=True)
+        self.faults.start(self.tracker.start)
         if self.options.duration > 0:
             loop.call_later(self.options.duration * NS_PER_MS, self.cancel, job_graph.job_id,
                             f"rill.duration ({self.options.duration} ms) reached")
         with _interrupts(lambda: loop.call_soon_threadsafe(self.cancel, job_graph.job_id, "interrupted")):
             while self.outcome is None:
-                loop.run()
-                if self.outcome is None and not loop.has_pending():
+                loop.run(daemons=self._faults_in_force())
+                if self.outcome is None and not loop.has_pending(daemon=False) and not self._faults_in_force():
                     self.outcome = JobOutcome("FAILED", "the job stalled: nothing left to run and it did not end")
         self._sampler.cancel()
         self._shutdown()
         self.outcome.tasks = self.summaries
         self.outcome.workers_started = len(self.task_executors)
+        self.outcome.recovery = self.tracker.notes()
         return self.outcome
+
+    def _faults_in_force(self) -> bool:
+        """A crashed process or a partition: heartbeats will notice, so waiting on them is not a stall."""
+        messaging = self.run.messaging
+        return bool(messaging.crashed) or messaging.conditions.active(self.run.clock.now())
 
     def _shutdown(self) -> None:
         for worker in self.task_executors:

@@ -62,6 +62,7 @@ class TaskDeploymentDescriptor:
     produced: list[ProducedPartition]
     inputs: list[ConsumedInput]
     alignment: Any = None  # the job's watermark alignment coordinator, if sources align
+    committer: Any = None  # the job's SinkCommitter, when sinks stage their output
 
 
 class LocalOperatorRuntime(OperatorRuntime):
@@ -197,6 +198,10 @@ class StreamTask:
         self.mailbox: Any = None
         self.chain: OperatorChain | None = None
         self.failure: str | None = None
+        #: work takes this many times as long (an injected slow TaskExecutor)
+        self.slowdown = 1.0
+        #: called with the task once its chain exists (injected faults wrap operators)
+        self.instrument: Callable[[StreamTask], None] | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -226,8 +231,10 @@ class StreamTask:
     def _initialize(self) -> None:
         d = self.deployment
         graph = d.job_graph.stream_graph
-        info = TaskInfo(d.vertex.name, d.subtask, d.vertex.parallelism, d.max_parallelism, d.attempt)
+        info = TaskInfo(d.vertex.name, d.subtask, d.vertex.parallelism, d.max_parallelism, d.attempt,
+                        vertex_id=d.vertex.id)
         self.runtime = LocalOperatorRuntime(self, info)
+        self.runtime.sink_committer = d.committer
         rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
         flush_always = self.options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
         outputs: dict[int, RecordWriterOutput] = {}
@@ -239,12 +246,15 @@ class StreamTask:
             self.partitions.append(partition)
         self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], self.metrics,
                                    self.watermark_reporter)
+        if self.instrument is not None:
+            self.instrument(self)
         for consumed in sorted(d.inputs, key=lambda c: c.type_number):
             gate = InputGate(len(consumed.channels), self.settings)
             gate.index = len(self.gates)  # type: ignore[attr-defined]
             self.gates.append(gate)
             self.valves.append(self.runtime.create_watermark_valve(len(consumed.channels)))
         self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
+        self.mailbox.slowdown = self.slowdown
         self.chain.open()
         for partition in self.partitions:
             self.shuffle.register_partition(partition)
@@ -327,7 +337,7 @@ class StreamTask:
     def _read_source(self, mailbox: Any) -> None:
         status = self.chain.head.emit_next(self.settings.records_per_buffer)
         if status is InputStatus.END_OF_INPUT:
-            self._finish()
+            self._end_of_input()
         elif status is InputStatus.NOTHING_AVAILABLE:
             suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
             head = self.chain.head
@@ -372,7 +382,7 @@ class StreamTask:
             channel.finished = True
             gate.finished_channels += 1
             if all(g.finished for g in self.gates):
-                self._finish()
+                self._end_of_input()
 
     def on_input_watermark(self, index: int, timestamp: int) -> None:
         head = self.chain.head
@@ -386,6 +396,11 @@ class StreamTask:
             raise
 
     # -- ending -------------------------------------------------------------------------------
+
+    def _end_of_input(self) -> None:
+        """Finish as a mail: after the work the last step charged (simulated time) is done."""
+        self.mailbox.suspend_default_action(None, "finishing")
+        self.mailbox.execute(self._finish, "finish")
 
     def _finish(self) -> None:
         self.chain.finish()

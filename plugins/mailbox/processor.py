@@ -10,7 +10,9 @@ Invariants: mails and the default action never run concurrently; mails run in FI
 among mails whose priority allows them; a resume is a control mail put first, so a
 suspended task reacts to availability before older mails. Work a user function charges
 through ``kernel.clock.sleep`` under a simulated clock keeps the task busy (not stepped)
-until the clock has advanced by that much.
+until the clock has advanced by that much. With ``slowdown`` F > 1 every step's work (its
+wall time under the realtime clock, its charged time under the simulated one) keeps the task
+busy F times as long.
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class MailboxProcessor:
         self._busy_until = 0
         self._charge = 0
         self._simulated = self.clock.mode == "simulated"
+        #: work takes this many times as long (a slow TaskExecutor, an injected fault)
+        self.slowdown = 1.0
 
     # -- mails --------------------------------------------------------------------------------
 
@@ -171,6 +175,9 @@ class MailboxProcessor:
             return
         finally:
             kclock.set_sleeper(previous)
+        if self.slowdown != 1.0:
+            work = self._charge if self._simulated else self.clock.now() - now
+            self._charge += int(work * (self.slowdown - 1.0))
         if self._charge:
             self._busy_until = self.clock.now() + self._charge
             self._charge = 0

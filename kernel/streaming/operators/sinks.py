@@ -19,25 +19,45 @@ def print_prefix(identifier: str | None, subtask: int, parallelism: int) -> str:
 
 
 class SinkOperator(StreamOperator):
-    """Base of sinks: latency markers end here and are measured."""
+    """Base of sinks: latency markers end here and are measured. With a sink committer
+    (:mod:`kernel.streaming.committer`) a sink stages what it writes and hands it over when
+    its input ends; it becomes final when the job finishes."""
+
+    def open(self) -> None:
+        super().open()
+        self.staging = self.runtime.sink_committer is not None
 
     def process_latency_marker(self, marker: Any) -> None:
         self.runtime.record_latency(marker)
 
+    def stage(self, commit: Any, discard: Any = None) -> None:
+        self.runtime.sink_committer.stage(self.runtime.info.attempt_key, commit, discard)
+
 
 class PrintSinkOperator(SinkOperator):
     def open(self) -> None:
+        super().open()
         info = self.runtime.info
         self._prefix = print_prefix(self.spec.params.get("identifier"), info.subtask, info.parallelism)
         self._format = self.spec.params["type"].format_print
         self._write = self.runtime.write_stdout
+        self._staged: list[str] = []
 
     def user_functions(self) -> list[Any]:
         return []
 
     def process_batch(self, values, timestamps):
         prefix, fmt = self._prefix, self._format
-        self._write("".join(f"{prefix}{fmt(v)}\n" for v in values))
+        text = "".join(f"{prefix}{fmt(v)}\n" for v in values)
+        if self.staging:
+            self._staged.append(text)
+        else:
+            self._write(text)
+
+    def end_input(self) -> None:
+        if self.staging:
+            text, write = "".join(self._staged), self._write
+            self.stage(lambda: write(text))
 
 
 class CollectSinkOperator(SinkOperator):
@@ -46,8 +66,17 @@ class CollectSinkOperator(SinkOperator):
     def user_functions(self) -> list[Any]:
         return []
 
+    def open(self) -> None:
+        super().open()
+        self._staged: list[Any] = []
+
     def process_batch(self, values, timestamps):
-        self.spec.params["target"].extend(values)
+        (self._staged if self.staging else self.spec.params["target"]).extend(values)
+
+    def end_input(self) -> None:
+        if self.staging:
+            staged, target = self._staged, self.spec.params["target"]
+            self.stage(lambda: target.extend(staged))
 
 
 class SinkContext:
@@ -81,8 +110,15 @@ class SinkFunctionOperator(SinkOperator):
             self._invoke = lambda value: invoke(value, context)
         else:
             self._invoke = function
+        self._staged: list[tuple[list, list | None]] = []
 
     def process_batch(self, values, timestamps):
+        if self.staging:
+            self._staged.append((values, timestamps))
+        else:
+            self._deliver(values, timestamps)
+
+    def _deliver(self, values, timestamps):
         invoke, context = self._invoke, self._context
         if timestamps is None:
             for value in values:
@@ -92,21 +128,35 @@ class SinkFunctionOperator(SinkOperator):
                 context._timestamp = ts
                 invoke(value)
 
+    def end_input(self) -> None:
+        if self.staging:
+            staged = self._staged
+
+            def commit() -> None:
+                for values, timestamps in staged:
+                    self._deliver(values, timestamps)
+
+            self.stage(commit)
+
 
 class FileSinkWriterOperator(SinkOperator):
     """Writes records as lines into part files ``<prefix>-<subtask>-<counter><suffix>``.
 
-    In-progress files are hidden (``.<name>.inprogress``) and renamed to their final name when
-    the rolling policy rolls them or the input ends. Buckets: the base path, or a
-    ``yyyy-MM-dd--HH`` directory of processing time.
+    In-progress files are hidden (``.<name>.inprogress.<attempt>``) and renamed to their final
+    name when the rolling policy rolls them or the input ends — when staging, only when the
+    job commits (the hidden files of attempts that do not commit are removed). Buckets: the
+    base path, or a ``yyyy-MM-dd--HH`` directory of processing time.
     """
 
     def user_functions(self) -> list[Any]:
         return []
 
     def open(self) -> None:
+        super().open()
         sink = self.spec.function
         self._sink = sink
+        self._rolled: list[tuple[str, str]] = []  # (hidden, final) parts waiting for the commit
+        self._staged_parts = False
         self._format = self.spec.params["type"].java_string
         self._encoding = sink.encoder.charset_name
         self._subtask = self.runtime.info.subtask
@@ -130,7 +180,7 @@ class FileSinkWriterOperator(SinkOperator):
             self._counters[bucket] = counter + 1
             config = self._sink.output_file_config
             name = f"{config.part_prefix}-{self._subtask}-{counter}{config.part_suffix}"
-            hidden = os.path.join(bucket, f".{name}.inprogress")
+            hidden = os.path.join(bucket, f".{name}.inprogress.{self.runtime.info.attempt}")
             part = {"name": os.path.join(bucket, name), "hidden": hidden, "file": open(hidden, "wb"),
                     "size": 0, "opened": self.runtime.now_ms()}
             self._open[bucket] = part
@@ -139,7 +189,10 @@ class FileSinkWriterOperator(SinkOperator):
     def _roll(self, bucket: str) -> None:
         part = self._open.pop(bucket)
         part["file"].close()
-        os.replace(part["hidden"], part["name"])
+        if self.staging:
+            self._rolled.append((part["hidden"], part["name"]))
+        else:
+            os.replace(part["hidden"], part["name"])
 
     def process_batch(self, values, timestamps):
         bucket = self._bucket()
@@ -157,8 +210,27 @@ class FileSinkWriterOperator(SinkOperator):
     def end_input(self) -> None:
         for bucket in list(self._open):
             self._roll(bucket)
+        if self.staging:
+            parts = list(self._rolled)
+
+            def commit() -> None:
+                for hidden, name in parts:
+                    os.replace(hidden, name)
+
+            def discard() -> None:
+                for hidden, _ in parts:
+                    if os.path.exists(hidden):
+                        os.remove(hidden)
+
+            self.stage(commit, discard)
+            self._staged_parts = True
 
     def close(self) -> None:
         for part in self._open.values():
             part["file"].close()
+            self._rolled.append((part["hidden"], part["name"]))
         self._open.clear()
+        if self.staging and not self._staged_parts:  # an attempt that did not finish: abort its parts
+            for hidden, _ in self._rolled:
+                if os.path.exists(hidden):
+                    os.remove(hidden)

@@ -1,0 +1,1 @@
+"""Failover plugins: restart back-off strategies and failover strategies."""

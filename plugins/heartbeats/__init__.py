@@ -1,0 +1,1 @@
+"""Heartbeat plugins: heartbeat managers and failure detectors between cluster components."""

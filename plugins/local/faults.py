@@ -1,0 +1,122 @@
+"""Injected faults on the local cluster (:mod:`kernel.faults` describes them).
+
+Times count from the run's start. Kill: the TaskExecutor's process dies (its messages
+vanish) or, with ``refuse``, its endpoint stops (requests to it fail at once). Partition,
+drop and delay: rules on the messaging transport for their time window. Slow: the
+TaskExecutor's tasks take ``factor`` times as long. Raise: the named operator raises
+:class:`kernel.faults.InjectedFault` when its Nth record arrives (counted per attempt), at
+most ``times`` times in the run. Each fault taking effect (and ending) is an event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernel import faults as f
+from kernel.cluster_events import FaultInjected
+from kernel.messaging import DeliveryRule
+
+if TYPE_CHECKING:
+    from plugins.local.minicluster import MiniCluster
+    from plugins.local.task import StreamTask
+
+NS_PER_MS = 1_000_000
+
+
+class FaultInjector:
+    def __init__(self, cluster: MiniCluster, faults: list[f.Fault]) -> None:
+        self.cluster = cluster
+        self.run = cluster.run
+        self.faults = faults
+        self.raised: dict[int, int] = {}
+        self.slowdowns: dict[str, float] = {}  # TaskExecutor -> factor of the slow faults in force
+
+    def _emit(self, fault: f.Fault, target: str, phase: str = "start", note: str = "") -> None:
+        description = fault.describe() + (f" ({note})" if note else "")
+        self.run.bus.emit(FaultInjected(time=self.run.clock.now(), index=fault.index, fault_kind=type(fault).__name__.lower(),
+                                        target=target, phase=phase, description=description))
+        if phase == "start":
+            self.cluster.tracker.fault(fault.index, description, self.run.clock.now())
+
+    def start(self, start_ns: int) -> None:
+        loop = self.run.loop
+        for fault in self.faults:
+            if isinstance(fault, f.Kill):
+                loop.call_at(start_ns + fault.at * NS_PER_MS, self._kill, fault)
+            elif isinstance(fault, (f.Partition, f.Drop, f.Delay)):
+                self._add_rule(fault, start_ns)
+            elif isinstance(fault, f.Slow):
+                loop.call_at(start_ns + fault.start * NS_PER_MS, self._slow, fault, fault.factor, "start")
+                if fault.end < f.FOREVER:
+                    loop.call_at(start_ns + fault.end * NS_PER_MS, self._slow, fault, 1.0, "end")
+
+    def _kill(self, fault: f.Kill) -> None:
+        worker = self.cluster.worker(fault.target)
+        if worker is None or worker.stopped:
+            self._emit(fault, fault.target, note="no such TaskExecutor running: nothing happens")
+            return
+        self._emit(fault, fault.target)
+        self.cluster.kill_worker(worker, refuse=fault.refuse, reason=f"killed by fault #{fault.index + 1}")
+
+    def _add_rule(self, fault: Any, start_ns: int) -> None:
+        start = start_ns + fault.start * NS_PER_MS
+        end = start_ns + fault.end * NS_PER_MS if fault.end < f.FOREVER else 2**63 - 1
+        if isinstance(fault, f.Delay):
+            rule = DeliveryRule(fault.from_, fault.to, start, end, delay=fault.delay * NS_PER_MS,
+                                jitter=fault.jitter * NS_PER_MS, both_ways=fault.both_ways)
+        else:
+            rule = DeliveryRule(fault.from_, fault.to, start, end, drop=True, both_ways=isinstance(fault, f.Partition))
+        self.run.messaging.conditions.add(rule)
+        target = f"{fault.from_} {'<->' if rule.both_ways else '->'} {fault.to}"
+        loop = self.run.loop
+        loop.call_at(start, self._emit, fault, target)
+        if end < 2**63 - 1:
+            loop.call_at(end, self._emit, fault, target, "end")
+
+    def _slow(self, fault: f.Slow, factor: float, phase: str) -> None:
+        if phase == "start":
+            self.slowdowns[fault.target] = factor
+        else:
+            self.slowdowns.pop(fault.target, None)
+        worker = self.cluster.worker(fault.target)
+        if worker is not None and not worker.stopped:
+            worker.set_slowdown(factor)
+        self._emit(fault, fault.target, phase, "" if worker is not None else "from when it starts")
+
+    def slowdown_of(self, address: str) -> float:
+        """The factor a TaskExecutor starting now runs slower by."""
+        return self.slowdowns.get(address, 1.0)
+
+    # -- raise ---------------------------------------------------------------------------------
+
+    def instrument(self, task: StreamTask) -> None:
+        """Wrap the operators of ``task`` that a raise fault names."""
+        subtask = task.deployment.subtask
+        for fault in self.faults:
+            if not isinstance(fault, f.Raise) or (fault.subtask is not None and fault.subtask != subtask):
+                continue
+            for operator in task.chain.operators:
+                if operator.name == fault.operator:
+                    self._wrap(operator, fault, task)
+
+    def _wrap(self, operator: Any, fault: f.Raise, task: StreamTask) -> None:
+        seen = [0]
+        for method in ("process_batch", "process_batch1", "process_batch2"):
+            original = getattr(operator, method, None)
+            if original is None:
+                continue
+
+            def counting(values, timestamps, original=original):
+                before = seen[0]
+                seen[0] += len(values)
+                if before < fault.record <= seen[0] and self.raised.get(fault.index, 0) < fault.times:
+                    n = fault.record - before - 1  # records before the Nth go through
+                    if n:
+                        original(values[:n], timestamps[:n] if timestamps is not None else None)
+                    self.raised[fault.index] = self.raised.get(fault.index, 0) + 1
+                    self._emit(fault, task.name)
+                    raise f.InjectedFault(f"injected fault #{fault.index + 1}: {fault.operator} raised on record "
+                                          f"{fault.record} of {task.name} (attempt {task.deployment.attempt})")
+                original(values, timestamps)
+
+            setattr(operator, method, counting)
