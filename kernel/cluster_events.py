@@ -144,6 +144,8 @@ class WatermarkAdvanced(TaskEvent, tag="watermark_advanced"):
     direction: str = ""
     input: int = -1
     watermark: int = 0
+    #: output of a task assigning timestamps (a source): the largest event time it has seen
+    event_time: int | None = None
 
 
 class WatermarkStatusChanged(TaskEvent, tag="watermark_status_changed"):
@@ -153,6 +155,25 @@ class WatermarkStatusChanged(TaskEvent, tag="watermark_status_changed"):
     direction: str = ""
     input: int = -1
     status: str = ""
+
+
+class SinkOutputPrinted(TaskEvent, tag="sink_output_printed"):
+    """A print sink wrote ``lines`` lines of ``text`` to stdout (what a run printed, for
+    replays and what-if comparisons)."""
+
+    sink: str = ""
+    lines: int = 0
+    text: str = ""
+
+
+class SourceFileOpened(TaskEvent, tag="source_file_opened"):
+    """A file source opened ``path`` (``sha256`` of its ``size`` bytes); ``content`` holds the
+    bytes when at most 64 MiB, so a re-execution can read the same input."""
+
+    path: str = ""
+    size: int = 0
+    sha256: str = ""
+    content: bytes = b""
 
 
 class HeartbeatRequested(Event, tag="heartbeat_requested"):
@@ -261,7 +282,8 @@ CLUSTER_EVENT_TYPES: tuple[type[Event], ...] = (
     JobSubmitted, JobStatusChanged, WorkerStarted, WorkerRegistered, WorkerStopped, JobMasterRegistered,
     ResourceRequirementsDeclared, SlotRequested, SlotAllocated, SlotReleased, PipelinedRegionsComputed,
     RegionScheduled, TaskDeployed, ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced,
-    WatermarkStatusChanged, HeartbeatRequested, HeartbeatReceived, HeartbeatTimedOut, HeartbeatTargetMarkedUnreachable,
+    WatermarkStatusChanged, SinkOutputPrinted, SourceFileOpened, HeartbeatRequested, HeartbeatReceived,
+    HeartbeatTimedOut, HeartbeatTargetMarkedUnreachable,
     TaskExecutorConnected, ConnectionClosed, FaultInjected, TaskFailureHandled, TasksRestarted, MailboxSuspended,
     MailboxResumed,
 )

@@ -3,6 +3,8 @@ job in the run's event log, hand it to the execution backend."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +80,15 @@ def plan_run(session: Session, compiled: CompiledJob) -> tuple[Run, ExecutionGra
 
 
 def program_metadata(program: Program) -> dict[str, Any]:
-    return {"job_file": program.source_file, "runtime_mode": program.runtime_mode}
+    """What a run records about its program: the job file with its content and hash (for
+    re-execution) and the runtime mode."""
+    metadata: dict[str, Any] = {"job_file": program.source_file, "runtime_mode": program.runtime_mode}
+    if program.source_file is not None and os.path.isfile(program.source_file):
+        with open(program.source_file, "rb") as handle:
+            source = handle.read()
+        metadata["job_sha256"] = hashlib.sha256(source).hexdigest()
+        metadata["job_source"] = source.decode("utf-8", errors="replace")
+    return metadata
 
 
 class SessionExecutor(PipelineExecutor):
@@ -91,6 +101,8 @@ class SessionExecutor(PipelineExecutor):
         self.outcomes: list[RunOutcome] = []
 
     def run(self, program: Program) -> RunOutcome:
+        if program.source_file is None:
+            program.source_file = self.source_file
         session = self.session_for(program)
         compiled = compile_program(session, program)
         session.plugin_manager.require("create_execution_backend", "backend")

@@ -39,8 +39,10 @@ def _script(path: str) -> Iterator[str]:
 
 
 def run_script(path: str, executor: PipelineExecutor) -> None:
-    """Run a job script with ``executor`` handling its ``execute()`` calls."""
+    """Run a job script with ``executor`` handling its ``execute()`` calls (the programs it
+    executes know their script)."""
     with _script(path) as absolute, use_executor(executor):
+        executor.source_file = absolute
         try:
             runpy.run_path(absolute, run_name="__main__")
         except (ProgramCaptured, RillError, KeyboardInterrupt):

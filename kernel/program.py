@@ -63,6 +63,8 @@ class PipelineExecutor:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        #: the job script whose ``execute()`` calls this executor handles, if any
+        self.source_file: str | None = None
 
     def defaults(self) -> CoreOptions:
         from kernel.options import CoreOptions

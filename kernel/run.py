@@ -53,6 +53,8 @@ class Run:
         self.messaging.conditions.listeners.append(self._message_affected)
         self.bus = EventBus(self.id, flush_interval=events.flush_interval / 1000, debug=events.level == "debug")
         self.metadata: dict[str, Any] = dict(metadata or {})
+        #: input files a re-execution reads instead of the job's own (path -> recorded copy)
+        self.input_overrides: dict[str, str] = dict(session.input_overrides)
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.status = "created"

@@ -18,6 +18,8 @@ class Session:
         self.config = config
         self.events = EventRegistry(KERNEL_EVENT_TYPES + CLUSTER_EVENT_TYPES)
         plugin_manager.hook.register_event_types(register=self.events.register)
+        #: input files runs of this session read instead of the job's own (a re-execution)
+        self.input_overrides: dict[str, str] = {}
         self._closed = False
 
     @classmethod
@@ -55,7 +57,9 @@ class Session:
 
     def with_sets(self, sets: Iterable[str]) -> Session:
         """A new session with ``key=value`` overrides (e.g. a what-if re-execution)."""
-        return Session.from_raw(self.config.raw.with_sets(sets))
+        session = Session.from_raw(self.config.raw.with_sets(sets))
+        session.input_overrides = dict(self.input_overrides)
+        return session
 
     def selected_plugins(self) -> dict[str, str]:
         """concern -> plugin name of every loaded plugin (extensions: comma-joined)."""

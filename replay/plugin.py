@@ -7,8 +7,14 @@ from kernel import hookimpl
 
 @hookimpl
 def register_commands(register):
+    from replay.commands.export import export_command
+    from replay.commands.metrics import metrics_command
+    from replay.commands.replay import replay_command
     from replay.commands.runs import runs_command
     from replay.commands.sql import sql_command
 
     register(runs_command)
     register(sql_command)
+    register(metrics_command)
+    register(replay_command)
+    register(export_command)

@@ -1,10 +1,13 @@
-"""Access to the event store through the ``open_event_store`` hook."""
+"""Access to the event store through the ``open_event_store`` hook, and finding runs in it."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
 
-from kernel.errors import EventLogError
+from kernel.errors import EventLogError, UsageError
 from kernel.session import Session
 
 
@@ -13,3 +16,56 @@ def event_store(session: Session) -> Any:
     if store is None:
         raise EventLogError("no plugin provides an event store (is the eventlog plugin disabled?)")
     return store
+
+
+@contextmanager
+def read_log(session: Session) -> Iterator[Any]:
+    """A read-only connection to the event log with the replay views created."""
+    from replay.views import create_views
+
+    store = event_store(session)
+    if not store.exists():
+        raise EventLogError(f"no event log at {store.path} (no run has been recorded there yet)")
+    with store.read() as con:
+        create_views(con)
+        yield con
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    job_name: str
+    status: str
+    clock: str
+    seed: int
+    config: dict[str, Any]
+    plugins: dict[str, str]
+    metadata: dict[str, Any]
+    clock_start: int
+    clock_end: int
+    events: int
+
+    @property
+    def duration_s(self) -> float:
+        return (self.clock_end - self.clock_start) / 1e9
+
+    def at(self, seconds: float) -> int:
+        """The absolute clock time (ns) ``seconds`` after the run's start."""
+        return self.clock_start + int(round(seconds * 1e9))
+
+
+def find_run(con: Any, ref: str) -> RunRecord:
+    """A recorded run by id, unique id prefix, or ``last``."""
+    columns = "run_id, job_name, status, clock, seed, config, plugins, metadata, clock_start, clock_end, events"
+    if ref in ("last", "latest"):
+        rows = con.execute(f"SELECT {columns} FROM rill.runs ORDER BY started_at DESC LIMIT 1").fetchall()
+    else:
+        rows = con.execute(f"SELECT {columns} FROM rill.runs WHERE starts_with(run_id, ?)", [ref]).fetchall()
+    if len(rows) != 1:
+        recent = [r[0] for r in con.execute(
+            "SELECT run_id FROM rill.runs ORDER BY started_at DESC LIMIT 5").fetchall()]
+        problem = f"several runs start with {ref!r}" if rows else f"no recorded run {ref!r}"
+        raise UsageError(f"{problem} (recent runs: {', '.join(recent) or 'none'}; `rill runs` lists them)")
+    (run_id, job_name, status, clock, seed, config, plugins, metadata, start, end, events) = rows[0]
+    return RunRecord(run_id, job_name, status, clock, seed, json.loads(config or "{}"), json.loads(plugins or "{}"),
+                     json.loads(metadata or "{}"), start or 0, end or start or 0, events or 0)

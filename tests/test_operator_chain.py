@@ -40,7 +40,7 @@ class PlainRuntime(OperatorRuntime):
     def schedule(self, when_ms, callback):
         raise AssertionError("no timers in this chain")
 
-    def write_stdout(self, text):
+    def write_stdout(self, text, sink="", lines=0):
         self.printed.append(text)
 
 

@@ -72,6 +72,15 @@ class OperatorRuntime:
     def emit_event(self, event: Any) -> None:
         """Record a runtime event (never per record)."""
 
+    def write_stdout(self, text: str, sink: str = "", lines: int = 0) -> None:
+        """A print sink's output (``lines`` lines of ``text``)."""
+        raise NotImplementedError
+
+    def open_input(self, path: str) -> str:
+        """The file a source should read for ``path`` (a re-execution may substitute the
+        recorded content); the backend records what it opened."""
+        return path
+
     def count(self, metric: str, amount: int = 1) -> None:
         """Add to an aggregated counter of the task (late records dropped, timers fired, ...)."""
 

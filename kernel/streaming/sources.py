@@ -190,7 +190,7 @@ class FileReader(SourceReader):
             if self.handle is None:
                 if not self.pending:
                     break
-                self.handle = open(self.pending.pop(0), encoding=encoding, newline="")
+                self.handle = open(self.runtime.open_input(self.pending.pop(0)), encoding=encoding, newline="")
             line = self.handle.readline()
             if not line:
                 self.handle.close()
@@ -326,6 +326,10 @@ class SourceOperator(StreamOperator):
     def _on_announce(self, max_allowed: int, group_min: int) -> None:
         if self.alignment is not None and not self.ended:
             self.alignment.announce(max_allowed, group_min)
+
+    def max_event_time(self) -> int | None:
+        """The largest event time this source has seen (None before any)."""
+        return None if self.generator is None else self.generator.max_event_time()
 
     def when_available(self, callback: Any) -> bool:
         """Call ``callback`` when reading can go on; False if only the reader knows when."""

@@ -67,6 +67,8 @@ class DuckDBEventWriter:
             con.execute("BEGIN TRANSACTION")
             if not self._registered:
                 self._register_run(con)
+                for event_type in self.run.session.events.types():  # every table a view may read exists
+                    sync_event_table(con, self._table(event_type), self._stored)
             for table, data in converted:
                 sync_event_table(con, table, self._stored)
                 con.register("rill_batch", data)

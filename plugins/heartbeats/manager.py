@@ -35,6 +35,7 @@ class HeartbeatMonitor:
         self.resource_id = resource_id
         self.target = target
         self.last_heartbeat = manager.now()
+        self.last_heard: int | None = None  # when a heartbeat of the target last arrived
         self.last_request: int | None = None
         self.failures = 0
         self.cancelled = False
@@ -50,7 +51,7 @@ class HeartbeatMonitor:
         self._timer = self.manager.owner.schedule(delay_ns, self._suspect, daemon=True)
 
     def report_heartbeat(self) -> None:
-        self.last_heartbeat = self.manager.now()
+        self.last_heartbeat = self.last_heard = self.manager.now()
         self.arm()
 
     def report_rpc_result(self, error: BaseException | None) -> None:

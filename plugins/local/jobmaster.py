@@ -372,8 +372,8 @@ class JobMaster(Component):
     def _deploy(self, ev: ExecutionVertex) -> None:
         slot = self.group_slots[self.groups[ev.id].index]
         execution = ev.current
-        self._transition(ev, S.DEPLOYING)
         execution.slot = slot
+        self._transition(ev, S.DEPLOYING)
         deployment = self._deployment(ev, slot)
         self.emit(TaskDeployed(time=self.clock.now(), job_id=self.job_id, vertex_id=ev.job_vertex.id,
                                vertex_name=ev.job_vertex.name, subtask=ev.subtask, attempt=execution.attempt,

@@ -87,6 +87,7 @@ class MiniCluster:
 
     def kill_worker(self, worker: TaskExecutor, refuse: bool, reason: str) -> None:
         """The worker's process dies (``refuse``: only its endpoint; requests to it fail)."""
+        worker.stop_reason = reason
         if refuse:
             worker.stop()
         else:

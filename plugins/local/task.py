@@ -12,12 +12,13 @@ suspend with the idle timer. Both suspensions resume on availability.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.cluster_events import WatermarkAdvanced, WatermarkStatusChanged
+from kernel.cluster_events import SinkOutputPrinted, SourceFileOpened, WatermarkAdvanced, WatermarkStatusChanged
 from kernel.graph.job import JobGraph, JobVertex
 from kernel.graph.stream import StreamEdge
 from kernel.streaming.alignment import AlignmentMember
@@ -29,6 +30,9 @@ from kernel.streaming.runtime import OperatorRuntime, TaskInfo
 from kernel.streaming.sources import InputStatus
 from plugins.local.metrics import TaskIOMetrics
 from plugins.local.network import InputGate, RecordWriterOutput, ResultPartition
+
+#: file inputs up to this size are recorded in the event log with their content
+MAX_RECORDED_INPUT = 64 << 20
 
 if TYPE_CHECKING:
     from kernel.run import Run
@@ -102,8 +106,34 @@ class LocalOperatorRuntime(OperatorRuntime):
     def create_watermark_valve(self, num_channels: int) -> Any:
         return self.task.run.plugin_manager.hook.create_watermark_valve(num_channels=num_channels, run=self.task.run)
 
-    def write_stdout(self, text: str) -> None:
+    def write_stdout(self, text: str, sink: str = "", lines: int = 0) -> None:
         sys.stdout.write(text)
+        d = self.task.deployment
+        self.task.run.bus.emit(SinkOutputPrinted(
+            time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
+            subtask=d.subtask, attempt=d.attempt, sink=sink, lines=lines, text=text,
+        ))
+
+    def open_input(self, path: str) -> str:
+        run = self.task.run
+        actual = run.input_overrides.get(path, path)
+        content = b""
+        with open(actual, "rb") as handle:
+            data = handle.read(MAX_RECORDED_INPUT + 1)
+            digest = hashlib.sha256(data)
+            size = len(data)
+            if size <= MAX_RECORDED_INPUT:
+                content = data
+            else:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+                    size += len(block)
+        d = self.task.deployment
+        run.bus.emit(SourceFileOpened(
+            time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
+            subtask=d.subtask, attempt=d.attempt, path=path, size=size, sha256=digest.hexdigest(), content=content,
+        ))
+        return actual
 
     def emit_event(self, event: Any) -> None:
         self.task.run.bus.emit(event)
@@ -147,6 +177,8 @@ class WatermarkReporter:
         self.task = task
         self.last_output = MIN_LONG
         self.output_idle = False
+        self.inputs: dict[int, int] = {}  # input gate -> last watermark its valve passed on
+        self.statuses: dict[str, str] = {}  # "output" / "input N" -> last status reported
 
     def _emit(self, event_type: type, **fields: Any) -> None:
         task = self.task
@@ -157,19 +189,31 @@ class WatermarkReporter:
         ))
 
     def input_watermark(self, index: int, timestamp: int) -> None:
+        self.inputs[index] = timestamp
         self._emit(WatermarkAdvanced, direction="input", input=index, watermark=timestamp)
 
     def input_status(self, index: int, idle: bool) -> None:
+        self.statuses[f"input {index}"] = "IDLE" if idle else "ACTIVE"
         self._emit(WatermarkStatusChanged, direction="input", input=index, status="IDLE" if idle else "ACTIVE")
 
     def output_watermark(self, timestamp: int) -> None:
         if timestamp > self.last_output:
             self.last_output = timestamp
-            self._emit(WatermarkAdvanced, direction="output", watermark=timestamp)
+            self._emit(WatermarkAdvanced, direction="output", watermark=timestamp, event_time=self._event_time())
+
+    def _event_time(self) -> int | None:
+        """The largest event time the chain's last timestamp-assigning operator has seen."""
+        chain = self.task.chain
+        for operator in reversed(chain.operators if chain is not None else ()):
+            probe = getattr(operator, "max_event_time", None)
+            if probe is not None:
+                return probe()
+        return None
 
     def output_status(self, idle: bool) -> None:
         if idle != self.output_idle:
             self.output_idle = idle
+            self.statuses["output"] = "IDLE" if idle else "ACTIVE"
             self._emit(WatermarkStatusChanged, direction="output", status="IDLE" if idle else "ACTIVE")
 
 
@@ -190,6 +234,7 @@ class StreamTask:
         self.is_source = vertex.invokable in ("SourceStreamTask", "SourceOperatorStreamTask")
         self.two_input = vertex.invokable == "TwoInputStreamTask"
         self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now())
+        self.last_sample: dict[str, Any] | None = None  # the metrics of the latest sample
         self.watermark_reporter = WatermarkReporter(self)
         self._timers: list[Any] = []
         self.partitions: list[ResultPartition] = []

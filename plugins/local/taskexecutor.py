@@ -63,6 +63,7 @@ class TaskExecutor(Component):
         self.tasks: dict[tuple[str, int, int], StreamTask] = {}
         self.unacknowledged: dict[tuple[str, int, int], tuple[str, m.UpdateTaskExecutionState]] = {}
         self.registered = False
+        self.stop_reason = ""  # why it stopped (killed, could not register)
         self.slowdown = 1.0
         self._registration: RetryingRegistration | None = None
         self._registration_deadline: Any = None
@@ -105,6 +106,7 @@ class TaskExecutor(Component):
         if not self.registered:
             reason = (f"could not register at the ResourceManager within taskmanager.registration.timeout "
                       f"({self.options.registration_timeout} ms)")
+            self.stop_reason = reason
             self._emit(WorkerStopped(time=self.clock.now(), resource_id=self.resource_id, reason=reason))
             self.stop()
 
@@ -358,6 +360,7 @@ class TaskExecutor(Component):
         values: dict[str, Any] = task.metrics.sample(self.clock.now())
         if final and values["interval_ms"] <= 0:
             return
+        task.last_sample = values
         self._emit(TaskMetricsSampled(
             time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
             subtask=d.subtask, attempt=d.attempt, final=final, **values,

@@ -1,7 +1,8 @@
 """Watermark generators of the built-in strategies.
 
 ``on_events(values, timestamps, output)`` sees each batch (timestamps None when the records
-have none); ``on_periodic_emit(output)`` runs every ``pipeline.auto-watermark-interval``.
+have none); ``on_periodic_emit(output)`` runs every ``pipeline.auto-watermark-interval``;
+``max_event_time()`` is the largest timestamp seen (None before any).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ class BoundedOutOfOrdernessWatermarks:
 
     def on_periodic_emit(self, output: Any) -> None:
         output.emit_watermark(self.max_timestamp - self.out_of_orderness - 1)
+
+    def max_event_time(self) -> int | None:
+        return None if self.max_timestamp == MIN_LONG + self.out_of_orderness + 1 else self.max_timestamp
 
 
 class WatermarksWithIdleness:
@@ -55,6 +59,9 @@ class WatermarksWithIdleness:
             self.inactive_since = self.now_ms()
             return False
         return self.now_ms() - self.inactive_since > self.idle_timeout
+
+    def max_event_time(self) -> int | None:
+        return self.inner.max_event_time()
 
     def on_periodic_emit(self, output: Any) -> None:
         if self._check_if_idle():

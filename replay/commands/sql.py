@@ -11,6 +11,7 @@ import click
 from kernel.cli.common import config_options, format_table, open_session
 from replay.sql import run_query
 from replay.store import event_store
+from replay.views import create_views
 
 
 def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
@@ -30,8 +31,10 @@ def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @config_options
 def sql_command(query: str, fmt: str, config_path: str | None, sets: tuple[str, ...]) -> None:
-    """Run one read-only SQL query over the event log (tables and views in schema rill)."""
+    """Run one read-only SQL query over the event log (tables in schema rill; views
+    task_metrics, backpressure, watermarks, heartbeats, task_timeline, slots, failures)."""
     session = open_session(config_path, sets)
     with event_store(session).read() as con:
+        create_views(con)
         columns, rows = run_query(con, query)
     click.echo(render(columns, rows, fmt))

@@ -40,8 +40,9 @@ class PrintSinkOperator(SinkOperator):
         info = self.runtime.info
         self._prefix = print_prefix(self.spec.params.get("identifier"), info.subtask, info.parallelism)
         self._format = self.spec.params["type"].format_print
-        self._write = self.runtime.write_stdout
-        self._staged: list[str] = []
+        write, name = self.runtime.write_stdout, self.name
+        self._write = lambda text, lines: write(text, name, lines)
+        self._staged: list[tuple[str, int]] = []
 
     def user_functions(self) -> list[Any]:
         return []
@@ -50,14 +51,14 @@ class PrintSinkOperator(SinkOperator):
         prefix, fmt = self._prefix, self._format
         text = "".join(f"{prefix}{fmt(v)}\n" for v in values)
         if self.staging:
-            self._staged.append(text)
+            self._staged.append((text, len(values)))
         else:
-            self._write(text)
+            self._write(text, len(values))
 
     def end_input(self) -> None:
         if self.staging:
-            text, write = "".join(self._staged), self._write
-            self.stage(lambda: write(text))
+            text, lines, write = "".join(t for t, _ in self._staged), sum(n for _, n in self._staged), self._write
+            self.stage(lambda: write(text, lines))
 
 
 class CollectSinkOperator(SinkOperator):

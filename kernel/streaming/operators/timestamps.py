@@ -51,6 +51,10 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self.watermarks.mark_active()
         self.output.collect(values, timestamps)
 
+    def max_event_time(self) -> int | None:
+        """The largest event time assigned so far (None before any)."""
+        return None if self.generator is None else self.generator.max_event_time()
+
     def process_watermark(self, timestamp: int) -> None:
         if timestamp == MAX_LONG:
             self.current_watermark = MAX_LONG

@@ -1,0 +1,107 @@
+"""``rill replay RUN``: the state at an instant, the events in order, or a re-execution."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kernel.cli.common import config_options, open_session
+from kernel.configtypes import parse_duration_ms
+from kernel.errors import UsageError
+from replay.store import find_run, read_log
+
+
+def _seconds(value: str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration_ms(value if any(c.isalpha() for c in value) else f"{value} s") / 1000
+    except ValueError as exc:
+        raise UsageError(f"{option} {value!r}: {exc}") from None
+
+
+@click.command("replay")
+@click.argument("run_ref", metavar="RUN")
+@click.option("--at", "at", metavar="T", help="Show the state T after the run's start (seconds, or e.g. 70s, 1min).")
+@click.option("--events", is_flag=True, help="Play the run's events back in order.")
+@click.option("--kind", "kinds", multiple=True, help="With --events: only events of this kind (repeatable).")
+@click.option("--task", help="With --events: only events mentioning this (a vertex, a TaskExecutor, ...).")
+@click.option("--from", "start", metavar="T1", help="With --events: from T1 after the start.")
+@click.option("--to", "end", metavar="T2", help="With --events: up to T2 after the start.")
+@click.option("--rerun", is_flag=True, help="Execute the run's job again; check the event sequence is the same "
+                                            "(or compare, with --set changes).")
+@click.option("--allow-changed", is_flag=True, help="With --rerun: execute a job file that changed since.")
+@click.option("--json", "as_json", is_flag=True, help="With --at or --rerun: print JSON.")
+@config_options
+def replay_command(run_ref: str, at: str | None, events: bool, kinds: tuple[str, ...], task: str | None,
+                   start: str | None, end: str | None, rerun: bool, allow_changed: bool, as_json: bool,
+                   config_path: str | None, sets: tuple[str, ...]) -> None:
+    """Replay a recorded run (RUN: id, id prefix, or "last") from the event log.
+
+    --at T prints TaskExecutors and slots, subtask states and attempts, watermarks, back
+    pressure and heartbeat health at T; --events plays events back; --rerun executes the run
+    again (--set KEY=VALUE changes the re-execution: a what-if)."""
+    chosen = [name for name, given in (("--at", at is not None), ("--events", events), ("--rerun", rerun)) if given]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --at T, --events, --rerun")
+    if rerun:
+        _rerun(run_ref, sets, allow_changed, as_json, config_path)
+        return
+    session = open_session(config_path, ())
+    with read_log(session) as con:
+        run = find_run(con, run_ref)
+        if at is not None:
+            from replay.state import render_state, state_at
+
+            state = state_at(con, run, _seconds(at, "--at"))
+            click.echo(json.dumps(state, indent=2) if as_json else render_state(state))
+            return
+        from replay.playback import play
+        from replay.views import event_tables
+
+        unknown = sorted(set(kinds) - event_tables(con))
+        if unknown:
+            raise UsageError(f"unknown event kind(s) {', '.join(unknown)} (kinds in this log: "
+                             f"{', '.join(sorted(event_tables(con)))})")
+        sys.stdout.flush()
+        play(con, run, sys.stdout.buffer, kinds, task, _seconds(start, "--from"), _seconds(end, "--to"))
+        sys.stdout.buffer.flush()
+
+
+def _rerun(run_ref: str, sets: tuple[str, ...], allow_changed: bool, as_json: bool, config_path: str | None) -> None:
+    from replay.compare import compare, figures, render_comparison
+    from replay.rerun import execute, first_divergence, prepare
+
+    session = open_session(config_path, ())
+    with read_log(session) as con:
+        run = find_run(con, run_ref)
+        path, raw, overrides, notes = prepare(con, run, sets, allow_changed)
+    result = execute(path, raw, overrides, notes)
+    with read_log(session) as con:
+        new = find_run(con, result.run_id)
+        check = run.clock == "simulated" and not sets
+        divergence = first_divergence(con, run.run_id, new.run_id) if check else None
+        comparison = None if check else compare(figures(con, run), figures(con, new))
+    report = {"recorded": run.run_id, "rerun": new.run_id, "status": new.status, "notes": result.notes}
+    if check:
+        report["identical"] = divergence is None
+        if divergence is not None:
+            report["divergence"] = {"seq": divergence.seq, "expected": divergence.expected, "found": divergence.found}
+    else:
+        report["comparison"] = comparison
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
+    else:
+        for note in result.notes:
+            click.echo(f"note: {note}")
+        if comparison is not None:
+            click.echo(render_comparison(comparison))
+        elif divergence is None:
+            click.echo(f"re-execution {new.run_id} reproduced run {run.run_id}: {new.events} events, identical sequence")
+        else:
+            click.echo(f"re-execution {new.run_id} diverged from run {run.run_id} at event {divergence.seq}:\n"
+                       f"  expected: {divergence.expected}\n  found:    {divergence.found}")
+    if check and divergence is not None:
+        raise SystemExit(1)

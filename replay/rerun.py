@@ -1,0 +1,169 @@
+"""Re-executing a recorded run, and comparing the two.
+
+A run records what it needs to run again: the job file (path, content, SHA-256), the
+effective configuration (with plugin choices and faults), seed and clock mode, and the files
+its sources read (``source_file_opened`` events, with their content). ``--rerun`` executes the
+job file again with that configuration — the recorded copy of an input that changed or
+disappeared replaces it — and, for a simulated run without changes, checks that the new run's
+event sequence equals the recorded one: both are cut into windows of ``WINDOW`` events whose
+hashes are chained (a rolling fingerprint computed inside DuckDB, so neither log is held in
+memory); at the first differing window the two windows are compared event by event. With
+``--set`` changes (a what-if) or for a realtime run (timing is not reproduced: the re-execution
+uses the simulated clock), a comparison of outputs and figures is printed instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernel.config import RawConfig
+from kernel.errors import UsageError
+
+WINDOW = 4096
+
+FINGERPRINT = f"""
+SELECT seq // {WINDOW} AS w, count(*) AS n,
+       md5(string_agg(concat_ws(' ', seq, time, kind, payload::VARCHAR), chr(10) ORDER BY seq)) AS h
+FROM rill.events WHERE run_id = $run GROUP BY w ORDER BY w
+"""
+
+WINDOW_EVENTS = f"""
+SELECT seq, time, kind, payload::VARCHAR FROM rill.events WHERE run_id = $run AND seq // {WINDOW} = $w ORDER BY seq
+"""
+
+
+@dataclass
+class Divergence:
+    seq: int
+    expected: str
+    found: str
+
+
+@dataclass
+class Rerun:
+    run_id: str
+    status: str
+    notes: list[str] = field(default_factory=list)
+
+
+def fingerprint(con: Any, run_id: str) -> list[tuple[int, int, str]]:
+    """(window, events, chained hash) per window of the run's event sequence."""
+    chained, out = "", []
+    for window, count, digest in con.execute(FINGERPRINT, {"run": run_id}).fetchall():
+        chained = hashlib.sha256((chained + digest).encode()).hexdigest()
+        out.append((window, count, chained))
+    return out
+
+
+def first_divergence(con: Any, recorded: str, rerun: str) -> Divergence | None:
+    old, new = fingerprint(con, recorded), fingerprint(con, rerun)
+    for index in range(max(len(old), len(new))):
+        if index < len(old) and index < len(new) and old[index] == new[index]:
+            continue
+        window = (old[index] if index < len(old) else new[index])[0]
+        expected = con.execute(WINDOW_EVENTS, {"run": recorded, "w": window}).fetchall()
+        found = con.execute(WINDOW_EVENTS, {"run": rerun, "w": window}).fetchall()
+        for position in range(max(len(expected), len(found))):
+            a = expected[position] if position < len(expected) else None
+            b = found[position] if position < len(found) else None
+            if a != b:
+                seq = (a or b)[0]
+                text = lambda row: "(no more events)" if row is None else f"t={row[1]} {row[2]} {row[3]}"  # noqa: E731
+                return Divergence(seq, text(a), text(b))
+    return None
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def recorded_config(run: Any, sets: tuple[str, ...]) -> tuple[RawConfig, list[str]]:
+    """The recorded run's configuration (flat keys, plugins, faults) with ``sets`` on top."""
+    values = dict(run.config)
+    sources = {key: f"recorded run {run.run_id}" for key in values}
+    notes = []
+    if run.clock != "simulated":
+        values["rill.clock"] = "simulated"
+        notes.append(f"run {run.run_id} ran under the {run.clock} clock: the re-execution uses the simulated clock "
+                     "with the recorded inputs, so timing is not reproduced (outputs of event-time logic should match)")
+    return RawConfig(values, sources, {}).with_sets(sets), notes
+
+
+def job_file(run: Any, allow_changed: bool, scratch: str) -> tuple[str, list[str]]:
+    """The job file to execute: the recorded path, or its recorded copy if it is gone."""
+    path, digest, source = (run.metadata.get(k) for k in ("job_file", "job_sha256", "job_source"))
+    if not path or digest is None:
+        raise UsageError(f"run {run.run_id} did not come from a job file: there is nothing to re-execute")
+    if os.path.isfile(path):
+        current = _sha256(path)
+        if current != digest:
+            if not allow_changed:
+                raise UsageError(f"job file {path} changed since run {run.run_id} was recorded (sha256 "
+                                 f"{digest[:12]} recorded, {current[:12]} now); use --allow-changed to re-execute it "
+                                 "anyway")
+            return path, [f"job file {path} changed since the recording: re-executing the current version"]
+        return path, []
+    copy = os.path.join(scratch, os.path.basename(path))
+    with open(copy, "w", encoding="utf-8") as handle:
+        handle.write(source)
+    return copy, [f"job file {path} no longer exists: re-executing the copy recorded with the run"]
+
+
+def input_overrides(con: Any, run: Any, scratch: str) -> tuple[dict[str, str], list[str]]:
+    """Recorded copies of the files the run's sources read that changed or disappeared."""
+    rows = con.execute(
+        "SELECT path, arg_min(sha256, seq), arg_min(content, seq), arg_min(size, seq) FROM rill.ev_source_file_opened "
+        "WHERE run_id = $run GROUP BY path", {"run": run.run_id}).fetchall()
+    overrides, notes = {}, []
+    for path, digest, content, size in rows:
+        if os.path.isfile(path) and _sha256(path) == digest:
+            continue
+        if len(content) != size:
+            notes.append(f"input {path} changed since the recording and was too large to record: reading it as it is")
+            continue
+        copy = os.path.join(scratch, f"input-{len(overrides)}-{os.path.basename(path)}")
+        with open(copy, "wb") as handle:
+            handle.write(content)
+        overrides[path] = copy
+        notes.append(f"input {path} changed since the recording: reading the recorded copy")
+    return overrides, notes
+
+
+def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> tuple[str, RawConfig, dict[str, str], list[str]]:
+    """Everything a re-execution needs from the log (read before the log is written again)."""
+    scratch = tempfile.mkdtemp(prefix=f"rill-rerun-{run.run_id}-")
+    path, notes = job_file(run, allow_changed, scratch)
+    raw, config_notes = recorded_config(run, sets)
+    overrides, input_notes = input_overrides(con, run, scratch)
+    return path, raw, overrides, notes + config_notes + input_notes
+
+
+def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[str]) -> Rerun:
+    """Run the job again (its print output is recorded in the log, not shown)."""
+    from kernel.execution import SessionExecutor
+    from kernel.jobfile import run_script
+    from kernel.session import Session
+
+    notes = list(notes)
+    session = Session.from_raw(raw)
+    session.input_overrides = overrides
+    executor = SessionExecutor(session, quiet=True)
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            run_script(path, executor)
+        except Exception as exc:
+            if not executor.outcomes:
+                raise
+            notes.append(f"the re-execution raised {type(exc).__name__}: {exc}")
+    session.close()
+    if not executor.outcomes:
+        raise UsageError(f"job file {path} defined no job when re-executed")
+    outcome = executor.outcomes[0]
+    return Rerun(outcome.run_id, outcome.status, notes)
