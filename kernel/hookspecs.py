@@ -84,6 +84,21 @@ def register_commands(register: Callable[[click.Command], None]) -> None:
     """
 
 
+@hookspec
+def register_sql_engines(register: Callable[[str, Any], None]) -> None:
+    """Register engines that run ``rill sql`` queries (``rill sql --engine NAME``).
+
+    Called: when ``rill sql`` starts, before the query runs.
+
+    :param register: call ``register(name, engine)``; ``engine.query(session, query,
+        parquet)`` returns ``(columns, rows)`` of one read-only query over the session's event
+        log, or over the Parquet files of ``rill export`` in directory ``parquet`` when that is
+        not None, with the tables ``rill.ev_<kind>``, ``rill.runs`` and the views of
+        :mod:`replay.views`.
+    :returns: nothing.
+    """
+
+
 @hookspec(historic=True)
 def configure(config: Config) -> None:
     """Set up plugin state once the configuration is final.

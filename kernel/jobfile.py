@@ -29,13 +29,15 @@ def _script(path: str) -> Iterator[str]:
     if not path.endswith(".py"):
         raise JobDefinitionError(f"job file {path!r} is not a Python file")
     absolute = os.path.abspath(path)
-    saved_argv, saved_path = sys.argv, list(sys.path)
+    saved_argv, saved_path = sys.argv, sys.path
     sys.argv = [absolute]
-    sys.path.insert(0, os.path.dirname(absolute))
+    # new lists, never changed in place: other threads (the event log's flusher) may be
+    # importing, iterating over the old one
+    sys.path = [os.path.dirname(absolute), *saved_path]
     try:
         yield absolute
     finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
+        sys.argv, sys.path = saved_argv, saved_path
 
 
 def run_script(path: str, executor: PipelineExecutor) -> None:

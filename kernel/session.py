@@ -45,11 +45,14 @@ class Session:
         for plugin in plugins:
             manager.register(plugin)
         sections: list[type[Section]] = list(KERNEL_SECTIONS)
-        manager.hook.register_config(register=sections.append)
+        manager.hook.register_config(register=lambda section: sections.append(section)
+                                     if section not in sections else None)  # plugins may share a section
         dormant = {f"{info.concern}." for info in manager.infos.values() if info.plugin is None} | {
             f"{info.name}." for info in manager.infos.values() if info.plugin is None
         }
-        loaded = {f"{info.concern}." for info in manager.infos.values() if info.plugin is not None}
+        loaded = {f"{info.concern}." for info in manager.infos.values() if info.plugin is not None} | {
+            f"{info.name}." for info in manager.infos.values() if info.plugin is not None
+        }
         config = validate(raw, sections, sorted(dormant - loaded))
         session = cls(manager, config)
         manager.hook.configure.call_historic(kwargs={"config": config})

@@ -18,3 +18,10 @@ def register_commands(register):
     register(metrics_command)
     register(replay_command)
     register(export_command)
+
+
+@hookimpl
+def register_sql_engines(register):
+    from replay.sql import DuckDBEngine
+
+    register("duckdb", DuckDBEngine())

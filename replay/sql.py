@@ -1,10 +1,11 @@
-"""Read-only SQL over the event log."""
+"""Read-only SQL over the event log, and the engines that run it (``rill sql --engine``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kernel.errors import UsageError
+from kernel.session import Session
 
 ALLOWED = {"SELECT", "EXPLAIN"}
 
@@ -37,3 +38,30 @@ def run_query(con: Any, query: str) -> tuple[list[str], list[tuple]]:
         return columns, result.fetchall()
     except duckdb.Error as exc:
         raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
+
+
+class DuckDBEngine:
+    """The default engine: DuckDB on the event log itself, or on exported Parquet files."""
+
+    def query(self, session: Session, query: str, parquet: str | None) -> tuple[list[str], list[tuple]]:
+        from replay.store import event_store
+        from replay.views import create_views
+
+        if parquet is None:
+            with event_store(session).read() as con:
+                create_views(con)
+                return run_query(con, query)
+        import duckdb
+
+        from replay.export import exported_tables
+
+        con = duckdb.connect()
+        try:
+            con.execute("CREATE SCHEMA rill")
+            for table, pattern in exported_tables(parquet).items():
+                path = pattern.replace("'", "''")
+                con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM read_parquet('{path}', union_by_name = true)")
+            create_views(con)
+            return run_query(con, query)
+        finally:
+            con.close()

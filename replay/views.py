@@ -1,6 +1,11 @@
 """SQL views over the event log, created on every read connection (``rill sql``, ``rill
 metrics``, ``rill replay``, reports). Times are seconds since the run's first event
 (``t_s``, ``second``, ``*_s``); one source of truth for every command that shows metrics.
+
+The SQL keeps to what DuckDB and Spark SQL both run, with the same results (``rill sql
+--engine spark`` creates the same views over exported Parquet): no ASOF joins, no correlated
+subqueries with inequalities, no ties left to the engine (``max_by``); window functions and
+``CAST`` are fine. Tables are named ``rill.ev_<kind>`` and ``rill.runs``.
 """
 
 from __future__ import annotations
@@ -13,27 +18,25 @@ MAX_LONG = (1 << 63) - 1
 #: every watermark with the largest event time any source had seen by then, and the lags behind
 #: it and behind the clock (also used on its own by ``rill metrics``)
 WATERMARK_LAGS = f"""
-    WITH seen AS (
-        SELECT run_id, seq, max(event_time) OVER (PARTITION BY run_id ORDER BY seq) AS max_event_time
-        FROM rill.ev_watermark_advanced WHERE event_time IS NOT NULL)
     SELECT a.run_id, a.seq, a.job_id, a.vertex_id, a.vertex_name, a.subtask, a.attempt,
-           (a.time - r.clock_start) / 1e9 AS t_s, a.direction, a.input, a.watermark, seen.max_event_time,
-           CASE WHEN a.watermark = {MAX_LONG} THEN NULL ELSE seen.max_event_time - a.watermark END AS lag_event_time_ms,
+           (a.time - r.clock_start) / 1e9 AS t_s, a.direction, a.input, a.watermark,
+           max(a.event_time) OVER (PARTITION BY a.run_id ORDER BY a.seq) AS max_event_time,
+           CASE WHEN a.watermark = {MAX_LONG} THEN NULL
+                ELSE max(a.event_time) OVER (PARTITION BY a.run_id ORDER BY a.seq) - a.watermark END AS lag_event_time_ms,
            CASE WHEN a.watermark = {MAX_LONG} THEN NULL ELSE a.time / 1e6 - a.watermark END AS lag_clock_ms
-    FROM rill.ev_watermark_advanced a JOIN rill.runs r ON r.run_id = a.run_id
-    ASOF LEFT JOIN seen ON seen.run_id = a.run_id AND a.seq >= seen.seq"""
+    FROM rill.ev_watermark_advanced a JOIN rill.runs r ON r.run_id = a.run_id"""
 
 #: view name -> (event tables it reads, SELECT); created in this order
 VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
     "task_metrics": (("task_metrics_sampled",), """
         SELECT m.run_id, m.job_id, m.vertex_id, m.vertex_name, m.subtask, m.attempt,
                (m.time - r.clock_start) / 1e9 AS t_s,
-               greatest(floor((m.time - m.interval_ms * 1e6 - r.clock_start) / 1e9), 0)::BIGINT AS second,
+               CAST(greatest(floor((m.time - m.interval_ms * 1e6 - r.clock_start) / 1e9), 0) AS BIGINT) AS second,
                m.interval_ms, m.idle_ms, m.busy_ms, m.back_pressured_ms, m.soft_back_pressured_ms,
                m.hard_back_pressured_ms, m.records_in, m.records_out, m.records_in_per_second,
                m.records_out_per_second, m.latency_ms, m.late_records_dropped, m.timers_fired, m.windows_fired,
                m.final
-        FROM rill.ev_task_metrics_sampled m JOIN rill.runs r USING (run_id)"""),
+        FROM rill.ev_task_metrics_sampled m JOIN rill.runs r ON r.run_id = m.run_id"""),
     "backpressure": (("task_metrics_sampled",), """
         SELECT run_id, vertex_id, any_value(vertex_name) AS vertex_name, second,
                max(back_pressured_ms) AS back_pressured_ms,
@@ -41,9 +44,12 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                max(idle_ms) AS idle_ms,
                CASE WHEN max(back_pressured_ms) > 500 THEN 'HIGH' WHEN max(back_pressured_ms) > 100 THEN 'LOW'
                     ELSE 'OK' END AS level,
-               arg_max(subtask, back_pressured_ms) AS worst_subtask,
+               min(CASE WHEN bp_rank = 1 THEN subtask END) AS worst_subtask,
                count(DISTINCT subtask) AS subtasks
-        FROM task_metrics GROUP BY run_id, vertex_id, second"""),
+        FROM (SELECT *, rank() OVER (PARTITION BY run_id, vertex_id, second
+                                     ORDER BY back_pressured_ms DESC NULLS LAST) AS bp_rank
+              FROM task_metrics) m
+        GROUP BY run_id, vertex_id, second"""),
     "watermarks": (("watermark_advanced", "watermark_status_changed"), f"""
         WITH lags AS ({WATERMARK_LAGS}),
         statuses AS (
@@ -61,58 +67,72 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                     "heartbeat_target_marked_unreachable"), """
         WITH requests AS (
             SELECT run_id, sender, target, count(*) AS requests, min(time) AS first_time
-            FROM rill.ev_heartbeat_requested GROUP BY ALL),
+            FROM rill.ev_heartbeat_requested GROUP BY run_id, sender, target),
         responses AS (
             SELECT run_id, owner AS sender, target, count(*) AS responses, max(gap_ms) AS max_gap_ms,
                    avg(round_trip_ms) AS avg_round_trip_ms, max(round_trip_ms) AS max_round_trip_ms,
                    max(time) AS last_time
-            FROM (SELECT *, (time - lag(time) OVER (PARTITION BY run_id, owner, target ORDER BY seq)) / 1e6 AS gap_ms
-                  FROM rill.ev_heartbeat_received WHERE message = 'response')
-            GROUP BY ALL),
+            FROM (SELECT run_id, owner, target, time, round_trip_ms,
+                         (time - lag(time) OVER (PARTITION BY run_id, owner, target ORDER BY seq)) / 1e6 AS gap_ms
+                  FROM rill.ev_heartbeat_received WHERE message = 'response') x
+            GROUP BY run_id, owner, target),
         received AS (
             SELECT run_id, target AS sender, owner AS target, count(*) AS requests_received
-            FROM rill.ev_heartbeat_received WHERE message = 'request' GROUP BY ALL),
-        verdicts AS (
-            SELECT run_id, owner, target, count(*) AS timeouts, 0 AS unreachable FROM rill.ev_heartbeat_timed_out
-            GROUP BY ALL
-            UNION ALL
-            SELECT run_id, owner, target, 0, count(*) FROM rill.ev_heartbeat_target_marked_unreachable GROUP BY ALL)
+            FROM rill.ev_heartbeat_received WHERE message = 'request' GROUP BY run_id, target, owner),
+        timeouts AS (
+            SELECT run_id, owner, target, count(*) AS n FROM rill.ev_heartbeat_timed_out GROUP BY run_id, owner, target),
+        unreachable AS (
+            SELECT run_id, owner, target, count(*) AS n FROM rill.ev_heartbeat_target_marked_unreachable
+            GROUP BY run_id, owner, target)
         SELECT q.run_id, q.sender, q.target, q.requests, coalesce(g.requests_received, 0) AS requests_received,
                coalesce(p.responses, 0) AS responses, p.max_gap_ms, p.avg_round_trip_ms, p.max_round_trip_ms,
-               (SELECT coalesce(sum(v.timeouts), 0) FROM verdicts v
-                 WHERE v.run_id = q.run_id AND v.owner = q.sender AND v.target = q.target) AS sender_timeouts,
-               (SELECT coalesce(sum(v.timeouts), 0) FROM verdicts v
-                 WHERE v.run_id = q.run_id AND v.owner = q.target AND v.target = q.sender) AS target_timeouts,
-               (SELECT coalesce(sum(v.unreachable), 0) FROM verdicts v
-                 WHERE v.run_id = q.run_id AND v.owner = q.sender AND v.target = q.target) AS unreachable,
+               coalesce(ts.n, 0) AS sender_timeouts, coalesce(tt.n, 0) AS target_timeouts,
+               coalesce(u.n, 0) AS unreachable,
                (q.first_time - r.clock_start) / 1e9 AS first_request_s, (p.last_time - r.clock_start) / 1e9 AS last_response_s
-        FROM requests q JOIN rill.runs r USING (run_id)
+        FROM requests q JOIN rill.runs r ON r.run_id = q.run_id
         LEFT JOIN responses p ON p.run_id = q.run_id AND p.sender = q.sender AND p.target = q.target
-        LEFT JOIN received g ON g.run_id = q.run_id AND g.sender = q.sender AND g.target = q.target"""),
+        LEFT JOIN received g ON g.run_id = q.run_id AND g.sender = q.sender AND g.target = q.target
+        LEFT JOIN timeouts ts ON ts.run_id = q.run_id AND ts.owner = q.sender AND ts.target = q.target
+        LEFT JOIN timeouts tt ON tt.run_id = q.run_id AND tt.owner = q.target AND tt.target = q.sender
+        LEFT JOIN unreachable u ON u.run_id = q.run_id AND u.owner = q.sender AND u.target = q.target"""),
     "task_timeline": (("execution_state_changed",), """
         SELECT e.run_id, e.job_id, e.vertex_id, e.vertex_name, e.subtask, e.attempt, e.new_state AS state,
                (e.time - r.clock_start) / 1e9 AS start_s,
                (coalesce(lead(e.time) OVER (PARTITION BY e.run_id, e.vertex_id, e.subtask, e.attempt ORDER BY e.seq),
                          r.clock_end) - r.clock_start) / 1e9 AS end_s,
                e.resource_id, e.failure
-        FROM rill.ev_execution_state_changed e JOIN rill.runs r USING (run_id)"""),
+        FROM rill.ev_execution_state_changed e JOIN rill.runs r ON r.run_id = e.run_id"""),
     "slots": (("slot_allocated", "slot_released"), """
         SELECT a.run_id, a.job_id, a.allocation_id, a.resource_id, a.slot_index,
                (a.time - r.clock_start) / 1e9 AS allocated_s, (x.time - r.clock_start) / 1e9 AS released_s,
                x.reason AS release_reason
-        FROM rill.ev_slot_allocated a JOIN rill.runs r USING (run_id)
+        FROM rill.ev_slot_allocated a JOIN rill.runs r ON r.run_id = a.run_id
         LEFT JOIN rill.ev_slot_released x ON x.run_id = a.run_id AND x.allocation_id = a.allocation_id"""),
     "failures": (("task_failure_handled", "fault_injected", "tasks_restarted", "heartbeat_timed_out",
                   "heartbeat_target_marked_unreachable", "execution_state_changed", "execution_graph_compiled"), """
         WITH faults AS (
-            SELECT run_id, seq, time, "index" AS fault_index, fault_kind, description
+            SELECT run_id, seq, time, index AS fault_index, fault_kind, description
             FROM rill.ev_fault_injected WHERE phase = 'start'),
+        marked AS (
+            SELECT run_id, seq, time, NULL AS fault_seq FROM rill.ev_task_failure_handled
+            UNION ALL SELECT run_id, seq, time, seq AS fault_seq FROM faults),
+        latest AS (
+            SELECT run_id, seq, max(fault_seq) OVER (PARTITION BY run_id ORDER BY seq) AS fault_seq FROM marked),
         handled AS (
-            SELECT f.*, q.fault_index, q.fault_kind, q.description AS fault, q.time AS fault_time
-            FROM rill.ev_task_failure_handled f ASOF LEFT JOIN faults q ON q.run_id = f.run_id AND f.seq >= q.seq),
+            SELECT f.run_id, f.seq, f.time, f.vertex_name, f.subtask, f.attempt, f.cause, f.restart, f.delay_ms,
+                   f.restart_number, f.reason, q.fault_index, q.fault_kind, q.description AS fault, q.time AS fault_time
+            FROM rill.ev_task_failure_handled f
+            JOIN latest l ON l.run_id = f.run_id AND l.seq = f.seq
+            LEFT JOIN faults q ON q.run_id = f.run_id AND q.seq = l.fault_seq),
         verdicts AS (
             SELECT run_id, time FROM rill.ev_heartbeat_timed_out
             UNION ALL SELECT run_id, time FROM rill.ev_heartbeat_target_marked_unreachable),
+        detected AS (
+            SELECT h.run_id, h.seq, min(v.time) AS time FROM handled h JOIN verdicts v
+                ON v.run_id = h.run_id AND v.time >= h.fault_time AND v.time <= h.time
+            GROUP BY h.run_id, h.seq),
+        restarted AS (
+            SELECT run_id, restart_number, min(time) AS time FROM rill.ev_tasks_restarted GROUP BY run_id, restart_number),
         changes AS (
             SELECT run_id, time, sum(CASE
                        WHEN new_state = 'RUNNING' THEN 1
@@ -120,28 +140,35 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                        WHEN old_state = 'RUNNING' AND new_state <> 'FINISHED' THEN -1
                        ELSE 0 END) OVER (PARTITION BY run_id ORDER BY seq) AS up
             FROM rill.ev_execution_state_changed),
-        total AS (SELECT run_id, max(execution_vertices) AS vertices FROM rill.ev_execution_graph_compiled GROUP BY ALL),
+        total AS (SELECT run_id, max(execution_vertices) AS vertices FROM rill.ev_execution_graph_compiled GROUP BY run_id),
+        recovered AS (
+            SELECT h.run_id, h.seq, min(c.time) AS time
+            FROM handled h JOIN restarted s ON s.run_id = h.run_id AND s.restart_number = h.restart_number AND h.restart
+            JOIN total t ON t.run_id = h.run_id
+            JOIN changes c ON c.run_id = h.run_id AND c.time >= s.time AND c.up >= t.vertices
+            GROUP BY h.run_id, h.seq),
         rows AS (
             SELECT h.run_id, h.fault_index, h.fault_kind, h.fault, h.fault_time, h.time AS failed_time,
-                   coalesce((SELECT min(v.time) FROM verdicts v WHERE v.run_id = h.run_id AND v.time >= h.fault_time
-                             AND v.time <= h.time), h.time) AS detected_time,
-                   h.vertex_name, h.subtask, h.attempt, h.cause, h.restart, h.delay_ms, h.restart_number, h.reason,
-                   (SELECT min(t.time) FROM rill.ev_tasks_restarted t WHERE t.run_id = h.run_id
-                     AND t.restart_number = h.restart_number AND h.restart) AS restarted_time
+                   coalesce(d.time, h.time) AS detected_time, h.vertex_name, h.subtask, h.attempt, h.cause,
+                   h.restart, h.delay_ms, h.restart_number, h.reason,
+                   CASE WHEN h.restart THEN s.time END AS restarted_time, rc.time AS recovered_time
             FROM handled h
+            LEFT JOIN detected d ON d.run_id = h.run_id AND d.seq = h.seq
+            LEFT JOIN restarted s ON s.run_id = h.run_id AND s.restart_number = h.restart_number
+            LEFT JOIN recovered rc ON rc.run_id = h.run_id AND rc.seq = h.seq
             UNION ALL
             SELECT q.run_id, q.fault_index, q.fault_kind, q.description, q.time, NULL, NULL, NULL, NULL, NULL, NULL,
-                   NULL, NULL, NULL, NULL, NULL
-            FROM faults q WHERE NOT EXISTS (
-                SELECT 1 FROM handled h WHERE h.run_id = q.run_id AND h.fault_index = q.fault_index))
+                   NULL, NULL, NULL, NULL, NULL, NULL
+            FROM faults q LEFT JOIN (SELECT DISTINCT run_id, fault_index FROM handled WHERE fault_index IS NOT NULL) u
+                ON u.run_id = q.run_id AND u.fault_index = q.fault_index
+            WHERE u.run_id IS NULL)
         SELECT x.run_id, x.fault_index, x.fault_kind, x.fault,
                (x.fault_time - r.clock_start) / 1e9 AS fault_s, (x.detected_time - r.clock_start) / 1e9 AS detected_s,
                (x.failed_time - r.clock_start) / 1e9 AS failed_s, x.vertex_name, x.subtask, x.attempt, x.cause,
-               x.restart, x.delay_ms, x.restart_number, x.reason, (x.restarted_time - r.clock_start) / 1e9 AS restarted_s,
-               ((SELECT min(c.time) FROM changes c JOIN total t USING (run_id)
-                 WHERE c.run_id = x.run_id AND c.time >= x.restarted_time AND c.up >= t.vertices) - r.clock_start) / 1e9
-                   AS recovered_s
-        FROM rows x JOIN rill.runs r USING (run_id)"""),
+               x.restart, x.delay_ms, x.restart_number, x.reason,
+               (x.restarted_time - r.clock_start) / 1e9 AS restarted_s,
+               (x.recovered_time - r.clock_start) / 1e9 AS recovered_s
+        FROM rows x JOIN rill.runs r ON r.run_id = x.run_id"""),
 }
 
 
@@ -150,8 +177,8 @@ def _empty(tag: str, types: dict[str, type]) -> str:
     from plugins.eventlog.schema import table_for
 
     table = table_for(types[tag])
-    columns = ", ".join(f'NULL::{c.sql_type} AS "{c.name}"' for c in table.columns)
-    return f"(SELECT NULL::VARCHAR AS run_id, {columns} WHERE false)"
+    columns = ", ".join(f"CAST(NULL AS {c.sql_type}) AS {c.name}" for c in table.columns)
+    return f"(SELECT CAST(NULL AS VARCHAR) AS run_id, {columns} WHERE false)"
 
 
 def event_tables(con: Any) -> set[str]:
@@ -161,18 +188,25 @@ def event_tables(con: Any) -> set[str]:
     return {name[3:] for (name,) in rows}
 
 
-def create_views(con: Any) -> list[str]:
-    """Create the views as temporary views of the connection; returns the event kinds the
-    log has no table for (written by an older rill): the views read them as empty."""
+def view_statements(present: set[str]) -> list[tuple[str, str]]:
+    """(name, SELECT) of every view, reading kinds the log lacks as empty relations."""
     from kernel.cluster_events import CLUSTER_EVENT_TYPES
     from kernel.events import KERNEL_EVENT_TYPES, tag_of
 
-    present = event_tables(con)
     types = {tag_of(t): t for t in KERNEL_EVENT_TYPES + CLUSTER_EVENT_TYPES}
-    absent = sorted({tag for tables, _ in VIEWS.values() for tag in tables} - present)
+    statements = []
     for name, (tables, select) in VIEWS.items():
         for tag in tables:
-            source = f"rill.ev_{tag}" if tag in present else _empty(tag, types)
-            select = re.sub(rf"rill\.ev_{tag}\b", source, select)
+            if tag not in present:
+                select = re.sub(rf"rill\.ev_{tag}\b", _empty(tag, types), select)
+        statements.append((name, select))
+    return statements
+
+
+def create_views(con: Any) -> list[str]:
+    """Create the views as temporary views of the connection; returns the event kinds the
+    log has no table for (written by an older rill): the views read them as empty."""
+    present = event_tables(con)
+    for name, select in view_statements(present):
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {select}")
-    return absent
+    return sorted({tag for tables, _ in VIEWS.values() for tag in tables} - present)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from typing import Any
 
 from kernel.common import Duration, Time, Types, WatermarkStrategy
 from kernel.datastream import ProcessWindowFunction, StreamExecutionEnvironment
@@ -74,15 +75,17 @@ class WithStart(ProcessWindowFunction):
             yield word, context.window().start, count
 
 
-def rill(records: list[tuple[str, int]], clock: str) -> tuple[float, set]:
-    session = Session.open(sets=[f"rill.clock={clock}"])
+def window_word_count(sets: list[str], record: Any, count: int, parallelism: int = 1) -> tuple[float, set]:
+    """Run the workload in rill with ``sets``; record ``i`` is ``record(i)``: (seconds, results)."""
+    session = Session.open(sets=sets)
     results: list = []
     with use_executor(SessionExecutor(session, quiet=True)):
         env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(parallelism)
         started = time.perf_counter()
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(OUT_OF_ORDERNESS)) \
             .with_timestamp_assigner(lambda record, previous: record[1])
-        source = env.from_source(DataGeneratorSource(records.__getitem__, count=len(records)), strategy, "Words")
+        source = env.from_source(DataGeneratorSource(record, count=count), strategy, "Words")
         (source.map(lambda record: (record[0], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
                .key_by(lambda pair: pair[0], Types.STRING())
                .window(TumblingEventTimeWindows.of(Time.milliseconds(WINDOW)))
@@ -93,6 +96,10 @@ def rill(records: list[tuple[str, int]], clock: str) -> tuple[float, set]:
     drain_buses()
     session.close()
     return elapsed, set(results)
+
+
+def rill(records: list[tuple[str, int]], clock: str) -> tuple[float, set]:
+    return window_word_count([f"rill.clock={clock}"], records.__getitem__, len(records))
 
 
 def main() -> None:

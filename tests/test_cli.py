@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 def test_help_lists_builtin_and_plugin_commands(cli):
@@ -61,3 +62,24 @@ def test_console_script_runs_without_traceback(tmp_path):
     assert result.stdout == ""
     assert result.stderr.startswith("rill: error: no event log at ")
     assert "Traceback" not in result.stderr
+
+
+def test_a_closed_stdout_ends_the_output_not_the_job(tmp_path):
+    """`rill run JOB | head -1`: the print sink's reader went away; the job still finishes."""
+    job = tmp_path / "many.py"
+    job.write_text(
+        "from kernel.common import Types\n"
+        "from kernel.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection(list(range(200_000)), Types.INT()).map(lambda v: v * 2).print()\n"
+        "env.execute('many')\n")
+    env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
+    process = subprocess.Popen(["rill", "run", str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=tmp_path, env=env)
+    assert process.stdout.readline() == b"0\n"
+    process.stdout.close()
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err.decode()
+    assert b"FINISHED" in err and b"Traceback" not in err
+    runs = subprocess.run(["rill", "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert json.loads(runs.stdout)[0]["status"] == "finished"

@@ -87,30 +87,36 @@ def test_rows_from_collection_have_attribute_access_and_print_like_pyflink():
     assert sorted(run_job(build).lines) == ["('Ann', 31)", "('Bob', 17)", "+I[Ann,32]", "+I[Bob,18]"]
 
 
+SMALL = OutputTag("small", Types.INT())
+
+
+class Split(ProcessFunction):
+    def process_element(self, value, ctx):
+        if value < 3:
+            yield SMALL, value
+        else:
+            yield value * 10
+
+
+class Label(CoFlatMapFunction):
+    def flat_map1(self, value):
+        yield f"big {value}"
+
+    def flat_map2(self, value):
+        yield f"small {value}"
+        yield f"small again {value}"
+
+
+def side_outputs_connect_and_union(env, numbers: list[int]) -> None:
+    split = env.from_collection(numbers, Types.INT()).process(Split(), Types.INT())
+    labelled = split.connect(split.get_side_output(SMALL)).flat_map(Label(), Types.STRING())
+    labelled.union(env.from_collection(["extra"], Types.STRING())).print()
+    env.execute("sides")
+
+
 def test_process_side_outputs_connect_and_union():
-    small = OutputTag("small", Types.INT())
-
-    class Split(ProcessFunction):
-        def process_element(self, value, ctx):
-            if value < 3:
-                yield small, value
-            else:
-                yield value * 10
-
-    class Label(CoFlatMapFunction):
-        def flat_map1(self, value):
-            yield f"big {value}"
-
-        def flat_map2(self, value):
-            yield f"small {value}"
-            yield f"small again {value}"
-
     def build(env):
-        numbers = env.from_collection([1, 2, 3, 4], Types.INT())
-        split = numbers.process(Split(), Types.INT())
-        labelled = split.connect(split.get_side_output(small)).flat_map(Label(), Types.STRING())
-        labelled.union(env.from_collection(["extra"], Types.STRING())).print()
-        env.execute()
+        side_outputs_connect_and_union(env, [1, 2, 3, 4])
 
     assert sorted(run_job(build).lines) == sorted([
         "big 30", "big 40", "small 1", "small again 1", "small 2", "small again 2", "extra",
@@ -249,23 +255,20 @@ def test_execute_and_collect():
 def test_partial_buffers_are_flushed_on_the_buffer_timeout():
     from kernel.datastream import SinkFunction
 
-    class Arrivals(SinkFunction):
-        def __init__(self):
-            self.seen = []
-
-        def invoke(self, value, context):
-            self.seen.append((value, context.current_processing_time()))
-
     def job(timeout: str) -> list:
-        sink = Arrivals()
+        seen: list = []
+
+        class Arrivals(SinkFunction):  # each subtask has its own copy; they share ``seen``
+            def invoke(self, value, context):
+                seen.append((value, context.current_processing_time()))
 
         def build(env):
             env.from_source(DataGeneratorSource(lambda i: i, records_per_second=50, type_info=Types.LONG()),
-                            WatermarkStrategy.no_watermarks(), "Numbers").rebalance().add_sink(sink)
+                            WatermarkStrategy.no_watermarks(), "Numbers").rebalance().add_sink(Arrivals())
             env.execute()
 
         run_job(build, "rill.duration=1 s", f"execution.buffer-timeout.interval={timeout}")
-        return sink.seen
+        return seen
 
     timed, immediate = job("100 ms"), job("0")
     # records are produced every 20 ms; with a 100 ms timeout they arrive at 100, 200, ... ms

@@ -206,3 +206,38 @@ def test_timers_on_a_non_keyed_stream_are_refused():
     job = run_job(build)
     assert job.outcome.status == "FAILED"
     assert "Register timers is only supported on a keyed stream." in str(job.error)
+
+
+class RunningTotal(KeyedProcessFunction):
+    """Keeps a state handle and a plain counter on ``self`` (in ``open``)."""
+
+    def open(self, ctx):
+        self.total = ctx.get_state(ValueStateDescriptor("total", Types.INT()))
+        self.subtask = ctx.get_index_of_this_subtask()
+        self.seen = 0
+
+    def process_element(self, value, ctx):
+        self.seen += 1
+        self.total.update((self.total.value() or 0) + value[1])
+        yield ctx.get_current_key(), self.total.value(), self.subtask, self.seen
+
+
+def test_every_subtask_has_its_own_copy_of_the_function():
+    """As Flink deserialises a function per subtask: what open() puts on self is the subtask's."""
+    data = [(f"k{i % 7}", i + 1) for i in range(70)]
+    results: list = []
+
+    def build(env):
+        env.set_parallelism(2)
+        env.from_collection(data).rebalance().map(lambda v: v).key_by(lambda v: v[0], Types.STRING()) \
+            .process(RunningTotal()).add_sink(results.append)
+        env.execute("copies")
+
+    assert run_job(build).outcome.status == "FINISHED"
+    for key in {k for k, _ in data}:
+        totals = [total for k, total, _, _ in results if k == key]  # in the order the records came
+        added = [b - a for a, b in zip([0, *totals], totals)]
+        assert sorted(added) == sorted(v for k, v in data if k == key)
+    for subtask in (0, 1):
+        seen = [n for _, _, s, n in results if s == subtask]
+        assert seen and seen == list(range(1, len(seen) + 1))

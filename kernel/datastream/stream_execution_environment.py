@@ -183,7 +183,7 @@ class StreamExecutionEnvironment:
         path = os.path.abspath(file_path)
         directory = path if os.path.isdir(path) else os.path.dirname(path)
         if directory not in sys.path:
-            sys.path.insert(0, directory)
+            sys.path = [directory, *sys.path]  # a new list: another thread may be iterating the old one
 
     def close(self) -> None:
         """Nothing to release: transformations are dropped when the environment is."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kernel.graph.job import JobVertex
-from kernel.graph.stream import StreamEdge, StreamGraph
+from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
 from kernel.streaming.operators import StreamOperator, create_operator
 from kernel.streaming.outputs import (
     ChainingOutput,
@@ -33,14 +33,16 @@ def _counting(output: Output, counter: Any) -> Output:
 class OperatorChain:
     def __init__(self, vertex: JobVertex, graph: StreamGraph, runtime: OperatorRuntime,
                  network_output: Callable[[StreamEdge], Output], counter: Any = None,
-                 watermark_listener: Any = None) -> None:
+                 watermark_listener: Any = None,
+                 create: Callable[[StreamNode, OperatorRuntime], StreamOperator] = create_operator) -> None:
         """``counter.records_out`` counts records leaving the chain, once per record per
         operator (however many network edges carry it), as Flink's numRecordsOut.
         ``watermark_listener`` hears the watermarks and statuses reaching the end of the chain
-        at operators with no output (sinks)."""
+        at operators with no output (sinks). ``create`` makes each node's operator (a backend
+        may substitute some, e.g. sinks that run elsewhere)."""
         self.vertex = vertex
         nodes = [graph.nodes[nid] for nid in vertex.chained_node_ids]
-        self.operators: list[StreamOperator] = [create_operator(node, runtime) for node in nodes]
+        self.operators: list[StreamOperator] = [create(node, runtime) for node in nodes]
         by_node = {node.id: op for node, op in zip(nodes, self.operators)}
         chained = {id(edge) for edge in vertex.chained_edges}
         for node, operator in zip(nodes, self.operators):

@@ -6,6 +6,7 @@ Randomness (rebalance's first channel, shuffle) comes from the kernel's seeded R
 
 from __future__ import annotations
 
+from itertools import repeat
 from random import Random
 from typing import Any, Callable
 
@@ -113,22 +114,24 @@ class KeyGroupChannels(ChannelSelector):
         n = self.num_channels
         if n == 1:
             return [(0, values, timestamps)]
-        cache = self.cache
-        select = self.key_selector
-        channels = []
-        append = channels.append
-        for value in values:
+        cache, select, channel_of = self.cache, self.key_selector, self.channel_of
+        out_values: list[list] = [[] for _ in range(n)]
+        add_value = [part.append for part in out_values]
+        out_ts: list[list] = [[] for _ in range(n)]
+        add_ts = [part.append for part in out_ts]
+        for value, ts in zip(values, timestamps if timestamps is not None else repeat(None, len(values))):
             key = select(value)
             try:
                 channel = cache[key]
             except KeyError:
-                channel = self.channel_of(key)
+                channel = channel_of(key)
                 if len(cache) < KEY_CACHE_LIMIT:
                     cache[key] = channel
             except TypeError:  # unhashable key (list, dict): route without the cache
-                channel = self.channel_of(key)
-            append(channel)
-        return _split(channels, values, timestamps, n)
+                channel = channel_of(key)
+            add_value[channel](value)
+            add_ts[channel](ts)
+        return [(c, out_values[c], out_ts[c] if timestamps is not None else None) for c in range(n) if out_values[c]]
 
 
 class Custom(ChannelSelector):

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any, Callable
 
 from kernel.datastream.functions import RuntimeContext
 from kernel.streaming.state import KeyedStateBackend
+
+
+def print_to_stdout(text: str) -> None:
+    """What print sinks write. A reader that closed the pipe (``rill run JOB | head``) ends
+    the output, not the job: the rest goes to /dev/null (it is still in the event log)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 @dataclass
@@ -40,9 +54,10 @@ class OperatorRuntime:
                  auto_watermark_interval: int = 200) -> None:
         self.info = info
         self.rng_factory = rng_factory
-        #: BATCH execution: perfect watermarks, keyed results once per key at the end
+        #: BATCH execution: no watermarks but the final one (timers fire at the end of input),
+        #: keyed results once per key at the end
         self.batch = batch
-        self.auto_watermark_interval = auto_watermark_interval
+        self.auto_watermark_interval = 0 if batch else auto_watermark_interval
         #: when set, sinks stage their output per attempt (:mod:`kernel.streaming.committer`)
         self.sink_committer: Any = None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from enum import Enum
+from itertools import repeat
 from typing import Any
 
 from kernel.common.watermark_strategy import TimestampAssigner
@@ -124,7 +125,7 @@ class DataGeneratorReader(SourceReader):
     def poll(self, limit: int) -> list:
         n = min(limit, self._due())
         generate = self.generate
-        batch = [generate(i) for i in range(self.next, self.next + n)]
+        batch = list(map(generate, range(self.next, self.next + n)))
         self.next += n
         self.finished = self.next > self.last
         return batch
@@ -277,7 +278,7 @@ class SourceOperator(StreamOperator):
             assigner = strategy.timestamp_assigner
             if assigner is not None:
                 self.assign = assigner.extract_timestamp if isinstance(assigner, TimestampAssigner) else assigner
-            if strategy.kind != "none":
+            if strategy.kind != "none" and not self.runtime.batch:  # BATCH: only the final watermark
                 self.generator = self.runtime.create_watermark_generator(strategy, self.activity.now_ms)
                 self._schedule_periodic()
                 if self.assign is not None:
@@ -348,8 +349,7 @@ class SourceOperator(StreamOperator):
         else:
             values = reader.poll(limit) if not reader.finished else []
             if values and self.assign is not None:
-                assign = self.assign
-                timestamps = [assign(v, MIN_LONG) for v in values]
+                timestamps = list(map(self.assign, values, repeat(MIN_LONG, len(values))))
         if values and self.alignment is not None:
             values, timestamps = self._align(values, timestamps)
             if not values:

@@ -4,6 +4,11 @@ Timers are unique per (key, namespace, timestamp). Event-time timers fire when a
 reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
 fire from a task mail when the processing clock reaches them. Deleting a timer removes it
 from the set; its heap entry is skipped when reached.
+
+In BATCH execution (Flink's ``BatchExecutionInternalTimeService``) processing time does not
+advance: processing-time timers are not scheduled, and all of them fire when the final
+watermark arrives, right after the event-time timers; timers registered while they fire are
+ignored (the service is quiesced, so a timer re-registering itself cannot loop forever).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable
 
-from kernel.streaming.elements import MIN_LONG
+from kernel.streaming.elements import MAX_LONG, MIN_LONG
 from kernel.streaming.state import KeyedStateBackend
 
 Fire = Callable[[int, Any, Any], None]  # (timestamp, key, namespace)
@@ -57,8 +62,10 @@ class _TimerQueue:
 
 class InternalTimerService:
     def __init__(self, backend: KeyedStateBackend, on_event_time: Fire, on_processing_time: Fire,
-                 schedule: Callable[[int, Callable[[], None]], Any], now_ms: Callable[[], int]) -> None:
+                 schedule: Callable[[int, Callable[[], None]], Any], now_ms: Callable[[], int],
+                 batch: bool = False) -> None:
         self.backend = backend
+        self.batch = batch
         self._on_event_time = on_event_time
         self._on_processing_time = on_processing_time
         self._schedule = schedule
@@ -72,13 +79,17 @@ class InternalTimerService:
     # -- registration (for the current key) ---------------------------------------------------
 
     def register_event_time_timer(self, namespace: Any, timestamp: int) -> None:
+        if self.batch and self.current_watermark == MAX_LONG:
+            return
         self.event_timers.add(timestamp, self.backend.current_key, namespace)
 
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         self.event_timers.delete(timestamp, self.backend.current_key, namespace)
 
     def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
-        if self.processing_timers.add(timestamp, self.backend.current_key, namespace):
+        if self.batch and self.current_watermark == MAX_LONG:
+            return
+        if self.processing_timers.add(timestamp, self.backend.current_key, namespace) and not self.batch:
             if self._wakeup is None or timestamp < self._wakeup:
                 self._wakeup = timestamp
                 self._schedule(timestamp, self._fire_processing_time)
@@ -89,17 +100,24 @@ class InternalTimerService:
     # -- firing -------------------------------------------------------------------------------
 
     def advance_watermark(self, watermark: int) -> None:
-        """Fire every event-time timer <= ``watermark`` in timestamp order."""
+        """Fire every event-time timer <= ``watermark`` in timestamp order (in BATCH, at the
+        final watermark, every processing-time timer after them)."""
         self.current_watermark = watermark
+        self.fired += self._drain(self.event_timers, watermark, self._on_event_time)
+        if self.batch and watermark == MAX_LONG:
+            self._drain(self.processing_timers, MAX_LONG, self._on_processing_time)
+
+    def _drain(self, queue: _TimerQueue, limit: int, fire: Fire) -> int:
         backend = self.backend
+        fired = 0
         while True:
-            due = self.event_timers.pop_due(watermark)
+            due = queue.pop_due(limit)
             if due is None:
-                return
+                return fired
             timestamp, key, namespace = due
             backend.current_key = key
-            self.fired += 1
-            self._on_event_time(timestamp, key, namespace)
+            fired += 1
+            fire(timestamp, key, namespace)
 
     def _fire_processing_time(self) -> None:
         self._wakeup = None
@@ -111,15 +129,7 @@ class InternalTimerService:
 
     def fire_processing_time(self, now: int) -> None:
         """Fire every processing-time timer <= ``now`` in timestamp order."""
-        backend = self.backend
-        while True:
-            due = self.processing_timers.pop_due(now)
-            if due is None:
-                return
-            timestamp, key, namespace = due
-            backend.current_key = key
-            self.fired += 1
-            self._on_processing_time(timestamp, key, namespace)
+        self.fired += self._drain(self.processing_timers, now, self._on_processing_time)
 
     def pending(self) -> int:
         return len(self.event_timers) + len(self.processing_timers)

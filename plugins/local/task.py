@@ -13,7 +13,6 @@ suspend with the idle timer. Both suspensions resume on availability.
 from __future__ import annotations
 
 import hashlib
-import sys
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -26,7 +25,7 @@ from kernel.streaming.chain import OperatorChain
 from kernel.streaming.elements import MIN_LONG, EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
 from kernel.streaming.outputs import blame
 from kernel.streaming.partitioning import channel_selector
-from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
 from kernel.streaming.sources import InputStatus
 from plugins.local.metrics import TaskIOMetrics
 from plugins.local.network import InputGate, RecordWriterOutput, ResultPartition
@@ -107,7 +106,7 @@ class LocalOperatorRuntime(OperatorRuntime):
         return self.task.run.plugin_manager.hook.create_watermark_valve(num_channels=num_channels, run=self.task.run)
 
     def write_stdout(self, text: str, sink: str = "", lines: int = 0) -> None:
-        sys.stdout.write(text)
+        print_to_stdout(text)
         d = self.task.deployment
         self.task.run.bus.emit(SinkOutputPrinted(
             time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,

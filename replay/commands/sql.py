@@ -9,9 +9,7 @@ import json
 import click
 
 from kernel.cli.common import config_options, format_table, open_session
-from replay.sql import run_query
-from replay.store import event_store
-from replay.views import create_views
+from kernel.errors import UsageError
 
 
 def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
@@ -29,12 +27,19 @@ def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
 @click.command("sql")
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--engine", default="duckdb", show_default=True,
+              help="SQL engine: duckdb, or spark (Spark SQL over Parquet, for logs too big for one machine).")
+@click.option("--parquet", "parquet", default=None, type=click.Path(file_okay=False),
+              help="Query the runs `rill export` wrote to this directory instead of the event log.")
 @config_options
-def sql_command(query: str, fmt: str, config_path: str | None, sets: tuple[str, ...]) -> None:
+def sql_command(query: str, fmt: str, engine: str, parquet: str | None, config_path: str | None,
+                sets: tuple[str, ...]) -> None:
     """Run one read-only SQL query over the event log (tables in schema rill; views
     task_metrics, backpressure, watermarks, heartbeats, task_timeline, slots, failures)."""
     session = open_session(config_path, sets)
-    with event_store(session).read() as con:
-        create_views(con)
-        columns, rows = run_query(con, query)
+    engines: dict[str, object] = {}
+    session.plugin_manager.hook.register_sql_engines(register=engines.__setitem__)
+    if engine not in engines:
+        raise UsageError(f"unknown SQL engine {engine!r} (available: {', '.join(sorted(engines))})")
+    columns, rows = engines[engine].query(session, query, parquet)
     click.echo(render(columns, rows, fmt))

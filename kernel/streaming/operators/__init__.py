@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import copy
+import dataclasses
+from typing import Any, Callable
 
+from kernel.datastream.functions import Function
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
@@ -60,7 +63,28 @@ def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperato
     operator_class = OPERATORS.get(spec.kind)
     if operator_class is None:
         raise ValueError(f"operator {node.name!r}: unknown operator kind {spec.kind!r}")
-    return operator_class(spec, node, runtime)
+    return operator_class(subtask_copy(spec), node, runtime)
+
+
+def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
+    """The spec with the subtask's own copies of the user's function objects: Flink
+    deserialises the functions once per subtask, so what ``open()`` stores on ``self`` (state
+    handles, counters) is the subtask's own. Plain callables are shared (they hold no state of
+    the subtask); a function object that cannot be deep-copied is copied shallowly."""
+    function = _own_copy(spec.function)
+    params = {name: _own_copy(value) for name, value in spec.params.items()}
+    if function is spec.function and all(params[name] is value for name, value in spec.params.items()):
+        return spec
+    return dataclasses.replace(spec, function=function, params=params)
+
+
+def _own_copy(value: Any) -> Any:
+    if not isinstance(value, Function):
+        return value
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # holds something that cannot be copied (a lock, a connection)
+        return copy.copy(value)
 
 
 __all__ = ["OPERATORS", "StreamOperator", "TwoInputStreamOperator", "create_operator"]

@@ -21,7 +21,7 @@ from kernel.datastream.window import (
     TumblingEventTimeWindows,
     check_time_record,
 )
-from kernel.streaming.elements import MAX_LONG
+from kernel.streaming.elements import MAX_LONG, MIN_LONG
 from kernel.streaming.operators.window import WindowOperator
 
 
@@ -50,6 +50,10 @@ class AlignedWindowOperator(WindowOperator):
     # -- elements -----------------------------------------------------------------------------
 
     def process_batch(self, values, timestamps):
+        if self.size == self.slide and self.contents_kind == "reduce" and self.timers.current_watermark == MIN_LONG \
+                and timestamps and None not in timestamps:
+            self._reduce_before_watermarks(values, timestamps)
+            return
         out_values: list = []
         out_ts: list = []
         side: dict = {}
@@ -100,6 +104,29 @@ class AlignedWindowOperator(WindowOperator):
             self.handle_late(late_values, late_ts)
         self.flush_results(out_values, out_ts, side)
 
+    def _reduce_before_watermarks(self, values: list, timestamps: list) -> None:
+        """Reducing into tumbling windows before any watermark (all of BATCH execution):
+        nothing is late and nothing fires yet."""
+        select, windows, reduce = self.key_selector, self.windows, self._reduce
+        size, offset, lateness = self.size, self.offset, self.allowed_lateness
+        get = windows.get
+        created = []
+        for value, ts in zip(values, timestamps):
+            slot = (select(value), ts - (ts - offset + size) % size)
+            contents = get(slot)
+            if contents is None:
+                windows[slot] = value
+                created.append(slot)
+            else:
+                windows[slot] = reduce(contents, value)
+        register = self._register
+        for slot in created:  # timers in creation order, as the element-wise path registers them
+            last = slot[1] + size - 1
+            cleanup = last + lateness
+            register(last, slot)
+            if cleanup != last and cleanup < MAX_LONG:
+                register(cleanup, slot)
+
     def _register(self, time: int, slot: tuple[Any, int]) -> None:
         slots = self.due.get(time)
         if slots is None:
@@ -119,16 +146,20 @@ class AlignedWindowOperator(WindowOperator):
             out_ts: list = []
             side: dict = {}
             fired = 0
-            size, lateness = self.size, self.allowed_lateness
+            size, lateness, windows = self.size, self.allowed_lateness, self.windows
+            fire, clearing = self._fire, self.clearing_function
             while due_times and due_times[0] <= timestamp:
                 time = heapq.heappop(due_times)
                 for slot in due.pop(time):
                     fired += 1
                     last = slot[1] + size - 1
                     if time == last:
-                        self._fire(slot, out_values, out_ts, side)
-                    if time == min(last + lateness, MAX_LONG):
-                        self._clean_up(slot)
+                        fire(slot, out_values, out_ts, side)
+                    if time == last + lateness or time == MAX_LONG:
+                        if clearing is None:
+                            del windows[slot]
+                        else:
+                            self._clean_up(slot)
             self.runtime.count("timers_fired", fired)
             self.flush_results(out_values, out_ts, side)
         self.output.emit_watermark(timestamp)
@@ -138,20 +169,25 @@ class AlignedWindowOperator(WindowOperator):
         if contents is None:
             return
         key, start = slot
-        if self.contents_kind == "aggregate":
-            contents = self.spec.function.get_result(contents)
-        elif self.contents_kind == "list":
-            contents = list(contents)
+        kind = self.contents_kind
+        if kind == "aggregate":
+            elements = [self.spec.function.get_result(contents)]
+        elif kind == "list":
+            elements = list(contents)
+        else:
+            elements = [contents]
         self.backend.current_key = key
-        self._emit(key, TimeWindow(start, start + self.size), contents, out_values, out_ts, side)
+        self.runtime.count("windows_fired")
+        end = start + self.size
+        self.emit_results(self._apply(key, TimeWindow(start, end), elements), end - 1, out_values, out_ts, side)
 
     def _clean_up(self, slot: tuple[Any, int]) -> None:
         del self.windows[slot]
-        if self.process_function is not None:
+        if self.clearing_function is not None:
             key, start = slot
             self.backend.current_key = key
             self.process_context._window = TimeWindow(start, start + self.size)
-            self.process_function.clear(self.process_context)
+            self.clearing_function.clear(self.process_context)
 
 
 def window_operator(spec: Any, node: Any, runtime: Any) -> WindowOperator:

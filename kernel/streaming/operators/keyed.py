@@ -7,6 +7,7 @@ from typing import Any
 from kernel.datastream import functions as fn
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
+from kernel.streaming.elements import MAX_LONG
 from kernel.streaming.operators.base import StreamOperator, method_or_callable
 from kernel.streaming.timers import InternalTimerService
 
@@ -68,7 +69,8 @@ class TimerOperator(StreamOperator):
         super().open()
         runtime = self.runtime
         self.timers = InternalTimerService(
-            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms
+            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms,
+            batch=runtime.batch,
         )
 
     def process_watermark(self, timestamp: int) -> None:
@@ -129,19 +131,16 @@ class ReduceOperator(StreamOperator):
         super().open()
         self._reduce = method_or_callable(self.spec.function, fn.ReduceFunction, "reduce")
         self._values: dict[Any, Any] = {}
-        self._last_timestamp: dict[Any, Any] = {}
 
     def process_batch(self, values, timestamps):
         reduce, select, state = self._reduce, self.key_selector, self._values
         backend = self.backend
         if self.runtime.batch:
-            for i, value in enumerate(values):
+            for value in values:
                 key = select(value)
                 backend.current_key = key
                 current = state.get(key)
                 state[key] = value if current is None else reduce(current, value)
-                if timestamps is not None:
-                    self._last_timestamp[key] = timestamps[i]
             return
         out = []
         append = out.append
@@ -155,8 +154,10 @@ class ReduceOperator(StreamOperator):
             append(value)
         self.output.collect(out, timestamps)
 
-    def end_input(self) -> None:
-        if self.runtime.batch and self._values:
-            keys = list(self._values)
-            stamps = [self._last_timestamp.get(k) for k in keys] if self._last_timestamp else None
-            self.output.collect([self._values[k] for k in keys], stamps)
+    def process_watermark(self, timestamp: int) -> None:
+        """BATCH: the final watermark emits each key's value (at MAX_LONG, as Flink's
+        ``BatchGroupedReduceOperator``) before it is forwarded."""
+        if timestamp == MAX_LONG and self.runtime.batch and self._values:
+            values, self._values = self._values, {}
+            self.output.collect(list(values.values()), [MAX_LONG] * len(values))
+        super().process_watermark(timestamp)

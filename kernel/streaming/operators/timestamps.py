@@ -23,7 +23,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             self.assign = assigner.extract_timestamp if isinstance(assigner, TimestampAssigner) else assigner
         self.watermarks = WatermarkOutput(self)
         self.generator = None
-        if strategy.kind != "none":
+        if strategy.kind != "none" and not self.runtime.batch:  # BATCH: only the final watermark
             self.generator = self.runtime.create_watermark_generator(strategy, self.runtime.now_ms)
             self._schedule()
 

@@ -77,7 +77,8 @@ class KeyedCoProcessOperator(_PerRecord):
         super().open()
         runtime = self.runtime
         self.timers = InternalTimerService(
-            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms
+            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms,
+            batch=runtime.batch,
         )
         self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
         function = self.spec.function

@@ -171,8 +171,12 @@ class WindowOperator(TimerOperator):
         self.allowed_lateness: int = params["allowed_lateness"]
         self.late_tag = params.get("late_data_tag")
         self.window_function = params.get("window_function")
-        self.process_function = self.window_function if isinstance(
-            self.window_function, (fn.ProcessWindowFunction, fn.ProcessAllWindowFunction)) else None
+        #: the process window function whose ``clear`` runs when a window is purged (None
+        #: when there is none or it keeps the no-op ``clear``)
+        self.clearing_function = self.window_function if isinstance(
+            self.window_function, (fn.ProcessWindowFunction, fn.ProcessAllWindowFunction)) and type(
+            self.window_function).clear not in (fn.ProcessWindowFunction.clear, fn.ProcessAllWindowFunction.clear
+                                                ) else None
         self.contents_kind = params["contents"]
         self.merging = isinstance(self.assigner, MergingWindowAssigner)
         self.contents = self.backend.get_state(self._contents_descriptor())
@@ -362,9 +366,9 @@ class WindowOperator(TimerOperator):
         context = self.trigger_context
         context.window = window
         self.trigger.clear(window, context)
-        if self.process_function is not None:
+        if self.clearing_function is not None:
             self.process_context._window = window
-            self.process_function.clear(self.process_context)
+            self.clearing_function.clear(self.process_context)
         if merging_set is not None:
             merging_set.retire(window)
 

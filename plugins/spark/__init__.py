@@ -1,0 +1,2 @@
+"""The ``spark`` execution backend: bounded jobs on Spark through PySpark, in Flink's BATCH
+semantics; and Spark SQL over exported event logs."""

@@ -1,0 +1,365 @@
+"""What runs inside Spark: one subtask of one job vertex per partition.
+
+A ``SubtaskRunner`` is shipped (with the job graph and its user functions) to the Python
+workers; for partition i it builds the vertex's operator chain for subtask i — the same
+chain the local runtime runs — with a batch runtime, feeds it its input and yields the
+records it sends into job edges, pickled in blocks (so a record that cannot be serialised
+names the operator), keyed for Spark's shuffle: ``(target subtask, (consumer input, blob))``,
+or ``(job edge, (target subtask, (consumer input, blob)))`` when the vertex feeds several
+edges. What goes to the driver travels in a Spark accumulator, tagged with the vertex, the
+subtask and a token of this computation of it:
+
+* ``("s", vertex, subtask, token, node, blob)``: records for a sink, which runs on the driver;
+* ``("m", vertex, subtask, token, metrics)``: records in/out, counters, the subtask's start
+  and end (wall clock).
+
+BATCH semantics (Flink's batch runtime mode): the input is read completely; a keyed head gets
+it sorted as Flink sorts it, each key's records (of both inputs of a two-input operator) in
+timestamp order; no watermark but the final one, so event-time timers (windows) fire at the
+end of input, processing-time timers after them. Processing time is the wall clock, but a
+rate-limited source is read without waiting (its pauses are skipped).
+A failure is raised with ``FAILURE_MARK`` and a JSON description the driver reports.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import pickle
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, Callable, Iterator
+
+from kernel.rng import SeededRandom
+from kernel.streaming.chain import OperatorChain
+from kernel.streaming.elements import MAX_LONG, MIN_LONG
+from kernel.streaming.operators import create_operator
+from kernel.streaming.operators.base import StreamOperator
+from kernel.streaming.outputs import Output
+from kernel.streaming.partitioning import channel_selector
+from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.streaming.sources import InputStatus
+
+BLOCK = 8192
+FAILURE_MARK = "RILL_SUBTASK_FAILED "
+SINK_KINDS = ("print", "sink_function", "sink_writer", "collect")
+
+
+def target_subtask(target: int) -> int:
+    """Spark's partition of a shuffled record: the consumer subtask it is keyed by (one
+    function for every edge, so a consumer's inputs share a partitioner)."""
+    return target
+
+
+class DriverChannel:
+    """The Spark accumulator parameter carrying items to the driver: lists, concatenated."""
+
+    def zero(self, value: list) -> list:
+        return []
+
+    def addInPlace(self, items: list, more: list) -> list:  # noqa: N802  (Spark's name)
+        items.extend(more)
+        return items
+
+
+class SubtaskFailure(RuntimeError):
+    """Raised in a Spark task; its message carries ``FAILURE_MARK`` and a JSON description."""
+
+
+class BatchRuntime(OperatorRuntime):
+    """Operators' view inside a Spark task: the wall clock as processing time, except that
+    the task never waits for it (a rate-limited source's pauses are skipped), no watermarks
+    but the final one."""
+
+    def __init__(self, info: TaskInfo, seed: int) -> None:
+        rng = SeededRandom(seed)
+        super().__init__(info, rng.stream, batch=True, auto_watermark_interval=0)
+        self.skipped_ms = 0
+        self.counters: dict[str, int] = {}
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000 + self.skipped_ms
+
+    def skip_to(self, when_ms: int) -> None:
+        """Processing time jumps to ``when_ms`` instead of waiting for it."""
+        self.skipped_ms += max(when_ms - self.now_ms(), 1)
+
+    def schedule(self, when_ms: int, callback: Callable[[], None]) -> Any:
+        return None  # batch: processing-time timers fire at the end of input
+
+    def create_watermark_generator(self, strategy: Any, activity_clock: Callable[[], int] | None = None) -> Any:
+        from plugins.watermarking.generators import create_generator
+
+        return create_generator(strategy, activity_clock or self.now_ms)
+
+    def count(self, metric: str, amount: int = 1) -> None:
+        self.counters[metric] = self.counters.get(metric, 0) + amount
+
+
+class _Counter:
+    records_out = 0
+
+
+class EdgeOutput(Output):
+    """A chain's output into a job edge: routes blocks of records to consumer subtasks."""
+
+    def __init__(self, runner: SubtaskRunner, edge_index: int, targets: list[int], selector: Any, operator: str) -> None:
+        self.runner = runner
+        self.edge_index = edge_index
+        self.consumer_input = runner.wiring.consumer_inputs[edge_index]
+        self.targets = targets  # channel -> consumer subtask
+        self.selector = selector
+        self.operator = operator
+        self.buffers: dict[int, tuple[list, list | None]] = {}
+
+    def collect(self, values, timestamps):
+        for channel, part_values, part_ts in self.selector.route(values, timestamps):
+            buffered = self.buffers.get(channel)
+            if buffered is None:
+                buffered = self.buffers[channel] = ([], [] if part_ts is not None else None)
+            buffered[0].extend(part_values)
+            if buffered[1] is not None:
+                buffered[1].extend(part_ts if part_ts is not None else [None] * len(part_values))
+            if len(buffered[0]) >= BLOCK:
+                self.flush(channel)
+
+    def flush(self, channel: int | None = None) -> None:
+        runner = self.runner
+        for ch in ([channel] if channel is not None else list(self.buffers)):
+            values, timestamps = self.buffers.pop(ch)
+            item = (self.targets[ch], (self.consumer_input, runner.pickle(values, timestamps, self.operator)))
+            runner.out.append(item if runner.single_edge else (self.edge_index, item))
+
+    def emit_watermark(self, timestamp):
+        """Batch: consumers take the end of their input as the final watermark."""
+
+    def emit_watermark_status(self, idle):
+        pass
+
+    def emit_latency_marker(self, marker):
+        pass
+
+
+class DriverSink(StreamOperator):
+    """Stands in for a sink in the Spark task: its records go to the driver, where the real
+    sink runs (print to the driver's stdout, user sink functions with the driver's state)."""
+
+    def user_functions(self) -> list[Any]:
+        return []
+
+    def process_batch(self, values, timestamps):
+        runner = self.runner
+        runner.to_driver("s", self.node.id, runner.pickle(values, timestamps, self.name))
+
+    def process_watermark(self, timestamp: int) -> None:
+        pass
+
+
+@dataclass
+class Wiring:
+    """How the job's edges connect subtasks (the same for every vertex of a job)."""
+
+    edges: dict[str, int]  # stream edge id -> job edge index
+    targets: dict[int, list[list[int]]]  # job edge index -> [producer subtask][channel] -> consumer subtask
+    consumer_max_parallelism: dict[int, int]  # job edge index -> key groups of its consumer
+    consumer_inputs: dict[int, int]  # job edge index -> input (0 / 1) of the consumer's head
+    outputs: dict[str, int]  # job vertex id -> number of job edges it feeds
+
+
+class SubtaskRunner:
+    def __init__(self, vertex: Any, graph: Any, wiring: Wiring, max_parallelism: int, seed: int,
+                 driver: Any) -> None:
+        self.vertex = vertex
+        self.graph = graph
+        self.wiring = wiring
+        self.max_parallelism = max_parallelism
+        self.seed = seed
+        self.driver = driver  # the Spark accumulator carrying metrics and sink records to the driver
+        self.is_source = not vertex.inputs
+        self.single_edge = wiring.outputs[vertex.id] == 1
+
+    # -- in the Spark task -------------------------------------------------------------------
+
+    def __call__(self, index: int, records: Iterator[Any]) -> Iterator[Any]:
+        """The subtask, with Python's cyclic garbage collector paused: a batch task allocates
+        millions of records that reference counting frees, and the collector's passes over
+        them would cost a tenth of its time; it resumes when the subtask ends."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            yield from self._run(index, records)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self, index: int, records: Iterator[Any]) -> Iterator[Any]:
+        self.subtask = index
+        self.token = uuid.uuid4().hex
+        self.out: list[Any] = []
+        vertex = self.vertex
+        info = TaskInfo(vertex.name, index, vertex.parallelism, self.max_parallelism, 0, vertex_id=vertex.id)
+        runtime = BatchRuntime(info, self.seed)
+        started = time.time_ns()
+        counter = _Counter()
+        chain = None
+        records_in = 0
+        try:
+            chain = OperatorChain(vertex, self.graph, runtime, self._network_output(runtime), counter,
+                                  create=self._create)
+            chain.open()
+            if self.is_source:
+                yield from self._read_source(chain, runtime)
+            else:
+                records_in = yield from self._process_input(chain, records)
+            chain.finish()
+            for output in self._outputs:
+                output.flush()
+            chain.close()
+        except SubtaskFailure:
+            raise
+        except Exception as exc:
+            raise self._failure(exc, chain) from None
+        yield from self.out
+        self.out = []
+        self.to_driver("m", {"started": started, "ended": time.time_ns(), "records_in": records_in,
+                             "records_out": counter.records_out, **runtime.counters})
+
+    def to_driver(self, kind: str, *payload: Any) -> None:
+        self.driver.add([(kind, self.vertex.id, self.subtask, self.token, *payload)])
+
+    def _create(self, node: Any, runtime: OperatorRuntime) -> StreamOperator:
+        if node.operator.kind in SINK_KINDS:
+            sink = DriverSink(node.operator, node, runtime)
+            sink.runner = self
+            return sink
+        return create_operator(node, runtime)
+
+    def _network_output(self, runtime: BatchRuntime) -> Callable[[Any], Output]:
+        self._outputs: list[EdgeOutput] = []
+        rng = SeededRandom(self.seed).stream(f"network/{self.vertex.id}/{self.subtask}")
+
+        def output(edge: Any) -> Output:
+            wiring = self.wiring
+            index = wiring.edges[edge.edge_id]
+            targets = wiring.targets[index][self.subtask]
+            selector = channel_selector(edge.partitioner, len(targets), wiring.consumer_max_parallelism[index], rng)
+            result = EdgeOutput(self, index, targets, selector, self.graph.nodes[edge.source_id].name)
+            self._outputs.append(result)
+            return result
+
+        return output
+
+    def _read_source(self, chain: OperatorChain, runtime: BatchRuntime) -> Iterator[Any]:
+        head = chain.head
+        while True:
+            status = head.emit_next(BLOCK)
+            if self.out:
+                yield from self.out
+                self.out = []
+            if status is InputStatus.END_OF_INPUT:
+                return
+            if status is InputStatus.NOTHING_AVAILABLE:
+                when = head.reader.available_at()
+                if when is None:
+                    raise RuntimeError(f"source {head.name!r} has nothing to read and does not end: the spark "
+                                       "backend runs bounded sources only")
+                runtime.skip_to(when)
+
+    def _process_input(self, chain: OperatorChain, records: Iterator[Any]) -> Iterator[Any]:
+        head = chain.head
+        two_input = self.vertex.invokable == "TwoInputStreamTask"
+        inputs: list[list[tuple[list, list | None]]] = [[], []]
+        for _, (input_index, blob) in records:
+            inputs[input_index].append(pickle.loads(blob))
+        count = sum(len(values) for part in inputs for values, _ in part)
+        processes = (head.process_batch1, head.process_batch2) if two_input else (head.process_batch,)
+        inputs = inputs[:len(processes)]
+        if head.keyed:
+            runs = _in_timestamp_order(inputs)
+        else:
+            runs = ((index, values, timestamps) for index, batches in enumerate(inputs) for values, timestamps in batches)
+        for index, values, timestamps in runs:
+            processes[index](values, timestamps)
+            if len(self.out) > 64:
+                yield from self.out
+                self.out = []
+        if two_input:
+            head.process_watermark_input(0, MAX_LONG)
+            head.process_watermark_input(1, MAX_LONG)
+        else:
+            head.process_watermark(MAX_LONG)
+        return count
+
+    # -- serialisation and failures --------------------------------------------------------------
+
+    def pickle(self, values: list, timestamps: list | None, operator: str) -> bytes:
+        try:
+            return pickle.dumps((values, timestamps), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            sample = next((v for v in values if not _picklable(v)), None)
+            raise SubtaskFailure(FAILURE_MARK + json.dumps({
+                "vertex": self.vertex.name, "subtask": self.subtask, "parallelism": self.vertex.parallelism,
+                "operator": operator,
+                "error": f"the spark backend cannot serialise a record of {operator!r}: {type(exc).__name__}: {exc}"
+                         + (f" (record {sample!r:.200})" if sample is not None else ""),
+                "traceback": "",
+            })) from None
+
+    def _failure(self, exc: BaseException, chain: OperatorChain | None) -> SubtaskFailure:
+        operator = getattr(exc, "rill_operator", None) or (chain.head.name if chain is not None else self.vertex.name)
+        return SubtaskFailure(FAILURE_MARK + json.dumps({
+            "vertex": self.vertex.name, "subtask": self.subtask, "parallelism": self.vertex.parallelism,
+            "operator": operator,
+            "error": f"{type(exc).__name__}: {exc}", "traceback": "".join(traceback.format_exception(exc)),
+        }))
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value)
+        return True
+    except Exception:
+        return False
+
+
+def _in_timestamp_order(inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:
+    """The input of a keyed operator as Flink's sorted inputs give it in BATCH: each key's
+    records — of both inputs of a two-input operator — in timestamp order (ties: first input
+    first, then arrival order; no timestamp counts as the smallest), as runs of consecutive
+    records of one input: ``(input index, values, timestamps)``.
+
+    Flink also groups the keys one after the other; keyed state and timers are per key, so
+    the order across keys changes only the order of the results, and a stable sort of all
+    records by timestamp gives every key its order without grouping."""
+    values: list = []
+    timestamps: list = []
+    sides: list[int] = []
+    has_time = False
+    for index, batches in enumerate(inputs):
+        for batch_values, batch_ts in batches:
+            values.extend(batch_values)
+            if batch_ts is None:
+                timestamps.extend(repeat(None, len(batch_values)))
+            else:
+                has_time = True
+                timestamps.extend(batch_ts)
+            if len(inputs) > 1:
+                sides.extend(repeat(index, len(batch_values)))
+    if has_time:
+        keys = timestamps if None not in timestamps else [MIN_LONG if ts is None else ts for ts in timestamps]
+        order = sorted(range(len(values)), key=keys.__getitem__)  # stable
+        values = list(map(values.__getitem__, order))
+        timestamps = list(map(timestamps.__getitem__, order))
+        if len(inputs) > 1:
+            sides = list(map(sides.__getitem__, order))
+    start = 0
+    while start < len(values):
+        side = sides[start] if sides else 0
+        end = min(start + BLOCK, len(values))
+        if sides:  # a run ends where the other input's records begin
+            end = next((i for i in range(start + 1, end) if sides[i] != side), end)
+        yield side, values[start:end], timestamps[start:end] if has_time else None
+        start = end
