@@ -95,9 +95,11 @@ class SessionExecutor(PipelineExecutor):
     """Runs each program on the session's execution backend, prints the run's summary on
     stderr (unless ``quiet``) and raises ``JobFailed`` when the job failed."""
 
-    def __init__(self, session: Session, quiet: bool = False) -> None:
+    def __init__(self, session: Session, quiet: bool = False, progress: Any = None) -> None:
         super().__init__(session)
         self.quiet = quiet
+        #: a live status line (``kernel.cli.progress.LiveProgress``), cleared before the summary
+        self.progress = progress
         self.outcomes: list[RunOutcome] = []
 
     def run(self, program: Program) -> RunOutcome:
@@ -109,6 +111,8 @@ class SessionExecutor(PipelineExecutor):
         backend = session.plugin_manager.hook.create_execution_backend(config=session.config)
         outcome = backend.execute(compiled, session)
         self.outcomes.append(outcome)
+        if self.progress is not None:
+            self.progress.stop()
         sys.stdout.flush()
         if not self.quiet:
             print(render(outcome), file=sys.stderr)

@@ -20,6 +20,8 @@ class Session:
         plugin_manager.hook.register_event_types(register=self.events.register)
         #: input files runs of this session read instead of the job's own (a re-execution)
         self.input_overrides: dict[str, str] = {}
+        #: plugin objects registered besides the discovered ones (kept by ``with_sets``)
+        self.extra_plugins: tuple[Any, ...] = ()
         self._closed = False
 
     @classmethod
@@ -55,12 +57,13 @@ class Session:
         }
         config = validate(raw, sections, sorted(dormant - loaded))
         session = cls(manager, config)
+        session.extra_plugins = tuple(plugins)
         manager.hook.configure.call_historic(kwargs={"config": config})
         return session
 
     def with_sets(self, sets: Iterable[str]) -> Session:
         """A new session with ``key=value`` overrides (e.g. a what-if re-execution)."""
-        session = Session.from_raw(self.config.raw.with_sets(sets))
+        session = Session.from_raw(self.config.raw.with_sets(sets), self.extra_plugins)
         session.input_overrides = dict(self.input_overrides)
         return session
 

@@ -13,9 +13,9 @@ WITH v AS (
 lags AS ({WATERMARK_LAGS}),
 per_subtask AS (
     SELECT vertex_id, subtask,
-           sum(CASE WHEN isnan(busy_ms) THEN NULL ELSE busy_ms * interval_ms END) / sum(interval_ms) AS busy,
-           sum(idle_ms * interval_ms) / sum(interval_ms) AS idle,
-           sum(back_pressured_ms * interval_ms) / sum(interval_ms) AS back_pressured,
+           sum(CASE WHEN isnan(busy_ms) THEN NULL ELSE busy_ms * interval_ms END) / nullif(sum(interval_ms), 0) AS busy,
+           sum(idle_ms * interval_ms) / nullif(sum(interval_ms), 0) AS idle,
+           sum(back_pressured_ms * interval_ms) / nullif(sum(interval_ms), 0) AS back_pressured,
            sum(records_in) AS records_in, sum(records_out) AS records_out, sum(interval_ms) / 1000 AS seconds,
            sum(late_records_dropped) AS late, sum(windows_fired) AS windows
     FROM task_metrics WHERE run_id = $run GROUP BY ALL),

@@ -10,6 +10,7 @@ def register_commands(register):
     from replay.commands.export import export_command
     from replay.commands.metrics import metrics_command
     from replay.commands.replay import replay_command
+    from replay.commands.report import report_command
     from replay.commands.runs import runs_command
     from replay.commands.sql import sql_command
 
@@ -18,6 +19,7 @@ def register_commands(register):
     register(metrics_command)
     register(replay_command)
     register(export_command)
+    register(report_command)
 
 
 @hookimpl

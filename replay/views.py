@@ -48,7 +48,7 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                count(DISTINCT subtask) AS subtasks
         FROM (SELECT *, rank() OVER (PARTITION BY run_id, vertex_id, second
                                      ORDER BY back_pressured_ms DESC NULLS LAST) AS bp_rank
-              FROM task_metrics) m
+              FROM task_metrics WHERE interval_ms > 0) m
         GROUP BY run_id, vertex_id, second"""),
     "watermarks": (("watermark_advanced", "watermark_status_changed"), f"""
         WITH lags AS ({WATERMARK_LAGS}),

@@ -24,14 +24,16 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def open_session(config_path: str | None, sets: Iterable[str], inject: Iterable[str] = ()) -> Session:
-    """A session from ``--config``/``--set``, with ``--inject`` faults (``KIND:key=value,...``)."""
+def open_session(config_path: str | None, sets: Iterable[str], inject: Iterable[str] = (),
+                 plugins: Iterable[Any] = ()) -> Session:
+    """A session from ``--config``/``--set``, with ``--inject`` faults (``KIND:key=value,...``)
+    and extra plugin objects."""
     from kernel.config import load_raw
     from kernel.faults import parse_inject
 
     raw = load_raw(config_path, sets)
     tables = [parse_inject(spec) for spec in inject]
-    return Session.from_raw(raw.with_faults(tables) if tables else raw)
+    return Session.from_raw(raw.with_faults(tables) if tables else raw, plugins)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from kernel.cli.common import config_options, open_session
+from kernel.cli.progress import LiveProgress
 from kernel.errors import JobDefinitionError
 from kernel.execution import SessionExecutor
 from kernel.jobfile import run_script
@@ -18,14 +21,15 @@ from kernel.jobfile import run_script
 @click.option("--duration", default=None, metavar="TIME",
               help="Stop the job after this much clock time, e.g. 30s (rill.duration).")
 @click.option("--backend", default=None, help="Execution backend plugin (plugins.backend), e.g. local or spark.")
-@click.option("--quiet", is_flag=True, help="No summary on stderr.")
+@click.option("--quiet", is_flag=True, help="No summary and no live status line on stderr.")
 @click.option("--inject", multiple=True, metavar="KIND:KEY=VALUE,...",
               help="Inject a fault (repeatable), e.g. kill:target=taskexecutor-1,at=30s; kinds: kill, partition, "
                    "drop, delay, slow, raise (see README).")
 @config_options
 def run_command(job_file: str, clock: str | None, seed: int | None, duration: str | None, backend: str | None,
                 quiet: bool, inject: tuple[str, ...], config_path: str | None, sets: tuple[str, ...]) -> None:
-    """Run JOB_FILE: print sinks write to stdout, a summary of the run goes to stderr."""
+    """Run JOB_FILE: print sinks write to stdout, a summary of the run goes to stderr (on a terminal,
+    a live status line while it runs)."""
     overrides = []
     if clock is not None:
         overrides.append(f"rill.clock={clock}")
@@ -35,8 +39,9 @@ def run_command(job_file: str, clock: str | None, seed: int | None, duration: st
         overrides.append(f"rill.duration={duration}")
     if backend is not None:
         overrides.append(f"plugins.backend={backend}")
-    session = open_session(config_path, [*overrides, *sets], inject)
-    executor = SessionExecutor(session, quiet=quiet)
+    progress = LiveProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
+    session = open_session(config_path, [*overrides, *sets], inject, plugins=[progress] if progress else [])
+    executor = SessionExecutor(session, quiet=quiet, progress=progress)
     run_script(job_file, executor)
     if not executor.outcomes:
         raise JobDefinitionError(f"job file {job_file} defines no job: it never calls env.execute()")

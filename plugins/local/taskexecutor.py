@@ -21,6 +21,7 @@ from kernel.cluster_events import ConnectionClosed, TaskMetricsSampled, WorkerSt
 from kernel.messaging import AskTimeout, Component, MessagingService, RecipientUnreachable
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
+from plugins.local.metrics import COUNTERS
 from plugins.local.task import StreamTask
 
 if TYPE_CHECKING:
@@ -358,8 +359,8 @@ class TaskExecutor(Component):
     def sample(self, task: StreamTask, final: bool = False) -> None:
         d = task.deployment
         values: dict[str, Any] = task.metrics.sample(self.clock.now())
-        if final and values["interval_ms"] <= 0:
-            return
+        if final and values["interval_ms"] <= 0 and not any(values[name] for name in ("records_in", "records_out", *COUNTERS)):
+            return  # nothing happened since the last sample (a task that ran no clock time still counts)
         task.last_sample = values
         self._emit(TaskMetricsSampled(
             time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,

@@ -1,0 +1,1 @@
+"""``rill report``: a recorded run as one self-contained HTML page."""
