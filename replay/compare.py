@@ -78,7 +78,8 @@ def render_comparison(comparison: dict[str, Any]) -> str:
     from kernel.cli.common import format_table
 
     lines = [f"recorded run {comparison['recorded']} vs re-execution {comparison['rerun']}"]
-    lines.append(format_table(["", "recorded", "rerun"], [(n, _fmt(a), _fmt(b)) for n, a, b in comparison["figures"]]))
+    rows = [(name, format_figure(a), format_figure(b)) for name, a, b in comparison["figures"]]
+    lines.append(format_table(["", "recorded", "rerun"], rows))
     out = comparison["output"]
     same = out["only_recorded"] == 0 and out["only_rerun"] == 0
     lines.append(f"output: {out['lines_recorded']} lines recorded, {out['lines_rerun']} re-executed; "
@@ -90,11 +91,11 @@ def render_comparison(comparison: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _fmt(value: Any) -> str:
+def format_figure(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
         return f"{value:.3f}".rstrip("0").rstrip(".")
     if isinstance(value, list):
-        return ", ".join(_fmt(v) for v in value) or "-"
+        return ", ".join(format_figure(v) for v in value) or "-"
     return str(value)

@@ -220,9 +220,9 @@ def _run_section(report: dict[str, Any], index: int) -> str:
 
 
 def _comparison(comparison: dict[str, Any]) -> str:
-    from replay.compare import _fmt
+    from replay.compare import format_figure
 
-    rows = [[name, _fmt(a), _fmt(b)] for name, a, b in comparison["figures"]]
+    rows = [[name, format_figure(a), format_figure(b)] for name, a, b in comparison["figures"]]
     out = comparison["output"]
     same = out["only_recorded"] == 0 and out["only_rerun"] == 0
     printed = (f'print output: {out["lines_recorded"]:,} lines in {comparison["recorded"]}, {out["lines_rerun"]:,} in '
