@@ -92,3 +92,83 @@ def test_default_triggers():
     assert isinstance(TumblingEventTimeWindows.of(Time.seconds(1)).get_default_trigger(), EventTimeTrigger)
     assert isinstance(GlobalWindows.create().get_default_trigger(), NeverTrigger)
     assert TimeWindow(0, 5).max_timestamp() == 4
+
+
+class _Reducing:
+    def __init__(self, reduce):
+        self.reduce, self.value = reduce, None
+
+    def get(self):
+        return self.value
+
+    def add(self, value):
+        self.value = value if self.value is None else self.reduce(self.value, value)
+
+    def clear(self):
+        self.value = None
+
+
+class _TriggerContext:
+    """Timers and one reducing state per window, as the WindowOperator gives a trigger."""
+
+    def __init__(self, watermark=-(1 << 63), now=0):
+        self.watermark, self.now = watermark, now
+        self.timers: set = set()
+        self.states: dict = {}
+
+    def get_current_watermark(self):
+        return self.watermark
+
+    def get_current_processing_time(self):
+        return self.now
+
+    def register_event_time_timer(self, time):
+        self.timers.add(("event", time))
+
+    def register_processing_time_timer(self, time):
+        self.timers.add(("processing", time))
+
+    def delete_event_time_timer(self, time):
+        self.timers.discard(("event", time))
+
+    def delete_processing_time_timer(self, time):
+        self.timers.discard(("processing", time))
+
+    def get_partitioned_state(self, descriptor):
+        return self.states.setdefault(descriptor.name, _Reducing(descriptor.get_reduce_function()))
+
+
+def test_continuous_event_time_trigger_fires_every_interval_and_at_the_end():
+    from kernel.datastream.window import ContinuousEventTimeTrigger, TimeWindow, TriggerResult
+
+    trigger, window, ctx = ContinuousEventTimeTrigger.of(Time.milliseconds(3)), TimeWindow(0, 10), _TriggerContext()
+    assert trigger.on_element("a", 1, window, ctx) is TriggerResult.CONTINUE
+    assert ctx.timers == {("event", 9), ("event", 3)}  # the window's end, the first interval
+    trigger.on_element("b", 2, window, ctx)
+    assert ctx.timers == {("event", 9), ("event", 3)}  # already scheduled
+    assert trigger.on_event_time(3, window, ctx) is TriggerResult.FIRE
+    assert ("event", 6) in ctx.timers
+    assert trigger.on_event_time(5, window, ctx) is TriggerResult.CONTINUE  # not its firing time
+    assert trigger.on_event_time(6, window, ctx) is TriggerResult.FIRE
+    assert ctx.get_partitioned_state(trigger.state_desc).get() == 9  # capped at the window's end
+    assert trigger.on_event_time(9, window, ctx) is TriggerResult.FIRE
+    trigger.clear(window, ctx)
+    assert ("event", 9) not in ctx.timers and ctx.get_partitioned_state(trigger.state_desc).get() is None
+    ctx.watermark = 9
+    assert trigger.on_element("late", 4, window, ctx) is TriggerResult.FIRE  # the window is complete
+    assert repr(trigger) == "ContinuousEventTimeTrigger(3)" and trigger.can_merge()
+
+
+def test_continuous_processing_time_trigger_fires_every_interval():
+    from kernel.datastream.window import ContinuousProcessingTimeTrigger, TimeWindow, TriggerResult
+
+    trigger, window = ContinuousProcessingTimeTrigger.of(Time.milliseconds(4)), TimeWindow(0, 100)
+    ctx = _TriggerContext(now=5)
+    assert trigger.on_element("a", None, window, ctx) is TriggerResult.CONTINUE
+    assert ctx.timers == {("processing", 8)}
+    assert trigger.on_processing_time(8, window, ctx) is TriggerResult.FIRE
+    assert ctx.timers == {("processing", 8), ("processing", 12)}
+    assert trigger.on_event_time(12, window, ctx) is TriggerResult.CONTINUE
+    trigger.clear(window, ctx)
+    assert ("processing", 12) not in ctx.timers
+    assert repr(trigger) == "ContinuousProcessingTimeTrigger(4)"
