@@ -277,9 +277,10 @@ class SubtaskRunner:
         count = sum(len(values) for part in inputs for values, _ in part)
         processes = (head.process_batch1, head.process_batch2) if two_input else (head.process_batch,)
         inputs = inputs[:len(processes)]
-        if head.keyed:
+        timed = any(timestamps is not None for batches in inputs for _, timestamps in batches)
+        if head.keyed and timed:
             runs = _in_timestamp_order(inputs)
-        else:
+        else:  # no timestamps to sort by: each input in arrival order, the first input first
             runs = ((index, values, timestamps) for index, batches in enumerate(inputs) for values, timestamps in batches)
         for index, values, timestamps in runs:
             processes[index](values, timestamps)
@@ -329,7 +330,7 @@ def _in_timestamp_order(inputs: list[list[tuple[list, list | None]]]) -> Iterato
     """The input of a keyed operator as Flink's sorted inputs give it in BATCH: each key's
     records — of both inputs of a two-input operator — in timestamp order (ties: first input
     first, then arrival order; no timestamp counts as the smallest), as runs of consecutive
-    records of one input: ``(input index, values, timestamps)``.
+    records of one input: ``(input index, values, timestamps)``. Some records have timestamps.
 
     Flink also groups the keys one after the other; keyed state and timers are per key, so
     the order across keys changes only the order of the results, and a stable sort of all
@@ -337,29 +338,23 @@ def _in_timestamp_order(inputs: list[list[tuple[list, list | None]]]) -> Iterato
     values: list = []
     timestamps: list = []
     sides: list[int] = []
-    has_time = False
     for index, batches in enumerate(inputs):
         for batch_values, batch_ts in batches:
             values.extend(batch_values)
-            if batch_ts is None:
-                timestamps.extend(repeat(None, len(batch_values)))
-            else:
-                has_time = True
-                timestamps.extend(batch_ts)
+            timestamps.extend(repeat(None, len(batch_values)) if batch_ts is None else batch_ts)
             if len(inputs) > 1:
                 sides.extend(repeat(index, len(batch_values)))
-    if has_time:
-        keys = timestamps if None not in timestamps else [MIN_LONG if ts is None else ts for ts in timestamps]
-        order = sorted(range(len(values)), key=keys.__getitem__)  # stable
-        values = list(map(values.__getitem__, order))
-        timestamps = list(map(timestamps.__getitem__, order))
-        if len(inputs) > 1:
-            sides = list(map(sides.__getitem__, order))
+    keys = timestamps if None not in timestamps else [MIN_LONG if ts is None else ts for ts in timestamps]
+    order = sorted(range(len(values)), key=keys.__getitem__)  # stable
+    values = list(map(values.__getitem__, order))
+    timestamps = list(map(timestamps.__getitem__, order))
+    if sides:
+        sides = list(map(sides.__getitem__, order))
     start = 0
     while start < len(values):
         side = sides[start] if sides else 0
         end = min(start + BLOCK, len(values))
         if sides:  # a run ends where the other input's records begin
             end = next((i for i in range(start + 1, end) if sides[i] != side), end)
-        yield side, values[start:end], timestamps[start:end] if has_time else None
+        yield side, values[start:end], timestamps[start:end]
         start = end

@@ -62,16 +62,20 @@ class KeyedContext(fn.KeyedProcessFunction.OnTimerContext):
         return self._time_domain
 
 
+def timer_service(operator: StreamOperator) -> InternalTimerService:
+    """The internal timer service of a keyed operator: timers fire through its
+    ``_on_event_time`` / ``_on_processing_time``; BATCH when its runtime runs BATCH."""
+    runtime = operator.runtime
+    return InternalTimerService(operator.backend, operator._on_event_time, operator._on_processing_time,
+                                runtime.schedule, runtime.now_ms, batch=runtime.batch)
+
+
 class TimerOperator(StreamOperator):
     """A keyed operator with an internal timer service; timers fire through ``on_timer``."""
 
     def open(self) -> None:
         super().open()
-        runtime = self.runtime
-        self.timers = InternalTimerService(
-            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms,
-            batch=runtime.batch,
-        )
+        self.timers = timer_service(self)
 
     def process_watermark(self, timestamp: int) -> None:
         self.current_watermark = timestamp

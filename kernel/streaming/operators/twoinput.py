@@ -7,8 +7,7 @@ from typing import Any
 from kernel.datastream.time_domain import TimeDomain
 from kernel.streaming.operators.base import TwoInputStreamOperator
 from kernel.streaming.operators.basic import NonKeyedTimerService, ProcessContext
-from kernel.streaming.operators.keyed import KeyedContext, KeyedTimerService
-from kernel.streaming.timers import InternalTimerService
+from kernel.streaming.operators.keyed import KeyedContext, KeyedTimerService, timer_service
 
 
 class _PerRecord(TwoInputStreamOperator):
@@ -75,11 +74,7 @@ class CoProcessOperator(_PerRecord):
 class KeyedCoProcessOperator(_PerRecord):
     def open(self) -> None:
         super().open()
-        runtime = self.runtime
-        self.timers = InternalTimerService(
-            self.backend, self._on_event_time, self._on_processing_time, runtime.schedule, runtime.now_ms,
-            batch=runtime.batch,
-        )
+        self.timers = timer_service(self)
         self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
         function = self.spec.function
         self._processes = (function.process_element1, function.process_element2)
