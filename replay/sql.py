@@ -43,7 +43,9 @@ class DuckDBEngine:
                 create_views(con)
                 seal(con)
                 return run_query(con, query)
-        con = open_export(parquet)
+        from kernel.events import tag_of
+
+        con = open_export(parquet, {tag_of(event_type): event_type for event_type in session.events.types()})
         try:
             create_views(con)
             seal(con)
@@ -52,16 +54,18 @@ class DuckDBEngine:
             con.close()
 
 
-def open_export(directory: str) -> Any:
+def open_export(directory: str, types: dict[str, type]) -> Any:
     """An in-memory DuckDB over an export: each table an Arrow dataset over exactly its Parquet
     files (read by Arrow, so the sealed connection needs no file system), registered
-    unqualified and as ``rill.<table>``, with ``rill.events`` over them, as in the log."""
+    unqualified and as ``rill.<table>``; an event type (tag -> type) the export has no file for
+    is an empty ``rill.ev_<tag>`` with its columns; ``rill.events`` over them, as in the log."""
     import duckdb
     import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
     from replay.export import exported_tables
+    from replay.views import empty_relation
 
     columns: dict[str, list[str]] = {}
     con = duckdb.connect()
@@ -73,6 +77,8 @@ def open_export(directory: str) -> Any:
             con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM temp.main.{table}")
             if table.startswith("ev_"):
                 columns[table[3:]] = [name for name in schema.names if name not in ("run_id", "seq", "time")]
+        for tag in sorted(set(types) - set(columns)):
+            con.execute(f"CREATE VIEW rill.ev_{tag} AS SELECT * FROM {empty_relation(tag, types)}")
         if columns:
             con.execute(f"CREATE VIEW rill.events AS {events_select(columns)}")
         con.execute("SET search_path = 'rill,main'")
