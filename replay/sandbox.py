@@ -6,8 +6,8 @@ files become unreachable (``disabled_filesystems = 'LocalFileSystem'`` — the a
 read through the handle it was opened with, an export by Arrow through the datasets built
 before), external access, extension installing and loading, persistent secrets and Python
 replacement scans are off, and the configuration is locked, so no statement can change any of
-this back. DuckDB's ``allowed_paths`` is not used: it lets a COPY write the files it allows,
-and DuckDB allows the attached log's own file that way.
+this back. DuckDB's ``allowed_paths`` is no guard here: it lets COPY write the files it allows,
+and turning external access off adds every attached database's file (and its WAL) to it.
 
 The statement check is a second line: one query (SELECT, FROM-first, WITH, VALUES, DESCRIBE,
 SHOW, SUMMARIZE), or EXPLAIN of one; DuckDB's EXPLAIN ANALYZE executes the statement it
@@ -92,7 +92,7 @@ def _explained(con: Any, text: str) -> str:
     candidates = [position]
     depth = 0
     for index in range(position, len(words)):
-        offset, kind, word = words[index]
+        _, kind, word = words[index]
         if kind != duckdb.token_type.operator:
             if depth == 0:
                 break
