@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -244,6 +245,8 @@ def test_queries_still_work_in_the_sandbox(cli, recorded, target):
     }
     for query, expected in cases.items():
         assert sql(cli, base, target, query, "--format", "csv") == (0, expected, ""), query
+    code, out, err = sql(cli, base, target, "SELECT now() AS t", "--format", "csv")  # TIMESTAMP WITH TIME ZONE
+    assert code == 0 and re.fullmatch(r"t\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+[+-]\d\d:\d\d\n", out), err
     code, out, err = sql(cli, base, target, "SELECT vertex_name, count(*) FROM task_metrics GROUP BY ALL")
     assert code == 0 and "Sink: Print to Std. Out" in out, err
     code, out, err = sql(cli, base, target, "EXPLAIN SELECT count(*) FROM events", "--format", "csv")
