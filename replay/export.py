@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from typing import Any
 
 from kernel.errors import UsageError
 from replay.views import VIEWS, event_tables
+
+KIND = re.compile(r"[a-z0-9_]+")
 
 
 def write_parquet(con: Any, base: str, run_id: str | None, views: bool = True) -> int:
@@ -49,19 +52,32 @@ def _copy(con: Any, query: str, path: str) -> None:
 
 def run_prefix(directory: str) -> str:
     """The glob prefix of the runs in an export directory (``DIR/*`` or ``DIR`` for one run)."""
-    return directory if os.path.exists(os.path.join(directory, "run.parquet")) else os.path.join(directory, "*")
+    escaped = glob.escape(directory)
+    return escaped if os.path.exists(os.path.join(directory, "run.parquet")) else os.path.join(escaped, "*")
 
 
-def exported_tables(directory: str) -> dict[str, str]:
-    """Table name (``runs``, ``ev_<kind>``) -> glob of its Parquet files in a local export."""
+def exported_tables(directory: str) -> dict[str, list[str]]:
+    """Table name (``runs``, ``ev_<kind>``) -> its Parquet files in a local export, resolved;
+    a file that leads outside the directory (a symbolic link) is refused."""
     if not os.path.isdir(directory):
         raise UsageError(f"no directory {directory!r} (write one with `rill export RUN... --parquet DIR`)")
-    prefix = run_prefix(directory)
-    if not glob.glob(os.path.join(prefix, "run.parquet")):
+    root = os.path.realpath(directory)
+    prefix = run_prefix(root)
+    runs = sorted(glob.glob(os.path.join(prefix, "run.parquet")))
+    if not runs:
         raise UsageError(f"{directory!r} holds no exported run (no run.parquet; write one with "
                          "`rill export RUN... --parquet DIR`)")
-    tables = {"runs": os.path.join(prefix, "run.parquet")}
+    tables = {"runs": runs}
     for path in sorted(glob.glob(os.path.join(prefix, "events", "*.parquet"))):
         kind = os.path.basename(path)[: -len(".parquet")]
-        tables[f"ev_{kind}"] = os.path.join(prefix, "events", f"{kind}.parquet")
-    return tables
+        if not KIND.fullmatch(kind):
+            raise UsageError(f"{path}: not an event file of `rill export` (names are [a-z0-9_]+.parquet)")
+        tables.setdefault(f"ev_{kind}", []).append(path)
+    return {table: [_inside(root, path) for path in paths] for table, paths in tables.items()}
+
+
+def _inside(root: str, path: str) -> str:
+    real = os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root:
+        raise UsageError(f"{path} leads outside {root} (a symbolic link?); only the export directory is read")
+    return real

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from kernel.cli.common import config_options, format_table, open_session
+from replay.jsonout import dumps
 from replay.metrics import run_metrics, vertex_metrics
 from replay.store import find_run, read_log
 
@@ -32,9 +31,8 @@ def metrics_command(run_ref: str, as_json: bool, config_path: str | None, sets: 
         vertices = vertex_metrics(con, run.run_id)
         totals = run_metrics(con, run.run_id)
     if as_json:
-        click.echo(json.dumps({"run_id": run.run_id, "job_name": run.job_name, "status": run.status,
-                               "clock": run.clock, "duration_s": run.duration_s, **totals, "vertices": vertices},
-                              indent=2, default=str))
+        click.echo(dumps({"run_id": run.run_id, "job_name": run.job_name, "status": run.status,
+                          "clock": run.clock, "duration_s": run.duration_s, **totals, "vertices": vertices}))
         return
     click.echo(f"run {run.run_id} ({run.job_name}): {run.status}, {run.duration_s:.3f} s of {run.clock} clock, "
                f"{run.events} events; failures {totals['failures']}, restarts {totals['restarts']}, "

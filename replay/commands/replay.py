@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -10,6 +9,7 @@ import click
 from kernel.cli.common import config_options, open_session
 from kernel.configtypes import parse_duration_ms
 from kernel.errors import UsageError
+from replay.jsonout import dumps
 from replay.store import find_run, read_log
 
 
@@ -56,7 +56,7 @@ def replay_command(run_ref: str, at: str | None, events: bool, kinds: tuple[str,
             from replay.state import render_state, state_at
 
             state = state_at(con, run, _seconds(at, "--at"))
-            click.echo(json.dumps(state, indent=2) if as_json else render_state(state))
+            click.echo(dumps(state) if as_json else render_state(state))
             return
         from replay.playback import play
         from replay.views import event_tables
@@ -92,7 +92,7 @@ def _rerun(run_ref: str, sets: tuple[str, ...], allow_changed: bool, as_json: bo
     else:
         report["comparison"] = comparison
     if as_json:
-        click.echo(json.dumps(report, indent=2, default=str))
+        click.echo(dumps(report))
     else:
         for note in result.notes:
             click.echo(f"note: {note}")

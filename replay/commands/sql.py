@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 import click
 
 from kernel.cli.common import config_options, format_table, open_session
 from kernel.errors import UsageError
+from replay.jsonout import dumps
 
 
 def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([dict(zip(columns, row)) for row in rows], indent=2, default=str)
+        return dumps([dict(zip(columns, row)) for row in rows])
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
