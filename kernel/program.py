@@ -73,6 +73,8 @@ class Program:
     buffer_timeout: int  # -1: execution.buffer-timeout.interval
     auto_watermark_interval: int | None
     env: Any
+    #: ``ExecutionConfig.set_global_job_parameters`` (``RuntimeContext.get_job_parameter``)
+    job_parameters: dict[str, str] = field(default_factory=dict)
     #: config keys the job set through its Configuration (validated when executed)
     config_overrides: dict[str, str] = field(default_factory=dict)
     #: the job script, when the program came from one

@@ -145,12 +145,12 @@ JAVA_BRIDGE = UnsupportedGroup("Java objects", "rill runs no JVM, so there is no
     "pyflink.common.typeinfo": ("TypeInformation.get_java_type_info",),
     "pyflink.common.types": ("RowKind.to_j_row_kind",),
     "pyflink.common.watermark_strategy": ("AssignerWithPeriodicWatermarksWrapper",),
-    f"{DS}.functions": ("SourceFunction.get_java_function", "SinkFunction.get_java_function"),
+    f"{DS}.functions": ("SourceFunction", "SinkFunction.get_java_function"),
     f"{DS}.output_tag": ("OutputTag.get_java_output_tag",),
     f"{DS}.slot_sharing_group": (
         "MemorySize.get_java_memory_size", "SlotSharingGroup.get_java_slot_sharing_group",
     ),
-    SEE: ("StreamExecutionEnvironment.create_input",),
+    SEE: ("StreamExecutionEnvironment.create_input", "StreamExecutionEnvironment.add_source"),
     f"{CONNECTORS}.base": ("Source", "Sink", "StreamTransformer", "SupportsPreprocessing"),
     f"{CONNECTORS}.file_system": (
         "FileSource.get_java_function", "FileSink.get_java_function", "FileSink.get_transformer",
@@ -175,7 +175,18 @@ USER_METRICS = UnsupportedGroup(
         f"{DS}.window": ("Trigger.TriggerContext.get_metric_group",),
     })
 
+CACHED_STREAMS = UnsupportedGroup(
+    "cached streams", "rill does not keep intermediate results between jobs yet", {
+        f"{DS}.data_stream": ("DataStream.cache",),
+    })
+
+PYTHON_ARCHIVES = UnsupportedGroup(
+    "Python archives", "rill runs functions in the job's own Python process: there is no worker directory to "
+                       "extract archives into", {
+        SEE: ("StreamExecutionEnvironment.add_python_archive",),
+    })
+
 GROUPS: tuple[UnsupportedGroup, ...] = (
     BROADCAST_STATE, ASYNC_IO, STATE_TTL, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
-    JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS,
+    JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

@@ -8,7 +8,7 @@ future that completed exceptionally, else None, as PyFlink's.
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["CompletableFuture"]
 
@@ -66,6 +66,10 @@ class CompletableFuture:
         if self._future.done() and not self._future.cancelled():
             return self._future.exception()
         return None
+
+    def then_run(self, action: Callable[[], Any]) -> None:
+        """Run ``action()`` once this future completes in any fashion (at once if it has)."""
+        self._future.add_done_callback(lambda _: action())
 
     def __str__(self) -> str:
         if not self._future.done():

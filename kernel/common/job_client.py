@@ -41,3 +41,7 @@ class JobClient:
     def get_job_execution_result(self) -> CompletableFuture:
         """A future of the JobExecutionResult; it fails with the job's failure (or cancellation)."""
         return self._execution.result
+
+    def wait(self) -> None:
+        """Wait until the job has ended and its run is recorded (rill's own)."""
+        self._execution.join()

@@ -279,9 +279,5 @@ class SinkFunction(Function):
     def invoke(self, value: Any, context: Any) -> None: ...
 
 
-@unsupported.members("pyflink.datastream.functions:SourceFunction")
-class SourceFunction(Function):
-    """Marker base for sources given to ``add_source`` (see ``kernel.datastream.connectors``)."""
-
 
 __getattr__ = unsupported.module_getattr(__name__)

@@ -77,6 +77,8 @@ def _unsupported(what: str) -> Callable[..., Any]:
 
 
 class KeyedStream(DataStream):
+    AccumulateType = AccumulateType
+
     def __init__(self, env: Any, transformation: PartitionTransformation, key: KeySpec, origin: DataStream) -> None:
         super().__init__(env, transformation)
         self._key = key
@@ -92,6 +94,7 @@ class KeyedStream(DataStream):
     start_new_chain = _unsupported("Start new chain")
     disable_chaining = _unsupported("Disable chaining")
     slot_sharing_group = _unsupported("Setting slot sharing group")
+    cache = _unsupported("Cache")
 
     def _refuse_partitioning(self, *args: Any) -> DataStream:
         raise Exception("Cannot override partitioning for KeyedStream.")
