@@ -29,8 +29,9 @@ class AccumulateReduceFunction(fn.ReduceFunction):
     For min/max/sum the other fields come from the first record of the key."""
 
     def __init__(self, position: int | str, kind: AccumulateType) -> None:
-        if not isinstance(position, (int, str)) or isinstance(position, bool):
-            raise TypeError("The field position must be of int or str type to locate the value to accumulate")
+        if not isinstance(position, (int, str)):
+            raise TypeError("The field position must be of int or str type to locate the value to calculate for "
+                            f"min, max, min_by, max_by and sum.The given type is: {type(position)}")
         self.position = position
         self.kind = kind
 
