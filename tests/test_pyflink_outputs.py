@@ -104,3 +104,126 @@ def test_execute_and_collect_returns_what_pyflink_returns():
     run = run_job(collect)
     assert results == {"limit": [11, 21], "iter": ["x", "y"]}
     assert run.outcome.job_name == "DataStream Collect"  # Flink's name when none is given
+
+
+# -- side outputs from every process function, window_all and count windows ---------------------
+
+ODD = OutputTag("odd", Types.STRING())
+
+#: recorded on PyFlink 2.3.0 (see the module docstring)
+PYFLINK_SIDE_LINES = {
+    "p": ["1", "2", "3", "4", "5", "6", "7"],
+    "p-side": ["p-odd 1 ts=1000", "p-odd 3 ts=3000", "p-odd 5 ts=5000", "p-odd 7 ts=7000"],
+    "kp": ["k 1", "k 2", "k 3", "k 4", "k 5", "k 6", "k 7"],
+    "kp-side": ["timer 1 1500", "timer 0 2500", "timer 1 3500", "timer 0 4500", "timer 1 5500", "timer 0 6500",
+                "timer 1 7500"],
+    "cp": ["right 10", "right 20", "right 30", "right 40", "right 50", "right 60", "right 70"],
+    "cp-side": ["left 1", "left 2", "left 3", "left 4", "left 5", "left 6", "left 7"],
+    "kcp": ["kright 1 1", "kright 2 2", "kright 0 3", "kright 1 4", "kright 2 5", "kright 0 6", "kright 1 7"],
+    "kcp-side": ["kleft 1 1", "kleft 2 2", "kleft 0 3", "kleft 1 4", "kleft 2 5", "kleft 0 6", "kleft 1 7"],
+    "paw": ["all 0 [1, 2]", "all 3000 [3, 4, 5]", "all 6000 [6, 7]"],
+    "paw-side": ["all-side 2", "all-side 3", "all-side 2"],
+    "aw": ["apply 0 3", "apply 3000 12", "apply 6000 13"],
+    "rw": ["3", "12", "13"],
+    "agg": ["1.5", "4.0", "6.5"],
+    "cw": ["4", "6", "12"],
+}
+
+
+class SecondsTs(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value * 1000
+
+
+def side_outputs_job(env):
+    from kernel.datastream.functions import (
+        AggregateFunction,
+        AllWindowFunction,
+        CoProcessFunction,
+        KeyedCoProcessFunction,
+        KeyedProcessFunction,
+        ProcessAllWindowFunction,
+        ProcessFunction,
+    )
+
+    class P(ProcessFunction):
+        def process_element(self, value, ctx):
+            yield value
+            if value % 2:
+                yield ODD, f"p-odd {value} ts={ctx.timestamp()}"
+
+    class KP(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 500)
+            yield f"k {value}"
+
+        def on_timer(self, timestamp, ctx):
+            yield ODD, f"timer {ctx.get_current_key()} {timestamp}"
+
+    class CP(CoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield ODD, f"left {value}"
+
+        def process_element2(self, value, ctx):
+            yield f"right {value}"
+
+    class KCP(KeyedCoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield ODD, f"kleft {ctx.get_current_key()} {value}"
+
+        def process_element2(self, value, ctx):
+            yield f"kright {ctx.get_current_key()} {value}"
+
+    class PAW(ProcessAllWindowFunction[int, str, TimeWindow]):
+        def process(self, context, elements):
+            els = list(elements)
+            yield f"all {context.window().start} {els}"
+            yield ODD, f"all-side {len(els)}"
+
+    class AW(AllWindowFunction[int, str, TimeWindow]):
+        def apply(self, window, inputs):
+            yield f"apply {window.start} {sum(inputs)}"
+
+    class Avg(AggregateFunction):
+        def create_accumulator(self):
+            return (0, 0)
+
+        def add(self, value, acc):
+            return (acc[0] + value, acc[1] + 1)
+
+        def get_result(self, acc):
+            return acc[0] / acc[1]
+
+        def merge(self, a, b):
+            return (a[0] + b[0], a[1] + b[1])
+
+    env.set_parallelism(1)
+    nums = env.from_collection([1, 2, 3, 4, 5, 6, 7], Types.INT()).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(SecondsTs()))
+    p = nums.process(P(), Types.INT())
+    p.print("p")
+    p.get_side_output(ODD).print("p-side")
+    kp = nums.key_by(lambda v: v % 2, key_type=Types.INT()).process(KP(), Types.STRING())
+    kp.print("kp")
+    kp.get_side_output(ODD).print("kp-side")
+    cp = nums.connect(nums.map(lambda v: v * 10, Types.INT())).process(CP(), Types.STRING())
+    cp.get_side_output(ODD).print("cp-side")
+    cp.print("cp")
+    kcp = nums.connect(nums).key_by(lambda v: v % 3, lambda v: v % 3, key_type=Types.INT()) \
+        .process(KCP(), Types.STRING())
+    kcp.print("kcp")
+    kcp.get_side_output(ODD).print("kcp-side")
+    tumbling = TumblingEventTimeWindows.of(Time.seconds(3))
+    paw = nums.window_all(tumbling).process(PAW(), Types.STRING())
+    paw.print("paw")
+    paw.get_side_output(ODD).print("paw-side")
+    nums.window_all(tumbling).apply(AW(), Types.STRING()).print("aw")
+    nums.window_all(tumbling).reduce(lambda a, b: a + b, output_type=Types.INT()).print("rw")
+    nums.window_all(tumbling).aggregate(Avg(), output_type=Types.DOUBLE()).print("agg")
+    nums.key_by(lambda v: v % 2, key_type=Types.INT()).count_window(2) \
+        .reduce(lambda a, b: a + b, output_type=Types.INT()).print("cw")
+    env.execute("side outputs")
+
+
+def test_side_outputs_of_every_process_function_window_all_and_count_windows_print_as_pyflink():
+    assert by_sink(run_job(side_outputs_job).lines) == PYFLINK_SIDE_LINES
