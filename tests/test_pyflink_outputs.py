@@ -227,3 +227,32 @@ def side_outputs_job(env):
 
 def test_side_outputs_of_every_process_function_window_all_and_count_windows_print_as_pyflink():
     assert by_sink(run_job(side_outputs_job).lines) == PYFLINK_SIDE_LINES
+
+
+def test_runtime_context_describes_the_subtask_as_pyflink():
+    """PyFlink 2.3 (parallelism 2) printed, for a MapFunction chained after the source,
+    ``m:1> (..., '<task> (1/2)#0', 0, 2, 128, 0)`` and ``m:2> (..., '<task> (2/2)#0', 1, 2, 128, 0)``
+    (its task name is ``Map, Filter -> Sink: Print to Std. Out``: PyFlink fuses chained Python
+    functions into one operator; rill keeps Flink's operators)."""
+    from kernel.datastream.functions import MapFunction
+
+    class Describe(MapFunction):
+        def open(self, ctx):
+            self.info = (ctx.get_task_name(), ctx.get_task_name_with_subtasks(), ctx.get_index_of_this_subtask(),
+                         ctx.get_number_of_parallel_subtasks(), ctx.get_max_number_of_parallel_subtasks(),
+                         ctx.get_attempt_number())
+
+        def map(self, value):
+            return str(self.info)
+
+    def build(env):
+        env.set_parallelism(2)
+        env.from_collection([1, 2, 3, 4], Types.INT()).map(Describe(), Types.STRING()).filter(lambda x: True) \
+            .print("m")
+        env.execute("ctx")
+
+    task = "Map -> Filter -> Sink: Print to Std. Out"
+    assert sorted(set(run_job(build).lines)) == [
+        f"m:1> ('{task}', '{task} (1/2)#0', 0, 2, 128, 0)",
+        f"m:2> ('{task}', '{task} (2/2)#0', 1, 2, 128, 0)",
+    ]

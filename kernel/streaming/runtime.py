@@ -126,7 +126,8 @@ class StreamingRuntimeContext(RuntimeContext):
         return self._info.attempt
 
     def get_task_name_with_subtasks(self) -> str:
-        return self._info.name_with_subtasks
+        """Flink's ``TaskInfo.getTaskNameWithSubtasks``: ``name (i/n)#attempt``."""
+        return f"{self._info.name_with_subtasks}#{self._info.attempt}"
 
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._info.job_parameters.get(key, default_value)
