@@ -33,5 +33,9 @@ class JobFailed(RillError):
     """A job ran and ended FAILED."""
 
 
+class JobCancelled(RillError):
+    """A job was cancelled by its JobClient (or could not be: it had ended otherwise)."""
+
+
 class EventLogError(RillError):
     """The event log cannot be opened, written or read."""

@@ -102,11 +102,13 @@ class SessionExecutor(PipelineExecutor):
         self.progress = progress
         self.outcomes: list[RunOutcome] = []
 
-    def run(self, program: Program) -> RunOutcome:
+    def compile(self, program: Program) -> tuple[Session, CompiledJob]:
         if program.source_file is None:
             program.source_file = self.source_file
         session = self.session_for(program)
-        compiled = compile_program(session, program)
+        return session, compile_program(session, program)
+
+    def run_compiled(self, session: Session, compiled: CompiledJob) -> RunOutcome:
         session.plugin_manager.require("create_execution_backend", "backend")
         backend = session.plugin_manager.hook.create_execution_backend(config=session.config)
         outcome = backend.execute(compiled, session)
@@ -120,6 +122,9 @@ class SessionExecutor(PipelineExecutor):
                 print(outcome.failure.rstrip(), file=sys.stderr)
         return outcome
 
+    def run(self, program: Program) -> RunOutcome:
+        return self.run_compiled(*self.compile(program))
+
     def execute(self, program: Program) -> JobExecutionResult:
         from kernel.common.job_execution_result import JobExecutionResult
 
@@ -130,6 +135,11 @@ class SessionExecutor(PipelineExecutor):
         return JobExecutionResult(outcome.job_id, int(outcome.clock_seconds * 1000), run_id=outcome.run_id)
 
     def execute_async(self, program: Program) -> JobClient:
+        """Compile the job, start it on a thread of its own and return its JobClient at once."""
+        from kernel.async_execution import AsyncExecution
         from kernel.common.job_client import JobClient
 
-        return JobClient(program.job_name, lambda: self.execute(program), lambda: None)
+        session, compiled = self.compile(program)
+        execution = AsyncExecution(compiled.job_graph.job_id, program.job_name, program.cancellation,
+                                   lambda: self.run_compiled(session, compiled))
+        return JobClient(execution.start())

@@ -47,6 +47,9 @@ def run_script(path: str, executor: PipelineExecutor) -> None:
         executor.source_file = absolute
         try:
             runpy.run_path(absolute, run_name="__main__")
+        except JobDefinitionError as exc:
+            exc.args = (f"{exc}{_where(exc, absolute)}",)  # where in the job the definition went wrong
+            raise
         except (ProgramCaptured, RillError, KeyboardInterrupt):
             raise
         except SystemExit as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kernel.errors import JobDefinitionError
 
@@ -28,6 +28,38 @@ DEFAULT_BATCH_JOB_NAME = "Flink Batch Job"
 BRIDGE_KEY_PREFIXES = ("python.", "pipeline.jars", "pipeline.classpaths")
 
 
+class JobCancellation:
+    """A request to cancel a running program, made from another thread (``JobClient.cancel``).
+    The backend running the program listens for it; a request made before it listens is
+    delivered when it does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+        self._listener: Callable[[str], None] | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self._reason is not None
+
+    def request(self, reason: str) -> None:
+        with self._lock:
+            if self._reason is not None:
+                return
+            self._reason = reason
+            listener = self._listener
+        if listener is not None:
+            listener(reason)
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """``listener(reason)`` is called (from the requesting thread) when cancelling is requested."""
+        with self._lock:
+            self._listener = listener
+            reason = self._reason
+        if reason is not None:
+            listener(reason)
+
+
 @dataclass
 class Program:
     """Everything ``execute()`` hands over: the transformations and the environment's settings."""
@@ -41,10 +73,14 @@ class Program:
     buffer_timeout: int  # -1: execution.buffer-timeout.interval
     auto_watermark_interval: int | None
     env: Any
+    #: ``ExecutionConfig.set_global_job_parameters`` (``RuntimeContext.get_job_parameter``)
+    job_parameters: dict[str, str] = field(default_factory=dict)
     #: config keys the job set through its Configuration (validated when executed)
     config_overrides: dict[str, str] = field(default_factory=dict)
     #: the job script, when the program came from one
     source_file: str | None = None
+    #: cancel requests while the program runs (``execute_async``)
+    cancellation: JobCancellation = field(default_factory=JobCancellation)
 
     def sets(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.config_overrides.items() if not k.startswith(BRIDGE_KEY_PREFIXES)]

@@ -147,6 +147,7 @@ def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> t
 
 def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[str]) -> Rerun:
     """Run the job again (its print output is recorded in the log, not shown)."""
+    from kernel.async_execution import end_running_jobs
     from kernel.execution import SessionExecutor
     from kernel.jobfile import run_script
     from kernel.session import Session
@@ -162,6 +163,7 @@ def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[st
             if not executor.outcomes:
                 raise
             notes.append(f"the re-execution raised {type(exc).__name__}: {exc}")
+        end_running_jobs()  # jobs started with execute_async end with their script, as under rill run
     session.close()
     if not executor.outcomes:
         raise UsageError(f"job file {path} defined no job when re-executed")

@@ -17,6 +17,7 @@ from kernel.datastream.transformations import OneInputTransformation, PartitionT
 from kernel.graph.partitioner import KeyGroupStreamPartitioner
 from kernel.program import CapturingExecutor, use_executor
 from kernel.session import Session
+from kernel.unsupported import NotSupportedByRill
 
 
 @pytest.fixture
@@ -127,7 +128,7 @@ def test_environment_settings(env):
     assert env.from_collection([1]).get_transformation().parallelism == 1  # non-parallel source
     with pytest.raises(ValueError, match="The parallelism must be at least one."):
         env.set_parallelism(0)
-    with pytest.raises(NotImplementedError, match="checkpointing"):
+    with pytest.raises(NotSupportedByRill, match="checkpointing"):
         env.enable_checkpointing(1000)
 
 

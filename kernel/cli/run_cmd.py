@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from kernel.async_execution import end_running_jobs
 from kernel.cli.common import config_options, open_session
 from kernel.cli.progress import LiveProgress
 from kernel.errors import JobDefinitionError
@@ -43,5 +44,6 @@ def run_command(job_file: str, clock: str | None, seed: int | None, duration: st
     session = open_session(config_path, [*overrides, *sets], inject, plugins=[progress] if progress else [])
     executor = SessionExecutor(session, quiet=quiet, progress=progress)
     run_script(job_file, executor)
+    end_running_jobs()
     if not executor.outcomes:
         raise JobDefinitionError(f"job file {job_file} defines no job: it never calls env.execute()")

@@ -1,13 +1,35 @@
-"""``Configuration`` (``pyflink.common.Configuration``): string keys and values."""
+"""``Configuration`` (``pyflink.common.Configuration``): string keys and values (byte arrays
+kept as such)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["Configuration"]
+
 
 class Configuration:
     def __init__(self, other: Configuration | None = None) -> None:
-        self._values: dict[str, str] = dict(other._values) if other is not None else {}
+        self._values: dict[str, Any] = dict(other._values) if other is not None else {}
+
+    @classmethod
+    def from_dict(cls, map: dict[str, str]) -> Configuration:
+        configuration = cls()
+        for key, value in map.items():
+            configuration.set_string(key, value)
+        return configuration
+
+    @staticmethod
+    def parse_list_value(value: str | None) -> list[Any]:
+        """A list option's value: a YAML list (``[a, b]``) or ``;``-separated values."""
+        if not value:
+            return []
+        import yaml
+
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, list):
+            return parsed
+        return value.split(";")
 
     def set_string(self, key: str, value: str) -> Configuration:
         self._values[key] = str(value)
@@ -34,6 +56,18 @@ class Configuration:
     def get_float(self, key: str, default_value: float = 0.0) -> float:
         return float(self._values[key]) if key in self._values else default_value
 
+    def get_bytearray(self, key: str, default_value: bytearray) -> bytearray:
+        value = self._values.get(key)
+        if value is None:
+            return bytearray(default_value)
+        if not isinstance(value, (bytes, bytearray)):
+            raise ValueError(f"Configuration cannot evaluate value {value} as a byte[] value")
+        return bytearray(value)
+
+    def set_bytearray(self, key: str, value: bytearray) -> Configuration:
+        self._values[key] = bytes(value)
+        return self
+
     def contains_key(self, key: str) -> bool:
         return key in self._values
 
@@ -48,8 +82,11 @@ class Configuration:
             self._values[(prefix or "") + key] = value
         return self
 
+    def add_all_to_dict(self, target_dict: dict) -> None:
+        target_dict.update(self.to_dict())
+
     def to_dict(self) -> dict[str, str]:
-        return dict(self._values)
+        return {key: value for key, value in self._values.items() if isinstance(value, str)}
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, Configuration) and other._values == self._values

@@ -1,49 +1,47 @@
-"""``JobClient``: a handle on a job submitted with ``execute_async``."""
+"""``JobClient`` (``pyflink.common.JobClient``): a handle on a job started with ``execute_async``.
+
+As PyFlink's, every request but ``get_job_id`` answers with a
+:class:`~kernel.common.completable_future.CompletableFuture`.
+"""
 
 from __future__ import annotations
 
-import threading
-from typing import Callable
+from typing import TYPE_CHECKING
 
-from kernel.common.job_execution_result import JobExecutionResult
-from kernel.common.job_status import JobStatus
+from kernel import unsupported
+from kernel.common.completable_future import CompletableFuture
+from kernel.common.job_id import JobID
+
+if TYPE_CHECKING:
+    from kernel.async_execution import AsyncExecution
+
+__all__ = ["JobClient"]
 
 
+@unsupported.members("pyflink.common.job_client:JobClient")
 class JobClient:
-    """Runs the job on a thread of its own (its own event loop) and lets the caller wait."""
+    def __init__(self, execution: AsyncExecution) -> None:
+        self._execution = execution
 
-    def __init__(self, job_id: str, run: Callable[[], JobExecutionResult], cancel: Callable[[], None]) -> None:
-        self._job_id = job_id
-        self._cancel = cancel
-        self._status = JobStatus.RUNNING
-        self._result: JobExecutionResult | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._execute, args=(run,), name=f"rill-job-{job_id}", daemon=True)
-        self._thread.start()
+    def get_job_id(self) -> JobID:
+        return JobID(self._execution.job_id)
 
-    def _execute(self, run: Callable[[], JobExecutionResult]) -> None:
-        try:
-            self._result = run()
-            self._status = JobStatus.FINISHED
-        except BaseException as exc:  # surfaced by get_job_execution_result()
-            self._error = exc
-            self._status = JobStatus.CANCELED if self._status is JobStatus.CANCELLING else JobStatus.FAILED
+    def get_job_status(self) -> CompletableFuture:
+        """A future of the job's current JobStatus."""
+        return CompletableFuture.completed(self._execution.status)
 
-    def get_job_id(self) -> str:
-        return self._job_id
+    def cancel(self) -> CompletableFuture:
+        """Cancel the job; the future completes with None once it is CANCELED."""
+        return self._execution.cancel("cancelled by JobClient.cancel()")
 
-    def get_job_status(self) -> JobStatus:
-        return self._status
+    def get_accumulators(self) -> CompletableFuture:
+        """A future of the job's accumulators (a dict; rill jobs have none)."""
+        return CompletableFuture.completed({})
 
-    def cancel(self) -> None:
-        if not self._status.is_globally_terminal_state():
-            self._status = JobStatus.CANCELLING
-            self._cancel()
+    def get_job_execution_result(self) -> CompletableFuture:
+        """A future of the JobExecutionResult; it fails with the job's failure (or cancellation)."""
+        return self._execution.result
 
-    def get_job_execution_result(self) -> JobExecutionResult:
-        """Wait for the job to end; raises its failure."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
+    def wait(self) -> None:
+        """Wait until the job has ended and its run is recorded (rill's own)."""
+        self._execution.join()

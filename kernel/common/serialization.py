@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kernel import unsupported
+
 
 class Encoder:
     """Turns one record into bytes written by a file sink."""
@@ -18,3 +20,6 @@ class Encoder:
 class SimpleStringSchema:
     def __init__(self, charset: str = "UTF-8") -> None:
         self.charset = charset
+
+
+__getattr__ = unsupported.module_getattr(__name__)

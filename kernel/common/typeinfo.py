@@ -14,14 +14,24 @@ import pickle
 from enum import Enum
 from typing import Any
 
+from kernel import unsupported
 from kernel.common import javavalues as jv
 from kernel.common.types import Row
 
 
+@unsupported.members("pyflink.common.typeinfo:TypeInformation")
 class TypeInformation:
     """Base of all type information."""
 
+    def need_conversion(self) -> bool:
+        """Whether values are converted between their Python form and an internal one: rill's
+        records are the Python values themselves."""
+        return False
+
     def to_internal_type(self, obj: Any) -> Any:
+        return obj
+
+    def from_internal_type(self, obj: Any) -> Any:
         return obj
 
     def java_hash(self, value: Any) -> int:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from kernel import unsupported
 
+__all__ = ["Row", "RowKind"]
+
+
+@unsupported.members("pyflink.common.types:RowKind")
 class RowKind(Enum):
     INSERT = 0
     UPDATE_BEFORE = 1

@@ -9,6 +9,7 @@ import copy
 from abc import ABC, abstractmethod
 from typing import Any
 
+from kernel import unsupported
 from kernel.common.time import Duration
 
 
@@ -75,3 +76,6 @@ class WatermarkStrategy:
         if self.idleness_ms is not None:
             parts.append(f"idle after {self.idleness_ms} ms")
         return f"WatermarkStrategy({', '.join(parts)})"
+
+
+__getattr__ = unsupported.module_getattr(__name__)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from kernel import unsupported
 from kernel.common.typeinfo import TupleTypeInfo, TypeInformation, resolve_type
 from kernel.datastream import functions as fn
 from kernel.datastream.output_tag import OutputTag
+from kernel.datastream.slot_sharing_group import SlotSharingGroup
 from kernel.datastream.transformations import (
     KeySpec,
     LegacySinkTransformation,
@@ -28,11 +30,16 @@ from kernel.graph import partitioner as p
 from kernel.graph.stream import ChainingStrategy
 
 if TYPE_CHECKING:
+    from kernel.common.execution_config import ExecutionConfig
     from kernel.common.watermark_strategy import WatermarkStrategy
     from kernel.datastream.connected_streams import ConnectedStreams
     from kernel.datastream.keyed_stream import KeyedStream
     from kernel.datastream.stream_execution_environment import StreamExecutionEnvironment
     from kernel.datastream.windowed_stream import AllWindowedStream
+
+
+#: the job name of ``execute_and_collect`` when none is given (Flink's)
+COLLECT_JOB_NAME = "DataStream Collect"
 
 
 def check_function(func: Any, base: type, message: str) -> Any:
@@ -50,17 +57,7 @@ def as_key_selector(selector: Any) -> Callable[[Any], Any]:
     raise TypeError("Parameter key_selector should be type of KeySelector or a callable function.")
 
 
-class SlotSharingGroup:
-    """A named slot sharing group (resources are accepted but not enforced by the local runtime)."""
-
-    def __init__(self, name: str, **resources: Any) -> None:
-        self.name = name
-        self.resources = resources
-
-    def get_name(self) -> str:
-        return self.name
-
-
+@unsupported.members("pyflink.datastream.data_stream:DataStream")
 class DataStream:
     def __init__(self, env: StreamExecutionEnvironment, transformation: Transformation) -> None:
         self._env = env
@@ -129,6 +126,9 @@ class DataStream:
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
+
+    def get_execution_config(self) -> ExecutionConfig:
+        return self._env.get_config()
 
     def get_transformation(self) -> Transformation:
         return self._transformation
@@ -204,7 +204,11 @@ class DataStream:
     def forward(self) -> DataStream:
         return self._partition(p.ForwardPartitioner())
 
-    def broadcast(self) -> DataStream:
+    def broadcast(self, broadcast_state_descriptor: Any = None, *other_broadcast_state_descriptors: Any) -> DataStream:
+        """Every record to every downstream subtask; with MapStateDescriptors, PyFlink returns a
+        BroadcastStream (broadcast state), which rill does not support yet."""
+        if broadcast_state_descriptor is not None:
+            unsupported.refuse("pyflink.datastream.data_stream:BroadcastStream")
         return self._partition(p.BroadcastPartitioner())
 
     def global_(self) -> DataStream:
@@ -278,39 +282,21 @@ class DataStream:
 
 
     def execute_and_collect(self, job_execution_name: str | None = None, limit: int | None = None) -> Any:
-        """Run the job and return this stream's records: a list when ``limit`` is given, else
-        an iterator over all of them (PyFlink's CloseableIterator)."""
-        collected: list[Any] = []
-        operator = OperatorSpec("collect", None, {"target": collected}, keys=(None,))
-        t = LegacySinkTransformation(self._env, self._transformation, "Data stream collect sink", operator,
-                                     self._transformation.parallelism)
+        """Run the job and return this stream's records as they arrive: an iterator (PyFlink's
+        CloseableIterator: closing it cancels the job), or with ``limit`` a list of the first
+        ``limit`` records (the job is cancelled once they arrived)."""
+        from kernel.datastream.collect import CloseableIterator, CollectedRecords
+
+        records = CollectedRecords()
+        operator = OperatorSpec("collect", None, {"target": records}, keys=(None,))
+        t = LegacySinkTransformation(self._env, self._transformation, "Data stream collect sink", operator, 1)
         self._env._add_operator(t)
-        self._env.execute(job_execution_name)
-        if limit is not None:
-            return collected[:limit]
-        return CloseableIterator(collected)
-
-
-class CloseableIterator:
-    """An iterator over collected records that can be closed and used as a context manager."""
-
-    def __init__(self, values: list[Any]) -> None:
-        self._iterator = iter(values)
-
-    def __iter__(self) -> CloseableIterator:
-        return self
-
-    def __next__(self) -> Any:
-        return next(self._iterator)
-
-    def close(self) -> None:
-        self._iterator = iter(())
-
-    def __enter__(self) -> CloseableIterator:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        client = self._env.execute_async(job_execution_name or COLLECT_JOB_NAME)
+        iterator = CloseableIterator(client, records)
+        if limit is None:
+            return iterator
+        with iterator:
+            return [value for value, _ in zip(iterator, range(limit))]
 
 
 class DataStreamSink:
@@ -353,3 +339,27 @@ class DataStreamSink:
 
 
 setattr(DataStream, "global", DataStream.global_)
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink's ``data_stream`` module also holds the keyed, windowed and connected streams."""
+    if name == "KeyedStream":
+        from kernel.datastream.keyed_stream import KeyedStream
+
+        return KeyedStream
+    if name in ("WindowedStream", "AllWindowedStream"):
+        from kernel.datastream import windowed_stream
+
+        return getattr(windowed_stream, name)
+    if name == "ConnectedStreams":
+        from kernel.datastream.connected_streams import ConnectedStreams
+
+        return ConnectedStreams
+    if name == "CloseableIterator":
+        from kernel.datastream.collect import CloseableIterator
+
+        return CloseableIterator
+    return _unsupported_names(name)
+
+
+_unsupported_names = unsupported.module_getattr(__name__)

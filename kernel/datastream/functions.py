@@ -9,10 +9,19 @@ iterable of outputs (usually by ``yield``); ``None`` emits nothing. A yielded
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Iterable
+from typing import Any, Generic, Iterable, TypeVar
 
+from kernel import unsupported
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
+
+W = TypeVar("W")
+W2 = TypeVar("W2")
+IN = TypeVar("IN")
+IN1 = TypeVar("IN1")
+IN2 = TypeVar("IN2")
+OUT = TypeVar("OUT")
+KEY = TypeVar("KEY")
 
 
 class KeyedStateStore(ABC):
@@ -37,6 +46,7 @@ class KeyedStateStore(ABC):
         """An AggregatingState for the current key."""
 
 
+@unsupported.members("pyflink.datastream.functions:RuntimeContext")
 class RuntimeContext(KeyedStateStore):
     """What a function learns about the subtask running it (given to ``open``)."""
 
@@ -60,9 +70,6 @@ class RuntimeContext(KeyedStateStore):
 
     @abstractmethod
     def get_job_parameter(self, key: str, default_value: str) -> str: ...
-
-    @abstractmethod
-    def get_metrics_group(self) -> Any: ...
 
 
 class Function(ABC):
@@ -202,18 +209,18 @@ class KeyedCoProcessFunction(Function):
         pass
 
 
-class WindowFunction(Function):
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     @abstractmethod
     def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any]: ...
 
 
-class AllWindowFunction(Function):
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
     @abstractmethod
     def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]: ...
 
 
-class ProcessWindowFunction(Function):
-    class Context(ABC):
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
+    class Context(ABC, Generic[W2]):
         @abstractmethod
         def window(self) -> Any: ...
 
@@ -236,8 +243,8 @@ class ProcessWindowFunction(Function):
         pass
 
 
-class ProcessAllWindowFunction(Function):
-    class Context(ABC):
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
+    class Context(ABC, Generic[W2]):
         @abstractmethod
         def window(self) -> Any: ...
 
@@ -254,16 +261,17 @@ class ProcessAllWindowFunction(Function):
         pass
 
 
-class PassThroughWindowFunction(WindowFunction):
+class PassThroughWindowFunction(WindowFunction[IN, IN, KEY, W]):
     def apply(self, key: Any, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
         yield from inputs
 
 
-class PassThroughAllWindowFunction(AllWindowFunction):
+class PassThroughAllWindowFunction(AllWindowFunction[IN, IN, W]):
     def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
         yield from inputs
 
 
+@unsupported.members("pyflink.datastream.functions:SinkFunction")
 class SinkFunction(Function):
     """A sink for ``add_sink``: ``invoke(value, context)`` per record (rill's Python sink)."""
 
@@ -271,5 +279,5 @@ class SinkFunction(Function):
     def invoke(self, value: Any, context: Any) -> None: ...
 
 
-class SourceFunction(Function):
-    """Marker base for sources given to ``add_source`` (see ``kernel.datastream.connectors``)."""
+
+__getattr__ = unsupported.module_getattr(__name__)

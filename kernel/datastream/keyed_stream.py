@@ -29,8 +29,9 @@ class AccumulateReduceFunction(fn.ReduceFunction):
     For min/max/sum the other fields come from the first record of the key."""
 
     def __init__(self, position: int | str, kind: AccumulateType) -> None:
-        if not isinstance(position, (int, str)) or isinstance(position, bool):
-            raise TypeError("The field position must be of int or str type to locate the value to accumulate")
+        if not isinstance(position, (int, str)):
+            raise TypeError("The field position must be of int or str type to locate the value to calculate for "
+                            f"min, max, min_by, max_by and sum.The given type is: {type(position)}")
         self.position = position
         self.kind = kind
 
@@ -77,6 +78,8 @@ def _unsupported(what: str) -> Callable[..., Any]:
 
 
 class KeyedStream(DataStream):
+    AccumulateType = AccumulateType
+
     def __init__(self, env: Any, transformation: PartitionTransformation, key: KeySpec, origin: DataStream) -> None:
         super().__init__(env, transformation)
         self._key = key
@@ -92,6 +95,7 @@ class KeyedStream(DataStream):
     start_new_chain = _unsupported("Start new chain")
     disable_chaining = _unsupported("Disable chaining")
     slot_sharing_group = _unsupported("Setting slot sharing group")
+    cache = _unsupported("Cache")
 
     def _refuse_partitioning(self, *args: Any) -> DataStream:
         raise Exception("Cannot override partitioning for KeyedStream.")

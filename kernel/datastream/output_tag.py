@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel import unsupported
 from kernel.common.typeinfo import TypeInformation, resolve_type
 
 
+@unsupported.members("pyflink.datastream.output_tag:OutputTag")
 class OutputTag:
     def __init__(self, tag_id: str, type_info: TypeInformation | list | None = None) -> None:
         if not tag_id:

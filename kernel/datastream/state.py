@@ -6,10 +6,17 @@ State is scoped to the current key (and, for window state, to the current window
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
+from kernel import unsupported
 from kernel.common.typeinfo import ListTypeInfo, MapTypeInfo, TypeInformation
 from kernel.datastream.functions import AggregateFunction, ReduceFunction
+
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
 
 
 class StateDescriptor:
@@ -22,24 +29,24 @@ class StateDescriptor:
     def get_name(self) -> str:
         return self.name
 
-    def enable_time_to_live(self, ttl_config: Any) -> None:
-        raise NotImplementedError(f"state {self.name!r}: rill does not support state time-to-live")
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
 
+@unsupported.members("pyflink.datastream.state:ValueStateDescriptor")
 class ValueStateDescriptor(StateDescriptor):
     def __init__(self, name: str, value_type_info: TypeInformation | None = None) -> None:
         super().__init__(name, value_type_info)
 
 
+@unsupported.members("pyflink.datastream.state:ListStateDescriptor")
 class ListStateDescriptor(StateDescriptor):
     def __init__(self, name: str, elem_type_info: TypeInformation | None = None) -> None:
         super().__init__(name, ListTypeInfo(elem_type_info) if elem_type_info is not None else None)
         self.elem_type_info = elem_type_info
 
 
+@unsupported.members("pyflink.datastream.state:MapStateDescriptor")
 class MapStateDescriptor(StateDescriptor):
     def __init__(
         self, name: str, key_type_info: TypeInformation | None = None, value_type_info: TypeInformation | None = None
@@ -48,6 +55,7 @@ class MapStateDescriptor(StateDescriptor):
         super().__init__(name, MapTypeInfo(key_type_info, value_type_info) if both else None)
 
 
+@unsupported.members("pyflink.datastream.state:ReducingStateDescriptor")
 class ReducingStateDescriptor(StateDescriptor):
     def __init__(self, name: str, reduce_function: ReduceFunction | Callable, type_info: TypeInformation | None = None) -> None:
         super().__init__(name, type_info)
@@ -63,6 +71,7 @@ class ReducingStateDescriptor(StateDescriptor):
         return self._reduce
 
 
+@unsupported.members("pyflink.datastream.state:AggregatingStateDescriptor")
 class AggregatingStateDescriptor(StateDescriptor):
     def __init__(self, name: str, agg_function: AggregateFunction, state_type_info: TypeInformation | None = None) -> None:
         if not isinstance(agg_function, AggregateFunction):
@@ -80,7 +89,7 @@ class State(ABC):
         """Remove the value for the current key."""
 
 
-class ValueState(State):
+class ValueState(State, Generic[T]):
     @abstractmethod
     def value(self) -> Any:
         """The value for the current key, or None."""
@@ -89,7 +98,7 @@ class ValueState(State):
     def update(self, value: Any) -> None: ...
 
 
-class AppendingState(State):
+class AppendingState(State, Generic[IN, OUT]):
     @abstractmethod
     def get(self) -> Any: ...
 
@@ -97,19 +106,19 @@ class AppendingState(State):
     def add(self, value: Any) -> None: ...
 
 
-class MergingState(AppendingState):
+class MergingState(AppendingState[IN, OUT]):
     pass
 
 
-class ReducingState(MergingState):
+class ReducingState(MergingState[T, T]):
     pass
 
 
-class AggregatingState(MergingState):
+class AggregatingState(MergingState[IN, OUT]):
     pass
 
 
-class ListState(MergingState):
+class ListState(MergingState[T, Iterable[T]]):
     @abstractmethod
     def update(self, values: list[Any]) -> None: ...
 
@@ -120,7 +129,7 @@ class ListState(MergingState):
         return iter(self.get())
 
 
-class MapState(State):
+class MapState(State, Generic[K, V]):
     @abstractmethod
     def get(self, key: Any) -> Any: ...
 
@@ -163,3 +172,5 @@ class MapState(State):
     def __iter__(self) -> Iterator[Any]:
         return iter(self.keys())
 
+
+__getattr__ = unsupported.module_getattr(__name__)

@@ -11,10 +11,13 @@ import os
 import sys
 from typing import Any
 
+from kernel import unsupported
 from kernel.common.configuration import Configuration
+from kernel.common.execution_config import ExecutionConfig
 from kernel.common.typeinfo import TypeInformation, resolve_type
 from kernel.datastream.data_stream import DataStream
 from kernel.datastream.execution_mode import RuntimeExecutionMode
+from kernel.datastream.slot_sharing_group import SlotSharingGroup
 from kernel.datastream.transformations import (
     UPPER_BOUND_MAX_PARALLELISM,
     LegacySourceTransformation,
@@ -30,51 +33,14 @@ from kernel.program import (
 )
 
 
-class ExecutionConfig:
-    """The environment's execution settings (``env.get_config()``)."""
-
-    def __init__(self, env: StreamExecutionEnvironment) -> None:
-        self._env = env
-        self._auto_watermark_interval: int | None = None
-        self._global_job_parameters: dict[str, str] = {}
-
-    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
-        """Periodic watermark interval in ms (``pipeline.auto-watermark-interval``); 0 disables."""
-        if interval < 0:
-            raise ValueError("Auto watermark interval must not be negative.")
-        self._auto_watermark_interval = interval
-        return self
-
-    def get_auto_watermark_interval(self) -> int | None:
-        return self._auto_watermark_interval
-
-    def set_parallelism(self, parallelism: int) -> ExecutionConfig:
-        self._env.set_parallelism(parallelism)
-        return self
-
-    def get_parallelism(self) -> int:
-        return self._env.get_parallelism()
-
-    def set_max_parallelism(self, max_parallelism: int) -> ExecutionConfig:
-        self._env.set_max_parallelism(max_parallelism)
-        return self
-
-    def get_max_parallelism(self) -> int:
-        return self._env.get_max_parallelism()
-
-    def set_global_job_parameters(self, parameters: Configuration | dict[str, str]) -> ExecutionConfig:
-        values = parameters.to_dict() if isinstance(parameters, Configuration) else dict(parameters)
-        self._global_job_parameters = {str(k): str(v) for k, v in values.items()}
-        return self
-
-    def get_global_job_parameters(self) -> dict[str, str]:
-        return dict(self._global_job_parameters)
-
-
 _BOOL = {"true": True, "false": False}
+CHAIN_DIFFERENT_MAX_PARALLELISM = "pipeline.operator-chaining.chain-operators-with-different-max-parallelism"
 
 
+@unsupported.members("pyflink.datastream.stream_execution_environment:StreamExecutionEnvironment")
 class StreamExecutionEnvironment:
+    _default_local_parallelism: int | None = None
+
     def __init__(self, configuration: Configuration | None = None) -> None:
         self._configuration = Configuration(configuration)
         self._transformations: list[Transformation] = []
@@ -85,6 +51,7 @@ class StreamExecutionEnvironment:
         self._runtime_mode: str | None = None
         self._buffer_timeout: int | None = None
         self._config = ExecutionConfig(self)
+        self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
 
     @staticmethod
     def get_execution_environment(configuration: Configuration | None = None) -> StreamExecutionEnvironment:
@@ -103,6 +70,15 @@ class StreamExecutionEnvironment:
 
     def _configured(self, key: str) -> str | None:
         return self._configuration.get_string(key)
+
+    def _duration_option(self, section: type, attribute: str, key: str) -> Any:
+        """A rill duration option (ms): set in the environment's Configuration, else the session's."""
+        configured = self._configured(key)
+        if configured is not None:
+            from kernel.configtypes import parse_duration_ms
+
+            return parse_duration_ms(configured)
+        return getattr(current_executor().session.config.section(section), attribute)
 
     def get_config(self) -> ExecutionConfig:
         return self._config
@@ -175,15 +151,57 @@ class StreamExecutionEnvironment:
 
         return current_executor().session.config.section(RuntimeOptions).buffer_timeout
 
-    def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
-        raise NotImplementedError("rill does not support checkpointing yet (enable_checkpointing)")
-
     def add_python_file(self, file_path: str) -> None:
         """Make a Python file or directory importable by the job's functions."""
         path = os.path.abspath(file_path)
         directory = path if os.path.isdir(path) else os.path.dirname(path)
         if directory not in sys.path:
             sys.path = [directory, *sys.path]  # a new list: another thread may be iterating the old one
+
+    def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
+        """Recorded as PyFlink records it (``python.requirements``): rill runs the job's functions
+        in the job's own Python process, which must have the requirements installed."""
+        value = requirements_file_path if requirements_cache_dir is None \
+            else f"{requirements_file_path}#{requirements_cache_dir}"
+        self._configuration.set_string("python.requirements", value)
+
+    def set_python_executable(self, python_exec: str) -> None:
+        """Recorded as PyFlink records it (``python.executable``): rill's functions run in the
+        job's own Python process."""
+        self._configuration.set_string("python.executable", python_exec)
+
+    def add_jars(self, *jars_path: str) -> None:
+        """Recorded in ``pipeline.jars`` as PyFlink does; rill runs no JVM to load them into."""
+        self._add_to_list("pipeline.jars", jars_path)
+
+    def add_classpaths(self, *classpaths: str) -> None:
+        """Recorded in ``pipeline.classpaths`` as PyFlink does; rill runs no JVM."""
+        self._add_to_list("pipeline.classpaths", classpaths)
+
+    def _add_to_list(self, key: str, values: tuple[str, ...]) -> None:
+        existing = Configuration.parse_list_value(self._configuration.get_string(key, None))
+        self._configuration.set_string(key, str([*existing, *values]))
+
+    def get_default_local_parallelism(self) -> int:
+        """Flink's default parallelism of local environments (the number of CPU cores unless set)."""
+        return StreamExecutionEnvironment._default_local_parallelism or os.cpu_count() or 1
+
+    def set_default_local_parallelism(self, parallelism: int) -> None:
+        StreamExecutionEnvironment._default_local_parallelism = parallelism
+
+    def register_slot_sharing_group(self, slot_sharing_group: SlotSharingGroup) -> StreamExecutionEnvironment:
+        """Declare a slot sharing group's resources (operators join it by name)."""
+        self._slot_sharing_groups[slot_sharing_group.get_name()] = slot_sharing_group
+        return self
+
+    def is_chaining_of_operators_with_different_max_parallelism_enabled(self) -> bool:
+        """``pipeline.operator-chaining.chain-operators-with-different-max-parallelism``."""
+        configured = self._configured(CHAIN_DIFFERENT_MAX_PARALLELISM)
+        if configured is not None:
+            return _BOOL.get(configured.lower(), True)
+        from kernel.options import CoreOptions
+
+        return current_executor().session.config.section(CoreOptions).chain_different_max_parallelism
 
     def close(self) -> None:
         """Nothing to release: transformations are dropped when the environment is."""
@@ -226,7 +244,8 @@ class StreamExecutionEnvironment:
             chaining_enabled=self.is_chaining_enabled(),
             runtime_mode=mode,
             buffer_timeout=self._buffer_timeout if self._buffer_timeout is not None else -1,
-            auto_watermark_interval=self._config.get_auto_watermark_interval(),
+            auto_watermark_interval=self._config.configured_auto_watermark_interval(),
+            job_parameters=self._config.get_global_job_parameters(),
             env=self,
             config_overrides=self._configuration.to_dict(),
         )

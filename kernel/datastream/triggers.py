@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from kernel import unsupported
 from kernel.common.time import Time, to_millis
 from kernel.common.typeinfo import Types
 from kernel.datastream.state import ReducingStateDescriptor
-from kernel.datastream.windows import Window
+from kernel.datastream.windows import CountWindow, GlobalWindow, TimeWindow, Window
+
+T = TypeVar("T")
+W = TypeVar("W")
 
 
 class TriggerResult(Enum):
@@ -25,13 +29,11 @@ class TriggerResult(Enum):
         return self.value[1]
 
 
-class Trigger(ABC):
+@unsupported.members("pyflink.datastream.window:Trigger")
+class Trigger(ABC, Generic[T, W]):
     class TriggerContext(ABC):
         @abstractmethod
         def get_current_processing_time(self) -> int: ...
-
-        @abstractmethod
-        def get_metric_group(self) -> Any: ...
 
         @abstractmethod
         def get_current_watermark(self) -> int: ...
@@ -74,7 +76,7 @@ class Trigger(ABC):
     def clear(self, window: Window, ctx: Trigger.TriggerContext) -> None: ...
 
 
-class EventTimeTrigger(Trigger):
+class EventTimeTrigger(Trigger[T, TimeWindow]):
     """Fires once the watermark passes the window's end."""
 
     @staticmethod
@@ -107,7 +109,7 @@ class EventTimeTrigger(Trigger):
         return "EventTimeTrigger()"
 
 
-class ProcessingTimeTrigger(Trigger):
+class ProcessingTimeTrigger(Trigger[T, TimeWindow]):
     """Fires once processing time passes the window's end."""
 
     @staticmethod
@@ -142,7 +144,7 @@ def _min(a: int, b: int) -> int:
     return a if a <= b else b
 
 
-class _ContinuousTrigger(Trigger):
+class _ContinuousTrigger(Trigger[T, TimeWindow]):
     """Fires every ``interval`` of its time domain (the earliest next firing is kept in
     reducing state, so merged windows keep the earlier one)."""
 
@@ -156,16 +158,17 @@ class _ContinuousTrigger(Trigger):
     def _delete_timer(self, ctx: Trigger.TriggerContext, time: int) -> None:
         raise NotImplementedError
 
-    def _register_next(self, time: int, window, ctx) -> None:
-        next_fire = _min(time, window.max_timestamp())
-        ctx.get_partitioned_state(self.state_desc).add(next_fire)
+    def register_next_fire_timestamp(self, time: int, window, ctx, fire_timestamp_state) -> None:
+        """The next firing one interval after ``time`` (at the latest at the window's end)."""
+        next_fire = _min(time + self.interval, window.max_timestamp())
+        fire_timestamp_state.add(next_fire)
         self._register_timer(ctx, next_fire)
 
     def _fire_on_interval(self, time: int, window, ctx) -> TriggerResult:
         fire_time = ctx.get_partitioned_state(self.state_desc)
         if fire_time.get() == time:
             fire_time.clear()
-            self._register_next(time + self.interval, window, ctx)
+            self.register_next_fire_timestamp(time, window, ctx, fire_time)
             return TriggerResult.FIRE
         return TriggerResult.CONTINUE
 
@@ -188,7 +191,7 @@ class _ContinuousTrigger(Trigger):
         return f"{type(self).__name__}({self.interval})"
 
 
-class ContinuousEventTimeTrigger(_ContinuousTrigger):
+class ContinuousEventTimeTrigger(_ContinuousTrigger[T]):
     """Fires every ``interval`` of event time, and at the window's end."""
 
     @staticmethod
@@ -205,8 +208,9 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
         if window.max_timestamp() <= ctx.get_current_watermark():
             return TriggerResult.FIRE
         ctx.register_event_time_timer(window.max_timestamp())
-        if ctx.get_partitioned_state(self.state_desc).get() is None:
-            self._register_next(timestamp - timestamp % self.interval + self.interval, window, ctx)
+        fire_time = ctx.get_partitioned_state(self.state_desc)
+        if fire_time.get() is None:
+            self.register_next_fire_timestamp(timestamp - timestamp % self.interval, window, ctx, fire_time)
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time, window, ctx):
@@ -218,7 +222,7 @@ class ContinuousEventTimeTrigger(_ContinuousTrigger):
         return self._fire_on_interval(time, window, ctx)
 
 
-class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
+class ContinuousProcessingTimeTrigger(_ContinuousTrigger[T]):
     """Fires every ``interval`` of processing time."""
 
     @staticmethod
@@ -232,9 +236,10 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
         ctx.delete_processing_time_timer(time)
 
     def on_element(self, element, timestamp, window, ctx):
-        if ctx.get_partitioned_state(self.state_desc).get() is None:
+        fire_time = ctx.get_partitioned_state(self.state_desc)
+        if fire_time.get() is None:
             now = ctx.get_current_processing_time()
-            self._register_next(now - now % self.interval + self.interval, window, ctx)
+            self.register_next_fire_timestamp(now - now % self.interval, window, ctx, fire_time)
         return TriggerResult.CONTINUE
 
     def on_processing_time(self, time, window, ctx):
@@ -244,7 +249,7 @@ class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
         return TriggerResult.CONTINUE
 
 
-class CountTrigger(Trigger):
+class CountTrigger(Trigger[T, CountWindow]):
     """Fires when the window holds ``window_size`` more elements."""
 
     def __init__(self, window_size: int) -> None:
@@ -282,7 +287,7 @@ class CountTrigger(Trigger):
         return f"CountTrigger({self.window_size})"
 
 
-class PurgingTrigger(Trigger):
+class PurgingTrigger(Trigger[T, Window]):
     """Turns every FIRE of the nested trigger into FIRE_AND_PURGE."""
 
     def __init__(self, nested_trigger: Trigger) -> None:
@@ -318,7 +323,7 @@ class PurgingTrigger(Trigger):
         return f"PurgingTrigger({self.nested_trigger!r})"
 
 
-class NeverTrigger(Trigger):
+class NeverTrigger(Trigger[T, GlobalWindow]):
     """The default trigger of GlobalWindows: never fires."""
 
     def on_element(self, element, timestamp, window, ctx):

@@ -6,6 +6,7 @@ classes live in :mod:`kernel.datastream.windows`, :mod:`kernel.datastream.trigge
 :mod:`kernel.datastream.window_assigners`; this is the module jobs import, as in PyFlink.
 """
 
+from kernel import unsupported
 from kernel.common.time import Time
 from kernel.datastream.triggers import (
     ContinuousEventTimeTrigger,
@@ -35,7 +36,15 @@ from kernel.datastream.window_assigners import (
     WindowAssigner,
     check_time_record,
 )
-from kernel.datastream.windows import CountWindow, GlobalWindow, TimeWindow, Window
+from kernel.datastream.windows import (
+    CountWindow,
+    CountWindowSerializer,
+    GlobalWindow,
+    GlobalWindowSerializer,
+    TimeWindow,
+    TimeWindowSerializer,
+    Window,
+)
 
 __all__ = [
     "Window", "TimeWindow", "CountWindow", "GlobalWindow", "WindowAssigner", "MergingWindowAssigner",
@@ -44,5 +53,9 @@ __all__ = [
     "DynamicEventTimeSessionWindows", "DynamicProcessingTimeSessionWindows", "SessionWindowTimeGapExtractor",
     "GlobalWindows", "CountTumblingWindowAssigner", "CountSlidingWindowAssigner", "Trigger", "TriggerResult",
     "EventTimeTrigger", "ProcessingTimeTrigger", "ContinuousEventTimeTrigger", "ContinuousProcessingTimeTrigger",
-    "PurgingTrigger", "CountTrigger", "NeverTrigger", "Time", "check_time_record",
+    "PurgingTrigger", "CountTrigger", "NeverTrigger", "Time", "check_time_record", "TimeWindowSerializer",
+    "CountWindowSerializer", "GlobalWindowSerializer",
 ]
+
+
+__getattr__ = unsupported.module_getattr(__name__)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Collection, Iterable
+from typing import Any, Callable, Collection, Generic, Iterable, TypeVar
 
+from kernel.common.serializer import TypeSerializer
 from kernel.common.time import Time, to_millis
 from kernel.common.typeinfo import Types
 from kernel.datastream.state import ValueStateDescriptor
@@ -15,12 +16,23 @@ from kernel.datastream.triggers import (
     ProcessingTimeTrigger,
     Trigger,
 )
-from kernel.datastream.windows import CountWindow, GlobalWindow, TimeWindow, Window
+from kernel.datastream.windows import (
+    CountWindow,
+    CountWindowSerializer,
+    GlobalWindow,
+    GlobalWindowSerializer,
+    TimeWindow,
+    TimeWindowSerializer,
+    Window,
+)
 
 MIN_LONG = -(1 << 63)
+T = TypeVar("T")
+W = TypeVar("W")
+W2 = TypeVar("W2")
 
 
-class WindowAssigner(ABC):
+class WindowAssigner(ABC, Generic[T, W]):
     class WindowAssignerContext(ABC):
         @abstractmethod
         def get_current_processing_time(self) -> int: ...
@@ -38,12 +50,21 @@ class WindowAssigner(ABC):
     def get_default_trigger(self, env: Any = None) -> Trigger: ...
 
     @abstractmethod
+    def get_window_serializer(self) -> TypeSerializer[W]: ...
+
+    @abstractmethod
     def is_event_time(self) -> bool: ...
 
 
-class MergingWindowAssigner(WindowAssigner):
+class MergingWindowAssigner(WindowAssigner[T, W]):
+    class MergeCallback(ABC, Generic[W2]):
+        """Told by ``merge_windows`` which windows merge into which."""
+
+        @abstractmethod
+        def merge(self, to_be_merged: Iterable[W2], merge_result: W2) -> None: ...
+
     @abstractmethod
-    def merge_windows(self, windows: Iterable[Window], callback: Any) -> None: ...
+    def merge_windows(self, windows: Iterable[W], callback: MergingWindowAssigner.MergeCallback[W]) -> None: ...
 
 
 def check_time_record(timestamp: int | None, assigner: WindowAssigner) -> None:
@@ -55,7 +76,7 @@ def check_time_record(timestamp: int | None, assigner: WindowAssigner) -> None:
         )
 
 
-class TumblingEventTimeWindows(WindowAssigner):
+class TumblingEventTimeWindows(WindowAssigner[T, TimeWindow]):
     def __init__(self, size: int, offset: int) -> None:
         if abs(offset) >= size:
             raise Exception("TumblingEventTimeWindows parameters must satisfy abs(offset) < size")
@@ -74,6 +95,9 @@ class TumblingEventTimeWindows(WindowAssigner):
     def get_default_trigger(self, env=None) -> Trigger:
         return EventTimeTrigger()
 
+    def get_window_serializer(self) -> TypeSerializer[TimeWindow]:
+        return TimeWindowSerializer()
+
     def is_event_time(self) -> bool:
         return True
 
@@ -81,7 +105,7 @@ class TumblingEventTimeWindows(WindowAssigner):
         return f"TumblingEventTimeWindows({self._size}, {self._offset})"
 
 
-class TumblingProcessingTimeWindows(WindowAssigner):
+class TumblingProcessingTimeWindows(WindowAssigner[T, TimeWindow]):
     def __init__(self, size: int, offset: int) -> None:
         if abs(offset) >= size:
             raise Exception("TumblingProcessingTimeWindows parameters must satisfy abs(offset) < size")
@@ -100,6 +124,9 @@ class TumblingProcessingTimeWindows(WindowAssigner):
     def get_default_trigger(self, env=None) -> Trigger:
         return ProcessingTimeTrigger()
 
+    def get_window_serializer(self) -> TypeSerializer[TimeWindow]:
+        return TimeWindowSerializer()
+
     def is_event_time(self) -> bool:
         return False
 
@@ -112,7 +139,7 @@ def _sliding(timestamp: int, size: int, slide: int, offset: int) -> list[TimeWin
     return [TimeWindow(start, start + size) for start in range(last_start, timestamp - size, -slide)]
 
 
-class SlidingEventTimeWindows(WindowAssigner):
+class SlidingEventTimeWindows(WindowAssigner[T, TimeWindow]):
     def __init__(self, size: int, slide: int, offset: int) -> None:
         if abs(offset) >= slide or size <= 0:
             raise Exception("SlidingEventTimeWindows parameters must satisfy abs(offset) < slide and size > 0")
@@ -129,6 +156,9 @@ class SlidingEventTimeWindows(WindowAssigner):
     def get_default_trigger(self, env=None) -> Trigger:
         return EventTimeTrigger()
 
+    def get_window_serializer(self) -> TypeSerializer[TimeWindow]:
+        return TimeWindowSerializer()
+
     def is_event_time(self) -> bool:
         return True
 
@@ -136,7 +166,7 @@ class SlidingEventTimeWindows(WindowAssigner):
         return f"SlidingEventTimeWindows({self._size}, {self._slide}, {self._offset})"
 
 
-class SlidingProcessingTimeWindows(WindowAssigner):
+class SlidingProcessingTimeWindows(WindowAssigner[T, TimeWindow]):
     def __init__(self, size: int, slide: int, offset: int) -> None:
         if abs(offset) >= slide or size <= 0:
             raise Exception("SlidingProcessingTimeWindows parameters must satisfy abs(offset) < slide and size > 0")
@@ -153,6 +183,9 @@ class SlidingProcessingTimeWindows(WindowAssigner):
 
     def get_default_trigger(self, env=None) -> Trigger:
         return ProcessingTimeTrigger()
+
+    def get_window_serializer(self) -> TypeSerializer[TimeWindow]:
+        return TimeWindowSerializer()
 
     def is_event_time(self) -> bool:
         return False
@@ -175,12 +208,15 @@ def _gap_extractor(extractor: SessionWindowTimeGapExtractor | Callable[[Any], in
     raise TypeError("the session gap extractor must be a SessionWindowTimeGapExtractor or a callable")
 
 
-class _SessionWindows(MergingWindowAssigner):
+class _SessionWindows(MergingWindowAssigner[T, TimeWindow]):
     def merge_windows(self, windows, callback) -> None:
         TimeWindow.merge_windows(windows, callback)
 
+    def get_window_serializer(self) -> TypeSerializer[TimeWindow]:
+        return TimeWindowSerializer()
 
-class EventTimeSessionWindows(_SessionWindows):
+
+class EventTimeSessionWindows(_SessionWindows[T]):
     def __init__(self, session_gap: int) -> None:
         if session_gap <= 0:
             raise Exception("EventTimeSessionWindows parameters must satisfy 0 < size")
@@ -208,7 +244,7 @@ class EventTimeSessionWindows(_SessionWindows):
         return f"EventTimeSessionWindows({self._session_gap})"
 
 
-class DynamicEventTimeSessionWindows(_SessionWindows):
+class DynamicEventTimeSessionWindows(_SessionWindows[T]):
     def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
         self._extract = _gap_extractor(session_window_time_gap_extractor)
 
@@ -233,7 +269,7 @@ class DynamicEventTimeSessionWindows(_SessionWindows):
         return "DynamicEventTimeSessionWindows()"
 
 
-class ProcessingTimeSessionWindows(_SessionWindows):
+class ProcessingTimeSessionWindows(_SessionWindows[T]):
     def __init__(self, session_gap: int) -> None:
         if session_gap <= 0:
             raise Exception("ProcessingTimeSessionWindows parameters must satisfy 0 < size")
@@ -261,7 +297,7 @@ class ProcessingTimeSessionWindows(_SessionWindows):
         return f"ProcessingTimeSessionWindows({self._session_gap})"
 
 
-class DynamicProcessingTimeSessionWindows(_SessionWindows):
+class DynamicProcessingTimeSessionWindows(_SessionWindows[T]):
     def __init__(self, session_window_time_gap_extractor: SessionWindowTimeGapExtractor) -> None:
         self._extract = _gap_extractor(session_window_time_gap_extractor)
 
@@ -286,7 +322,7 @@ class DynamicProcessingTimeSessionWindows(_SessionWindows):
         return "DynamicProcessingTimeSessionWindows()"
 
 
-class GlobalWindows(WindowAssigner):
+class GlobalWindows(WindowAssigner[T, GlobalWindow]):
     """One window per key holding everything; give it a trigger."""
 
     @staticmethod
@@ -299,6 +335,9 @@ class GlobalWindows(WindowAssigner):
     def get_default_trigger(self, env=None) -> Trigger:
         return NeverTrigger()
 
+    def get_window_serializer(self) -> TypeSerializer[GlobalWindow]:
+        return GlobalWindowSerializer()
+
     def is_event_time(self) -> bool:
         return False
 
@@ -306,7 +345,7 @@ class GlobalWindows(WindowAssigner):
         return "GlobalWindows()"
 
 
-class CountTumblingWindowAssigner(WindowAssigner):
+class CountTumblingWindowAssigner(WindowAssigner[T, CountWindow]):
     """Windows of ``window_size`` consecutive elements per key (PyFlink's count windows)."""
 
     def __init__(self, window_size: int) -> None:
@@ -331,6 +370,9 @@ class CountTumblingWindowAssigner(WindowAssigner):
     def get_default_trigger(self, env=None) -> Trigger:
         return CountTrigger(self._window_size)
 
+    def get_window_serializer(self) -> TypeSerializer[CountWindow]:
+        return CountWindowSerializer()
+
     def is_event_time(self) -> bool:
         return False
 
@@ -338,7 +380,7 @@ class CountTumblingWindowAssigner(WindowAssigner):
         return f"CountTumblingWindowAssigner({self._window_size})"
 
 
-class CountSlidingWindowAssigner(WindowAssigner):
+class CountSlidingWindowAssigner(WindowAssigner[T, CountWindow]):
     """Windows of ``window_size`` elements every ``window_slide`` elements per key."""
 
     def __init__(self, window_size: int, window_slide: int) -> None:
@@ -365,6 +407,9 @@ class CountSlidingWindowAssigner(WindowAssigner):
 
     def get_default_trigger(self, env=None) -> Trigger:
         return CountTrigger(self._window_size)
+
+    def get_window_serializer(self) -> TypeSerializer[CountWindow]:
+        return CountWindowSerializer()
 
     def is_event_time(self) -> bool:
         return False

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import struct
 from abc import ABC, abstractmethod
+from io import BytesIO
 from typing import Any, Iterable
+
+from kernel.common.serializer import TypeSerializer
 
 MAX_LONG = (1 << 63) - 1
 
@@ -115,3 +119,35 @@ class GlobalWindow(Window):
 
     def __repr__(self) -> str:
         return "GlobalWindow"
+
+
+class TimeWindowSerializer(TypeSerializer[TimeWindow]):
+    """A TimeWindow as two big-endian longs, start and end (PyFlink's TimeWindowCoder)."""
+
+    def serialize(self, element: TimeWindow, stream: BytesIO) -> None:
+        stream.write(struct.pack(">qq", element.start, element.end))
+
+    def deserialize(self, stream: BytesIO) -> TimeWindow:
+        start, end = struct.unpack(">qq", stream.read(16))
+        return TimeWindow(start, end)
+
+
+class CountWindowSerializer(TypeSerializer[CountWindow]):
+    """A CountWindow as its id, a big-endian long (PyFlink's CountWindowCoder)."""
+
+    def serialize(self, element: CountWindow, stream: BytesIO) -> None:
+        stream.write(struct.pack(">q", element.id))
+
+    def deserialize(self, stream: BytesIO) -> CountWindow:
+        return CountWindow(struct.unpack(">q", stream.read(8))[0])
+
+
+class GlobalWindowSerializer(TypeSerializer[GlobalWindow]):
+    """The GlobalWindow as one zero byte (PyFlink's GlobalWindowCoder)."""
+
+    def serialize(self, element: GlobalWindow, stream: BytesIO) -> None:
+        stream.write(b"\x00")
+
+    def deserialize(self, stream: BytesIO) -> GlobalWindow:
+        stream.read(1)
+        return GlobalWindow.get()

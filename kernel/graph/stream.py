@@ -90,6 +90,7 @@ class StreamGraph:
     #: settings of the program the graph was generated from
     buffer_timeout: int = -1
     auto_watermark_interval: int | None = None
+    job_parameters: dict[str, str] = field(default_factory=dict)
 
     @property
     def source_ids(self) -> list[int]:

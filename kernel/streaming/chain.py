@@ -41,6 +41,7 @@ class OperatorChain:
         at operators with no output (sinks). ``create`` makes each node's operator (a backend
         may substitute some, e.g. sinks that run elsewhere)."""
         self.vertex = vertex
+        runtime.info.job_parameters = dict(graph.job_parameters)
         nodes = [graph.nodes[nid] for nid in vertex.chained_node_ids]
         self.operators: list[StreamOperator] = [create(node, runtime) for node in nodes]
         by_node = {node.id: op for node, op in zip(nodes, self.operators)}

@@ -106,10 +106,9 @@ class OperatorRuntime:
 class StreamingRuntimeContext(RuntimeContext):
     """``RuntimeContext`` given to ``open``: subtask info and, on keyed streams, keyed state."""
 
-    def __init__(self, info: TaskInfo, backend: KeyedStateBackend | None, metrics: Any = None) -> None:
+    def __init__(self, info: TaskInfo, backend: KeyedStateBackend | None) -> None:
         self._info = info
         self._backend = backend
-        self._metrics = metrics
 
     def get_task_name(self) -> str:
         return self._info.task_name
@@ -127,13 +126,11 @@ class StreamingRuntimeContext(RuntimeContext):
         return self._info.attempt
 
     def get_task_name_with_subtasks(self) -> str:
-        return self._info.name_with_subtasks
+        """Flink's ``TaskInfo.getTaskNameWithSubtasks``: ``name (i/n)#attempt``."""
+        return f"{self._info.name_with_subtasks}#{self._info.attempt}"
 
     def get_job_parameter(self, key: str, default_value: str) -> str:
         return self._info.job_parameters.get(key, default_value)
-
-    def get_metrics_group(self) -> Any:
-        return self._metrics
 
     def _keyed(self) -> KeyedStateBackend:
         if self._backend is None:

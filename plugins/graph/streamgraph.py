@@ -26,6 +26,7 @@ class StreamGraphGenerator:
             max_parallelism=program.max_parallelism,
             buffer_timeout=program.buffer_timeout,
             auto_watermark_interval=program.auto_watermark_interval,
+            job_parameters=dict(program.job_parameters),
         )
         self.done: dict[int, list[int]] = {}
         self.virtual_partitions: dict[int, tuple[int, StreamPartitioner, ExchangeMode]] = {}

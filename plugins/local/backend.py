@@ -26,6 +26,8 @@ class LocalBackend:
         wall_start, clock_start = time.perf_counter(), run.clock.now()
         record_compilation(run, compiled)
         cluster = MiniCluster(run, options)
+        job_id = compiled.job_graph.job_id
+        compiled.program.cancellation.listen(lambda reason: run.loop.call_soon_threadsafe(cluster.cancel, job_id, reason))
         try:
             outcome = cluster.execute(compiled.job_graph)
         except BaseException as exc:

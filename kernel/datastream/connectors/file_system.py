@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel import unsupported
 from kernel.common.serialization import Encoder
 from kernel.common.time import Duration
 from kernel.common.typeinfo import TypeInformation, Types
@@ -22,6 +23,7 @@ class StreamFormat:
         return StreamFormat("text_line", charset_name)
 
 
+@unsupported.members("pyflink.datastream.connectors.file_system:FileSource")
 class FileSource:
     """Reads files (or every file under directories) with a StreamFormat; bounded unless
     ``monitor_continuously`` was set."""
@@ -47,6 +49,7 @@ class FileSource:
         return f"FileSource({', '.join(self.paths)})"
 
 
+@unsupported.members("pyflink.datastream.connectors.file_system:FileSourceBuilder")
 class FileSourceBuilder:
     def __init__(self, stream_format: StreamFormat, paths: tuple[str, ...]) -> None:
         self._format = stream_format
@@ -65,6 +68,7 @@ class FileSourceBuilder:
         return FileSource(self._format, self._paths, self._interval)
 
 
+@unsupported.members("pyflink.datastream.connectors.file_system:OutputFileConfig")
 class OutputFileConfig:
     def __init__(self, part_prefix: str = "part", part_suffix: str = "") -> None:
         self.part_prefix = part_prefix
@@ -97,6 +101,7 @@ class OutputFileConfig:
             return OutputFileConfig(self._prefix, self._suffix)
 
 
+@unsupported.members("pyflink.datastream.connectors.file_system:RollingPolicy")
 class RollingPolicy:
     """When a part file is closed and a new one started."""
 
@@ -115,6 +120,7 @@ class RollingPolicy:
         return RollingPolicy(None, None, None)
 
 
+@unsupported.members("pyflink.datastream.connectors.file_system:BucketAssigner")
 class BucketAssigner:
     """Which sub-directory of the base path a record goes to."""
 
@@ -131,6 +137,7 @@ class BucketAssigner:
         return BucketAssigner("date_time", format_str)
 
 
+@unsupported.members("pyflink.datastream.connectors.file_system:FileSink")
 class FileSink:
     """Writes records as lines into part files under a base path.
 
@@ -175,3 +182,6 @@ class FileSink:
 
         def build(self) -> FileSink:
             return FileSink(self._base_path, self._encoder, self._config, self._rolling, self._buckets)
+
+
+__getattr__ = unsupported.module_getattr(__name__)

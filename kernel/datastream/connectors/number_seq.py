@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from kernel import unsupported
 from kernel.common.typeinfo import TypeInformation, Types
 
 
+@unsupported.members("pyflink.datastream.connectors.number_seq:NumberSequenceSource")
 class NumberSequenceSource:
     def __init__(self, start: int, end: int) -> None:
         if end < start:

@@ -57,9 +57,6 @@ class _TriggerContext(Trigger.OnMergeContext):
     def get_current_processing_time(self) -> int:
         return self._operator.runtime.now_ms()
 
-    def get_metric_group(self) -> Any:
-        return None
-
     def get_current_watermark(self) -> int:
         return self._operator.timers.current_watermark
 
@@ -133,7 +130,7 @@ class MergingWindowSet:
         windows = list(self.mapping) + [new_window]
         results: list[tuple[Any, set]] = []
 
-        class Callback:
+        class Callback(MergingWindowAssigner.MergeCallback):
             def merge(self, to_merge, merge_result):
                 results.append((merge_result, set(to_merge)))
 

@@ -1,0 +1,5 @@
+"""PyFlink's ``pyflink.datastream.connectors.kinesis``: importable, not supported by rill (see ``kernel.unsupported_names``)."""
+
+from kernel import unsupported
+
+__getattr__ = unsupported.module_getattr(__name__)

@@ -1,0 +1,192 @@
+"""The PyFlink 2.3 names rill does not support, grouped by feature, with the reason.
+
+Names are PyFlink's ``module: (qualified names...)``; a name is a class when it starts with
+an upper-case letter (PyFlink's CamelCase), else a function or method. Every name here is in
+``tests/pyflink_api.txt`` (PyFlink's public API) and is refused when used (see
+:mod:`kernel.unsupported`); the README lists the groups. A group disappears when rill gains
+the feature: delete it here and implement the names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UnsupportedGroup:
+    title: str
+    reason: str
+    names: dict[str, tuple[str, ...]]
+
+
+DS = "pyflink.datastream"
+SEE = "pyflink.datastream.stream_execution_environment"
+CONNECTORS = "pyflink.datastream.connectors"
+FORMATS = "pyflink.datastream.formats"
+
+BROADCAST_STATE = UnsupportedGroup("broadcast state", "rill has no broadcast state yet", {
+    f"{DS}.data_stream": ("BroadcastStream", "BroadcastConnectedStream"),
+    f"{DS}.functions": ("BaseBroadcastProcessFunction", "BroadcastProcessFunction", "KeyedBroadcastProcessFunction"),
+    f"{DS}.state": ("ReadOnlyBroadcastState", "BroadcastState", "OperatorStateStore"),
+})
+
+ASYNC_IO = UnsupportedGroup("async I/O", "rill has no async I/O operator yet", {
+    f"{DS}.async_data_stream": ("AsyncDataStream",),
+    f"{DS}.async_retry_predicates": ("empty_result_predicate", "exception_type_predicate", "has_exception_predicate"),
+    f"{DS}.async_retry_strategies": (
+        "ExponentialBackoffDelayRetryStrategy", "FixedDelayRetryStrategy", "NoRetryStrategy", "RetryPredicate",
+    ),
+    f"{DS}.functions": ("AsyncFunction", "AsyncFunctionDescriptor", "AsyncRetryPredicate", "AsyncRetryStrategy"),
+})
+
+STATE_TTL = UnsupportedGroup("state TTL", "rill's keyed state does not expire yet", {
+    f"{DS}.state": (
+        "StateTtlConfig", "ValueStateDescriptor.enable_time_to_live", "ListStateDescriptor.enable_time_to_live",
+        "MapStateDescriptor.enable_time_to_live", "ReducingStateDescriptor.enable_time_to_live",
+        "AggregatingStateDescriptor.enable_time_to_live",
+    ),
+})
+
+CHECKPOINTING = UnsupportedGroup("checkpointing", "rill takes no checkpoints or savepoints yet", {
+    f"{DS}.checkpoint_config": ("CheckpointConfig",),
+    f"{DS}.checkpointing_mode": ("CheckpointingMode",),
+    f"{DS}.externalized_checkpoint_retention": ("ExternalizedCheckpointRetention",),
+    f"{DS}.checkpoint_storage": (
+        "CheckpointStorage", "JobManagerCheckpointStorage", "FileSystemCheckpointStorage", "CustomCheckpointStorage",
+    ),
+    f"{DS}.state_backend": (
+        "StateBackend", "HashMapStateBackend", "EmbeddedRocksDBStateBackend", "CustomStateBackend",
+        "PredefinedOptions",
+    ),
+    SEE: (
+        "StreamExecutionEnvironment.enable_checkpointing", "StreamExecutionEnvironment.get_checkpoint_config",
+        "StreamExecutionEnvironment.get_checkpoint_interval", "StreamExecutionEnvironment.get_checkpointing_mode",
+        "StreamExecutionEnvironment.get_checkpointing_consistency_mode",
+        "StreamExecutionEnvironment.enable_changelog_state_backend",
+        "StreamExecutionEnvironment.is_changelog_state_backend_enabled",
+        "StreamExecutionEnvironment.is_unaligned_checkpoints_enabled",
+        "StreamExecutionEnvironment.is_force_unaligned_checkpoints",
+        "StreamExecutionEnvironment.set_default_savepoint_directory",
+        "StreamExecutionEnvironment.get_default_savepoint_directory",
+    ),
+    "pyflink.common.job_client": ("JobClient.stop_with_savepoint", "JobClient.trigger_savepoint"),
+})
+
+EXTERNAL_CONNECTORS = UnsupportedGroup(
+    "connectors", "rill reads collections, files, number sequences and generated data, and writes to stdout, "
+                  "files and sink functions", {
+        f"{CONNECTORS}.kafka": (
+            "FlinkKafkaConsumer", "FlinkKafkaProducer", "KafkaOffsetResetStrategy", "KafkaOffsetsInitializer",
+            "KafkaRecordSerializationSchema", "KafkaRecordSerializationSchemaBuilder", "KafkaSink",
+            "KafkaSinkBuilder", "KafkaSource", "KafkaSourceBuilder", "KafkaTopicPartition", "KafkaTopicSelector",
+            "Semantic",
+        ),
+        f"{CONNECTORS}.dynamic_kafka": (
+            "DynamicKafkaSource", "DynamicKafkaSourceBuilder", "KafkaMetadataService",
+            "KafkaRecordDeserializationSchema", "KafkaStreamSetSubscriber", "KafkaStreamSubscriber",
+            "SingleClusterTopicMetadataService", "StreamPatternSubscriber",
+        ),
+        f"{CONNECTORS}.pulsar": (
+            "MessageDelayer", "PulsarSink", "PulsarSinkBuilder", "PulsarSource", "PulsarSourceBuilder",
+            "RangeGenerator", "StartCursor", "StopCursor", "TopicRoutingMode",
+        ),
+        f"{CONNECTORS}.kinesis": (
+            "FlinkKinesisConsumer", "KinesisDeserializationSchema", "KinesisFirehoseSink",
+            "KinesisFirehoseSinkBuilder", "KinesisShardAssigner", "KinesisStreamsSink", "KinesisStreamsSinkBuilder",
+            "PartitionKeyGenerator", "WatermarkTracker",
+        ),
+        f"{CONNECTORS}.elasticsearch": (
+            "Elasticsearch6SinkBuilder", "Elasticsearch7SinkBuilder", "ElasticsearchEmitter", "ElasticsearchSink",
+            "FlushBackoffType",
+        ),
+        f"{CONNECTORS}.cassandra": (
+            "CassandraCommitter", "CassandraFailureHandler", "CassandraSink", "ClusterBuilder", "ConsistencyLevel",
+            "MapperOptions",
+        ),
+        f"{CONNECTORS}.jdbc": ("JdbcConnectionOptions", "JdbcExecutionOptions", "JdbcSink"),
+        f"{CONNECTORS}.rabbitmq": ("RMQConnectionConfig", "RMQSink", "RMQSource"),
+        f"{CONNECTORS}.hybrid_source": ("HybridSource", "HybridSourceBuilder"),
+        "pyflink.common.serialization": (
+            "SerializationSchema", "DeserializationSchema", "ByteArraySchema", "RowFieldExtractorSchema",
+        ),
+    })
+
+FILE_CONNECTOR = UnsupportedGroup(
+    "file connector features", "rill's FileSource reads text lines (StreamFormat.text_line_format) and its "
+                               "FileSink writes rows with an Encoder", {
+        f"{CONNECTORS}.file_system": (
+            "BulkFormat", "FileCompactStrategy", "FileCompactor", "FileEnumeratorProvider",
+            "FileSplitAssignerProvider", "StreamingFileSink", "FileSink.BaseBuilder", "FileSink.BulkFormatBuilder",
+            "FileSink.for_bulk_format", "FileSink.RowFormatBuilder.enable_compact",
+            "FileSink.RowFormatBuilder.disable_compact", "FileSource.for_bulk_file_format",
+            "FileSourceBuilder.set_file_enumerator", "FileSourceBuilder.set_split_assigner",
+        ),
+        "pyflink.common.serialization": ("BulkWriterFactory",),
+    })
+
+FORMAT_LIBRARIES = UnsupportedGroup("formats", "rill has no Avro, CSV, JSON, ORC or Parquet formats", {
+    f"{FORMATS}.avro": (
+        "AvroBulkWriters", "AvroInputFormat", "AvroRowDeserializationSchema", "AvroRowSerializationSchema",
+        "AvroSchema", "GenericRecordAvroTypeInfo",
+    ),
+    f"{FORMATS}.csv": (
+        "CsvBulkWriters", "CsvReaderFormat", "CsvRowDeserializationSchema", "CsvRowSerializationSchema", "CsvSchema",
+        "CsvSchemaBuilder",
+    ),
+    f"{FORMATS}.json": ("JsonRowDeserializationSchema", "JsonRowSerializationSchema"),
+    f"{FORMATS}.orc": ("OrcBulkWriters",),
+    f"{FORMATS}.parquet": (
+        "AvroParquetReaders", "AvroParquetWriters", "ParquetBulkWriters", "ParquetColumnarRowInputFormat",
+    ),
+})
+
+JAVA_BRIDGE = UnsupportedGroup("Java objects", "rill runs no JVM, so there is no Java object behind it", {
+    "pyflink.common.io": ("InputFormat",),
+    "pyflink.common.typeinfo": ("TypeInformation.get_java_type_info",),
+    "pyflink.common.types": ("RowKind.to_j_row_kind",),
+    "pyflink.common.watermark_strategy": ("AssignerWithPeriodicWatermarksWrapper",),
+    f"{DS}.functions": ("SourceFunction", "SinkFunction.get_java_function"),
+    f"{DS}.output_tag": ("OutputTag.get_java_output_tag",),
+    f"{DS}.slot_sharing_group": (
+        "MemorySize.get_java_memory_size", "SlotSharingGroup.get_java_slot_sharing_group",
+    ),
+    SEE: ("StreamExecutionEnvironment.create_input", "StreamExecutionEnvironment.add_source"),
+    f"{CONNECTORS}.base": ("Source", "Sink", "StreamTransformer", "SupportsPreprocessing"),
+    f"{CONNECTORS}.file_system": (
+        "FileSource.get_java_function", "FileSink.get_java_function", "FileSink.get_transformer",
+        "BucketAssigner.get_java_object", "OutputFileConfig.get_java_object", "RollingPolicy.get_java_object",
+    ),
+    f"{CONNECTORS}.number_seq": ("NumberSequenceSource.get_java_function",),
+})
+
+RESTART_STRATEGIES = UnsupportedGroup(
+    "restart strategies in code", "choose one with rill's restart-strategy.* configuration keys", {
+        "pyflink.common.restart_strategy": ("RestartStrategies", "RestartStrategyConfiguration"),
+    })
+
+DISTRIBUTED_CACHE = UnsupportedGroup(
+    "distributed cache", "rill's tasks read files from the local file system by path", {
+        SEE: ("StreamExecutionEnvironment.register_cached_file",),
+    })
+
+USER_METRICS = UnsupportedGroup(
+    "user metrics", "rill records every task's metrics itself; user-defined metric groups are not supported yet", {
+        f"{DS}.functions": ("RuntimeContext.get_metrics_group",),
+        f"{DS}.window": ("Trigger.TriggerContext.get_metric_group",),
+    })
+
+CACHED_STREAMS = UnsupportedGroup(
+    "cached streams", "rill does not keep intermediate results between jobs yet", {
+        f"{DS}.data_stream": ("DataStream.cache",),
+    })
+
+PYTHON_ARCHIVES = UnsupportedGroup(
+    "Python archives", "rill runs functions in the job's own Python process: there is no worker directory to "
+                       "extract archives into", {
+        SEE: ("StreamExecutionEnvironment.add_python_archive",),
+    })
+
+GROUPS: tuple[UnsupportedGroup, ...] = (
+    BROADCAST_STATE, ASYNC_IO, STATE_TTL, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
+    JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
+)

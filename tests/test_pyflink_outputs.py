@@ -1,0 +1,258 @@
+"""Jobs written as PyFlink users write them, with the outputs real PyFlink 2.3 printed.
+
+The expectations were recorded by running the same job file on PyFlink 2.3.0
+(``/work/venvs/pyflink``, ``python job.py`` with ``pyflink.`` imports, parallelism 1) and
+copying each print sink's lines. Lines of different sinks interleave as tasks are scheduled,
+so each sink's lines are compared in order, per sink identifier.
+"""
+
+from __future__ import annotations
+
+from kernel.common import Row, Types, WatermarkStrategy
+from kernel.common.watermark_strategy import TimestampAssigner
+from kernel.datastream import OutputTag, RuntimeContext
+from kernel.datastream.functions import ProcessWindowFunction
+from kernel.datastream.window import Time, TimeWindow, TumblingEventTimeWindows
+from tests.runtime import run_job
+
+#: recorded on PyFlink 2.3.0 (see the module docstring)
+PYFLINK_LINES = {
+    "win": ["a 0-5000 n=3 sub=(0, 1)", "b 0-5000 n=1 sub=(0, 1)", "b 5000-10000 n=1 sub=(0, 1)",
+            "a 5000-10000 n=1 sub=(0, 1)"],
+    "side": ["big a 3"],
+    "min": ["(a,1,1000)", "(a,1,1000)", "(b,5,3000)", "(a,1,1000)", "(b,1,3000)", "(a,1,1000)"],
+    "max": ["(a,1,1000)", "(a,2,1000)", "(b,5,3000)", "(a,3,1000)", "(b,5,3000)", "(a,7,1000)"],
+    "sum": ["(a,1,1000)", "(a,3,1000)", "(b,5,3000)", "(a,6,1000)", "(b,6,3000)", "(a,13,1000)"],
+    "min_by": ["(a,1,1000)", "(a,1,1000)", "(b,5,3000)", "(a,1,1000)", "(b,1,6000)", "(a,1,1000)"],
+    "max_by": ["(a,1,1000)", "(a,2,2000)", "(b,5,3000)", "(a,3,4000)", "(b,5,3000)", "(a,7,7000)"],
+    "rmin": ["+I[a,3,1]", "+I[a,1,1]", "+I[a,1,1]"],
+    "rmax_by": ["+I[a,3,1]", "+I[a,3,1]", "+I[a,3,1]"],
+    "rsum": ["+I[a,3,1]", "+I[a,3,3]", "+I[a,3,6]"],
+}
+
+
+class Ts(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[2]
+
+
+BIG = OutputTag("big", Types.STRING())
+
+
+class Fire(ProcessWindowFunction[tuple, str, str, TimeWindow]):
+    """The typed form PyFlink users write (issue 15's first report)."""
+
+    def open(self, ctx: RuntimeContext):
+        self.threshold = int(ctx.get_job_parameter("threshold", "0"))
+        self.sub = (ctx.get_index_of_this_subtask(), ctx.get_number_of_parallel_subtasks())
+
+    def process(self, key, context, elements):
+        n = len(list(elements))
+        yield f"{key} {context.window().start}-{context.window().end} n={n} sub={self.sub}"
+        if n >= self.threshold:
+            yield BIG, f"big {key} {n}"
+
+
+def build(env):
+    env.set_parallelism(1)
+    env.get_config().set_global_job_parameters({"threshold": "3"})
+    data = [("a", 1, 1000), ("a", 2, 2000), ("b", 5, 3000), ("a", 3, 4000), ("b", 1, 6000), ("a", 7, 7000)]
+    ds = env.from_collection(data, Types.TUPLE([Types.STRING(), Types.INT(), Types.LONG()]))
+    timed = ds.assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Ts()))
+    windows = timed.key_by(lambda t: t[0], key_type=Types.STRING()) \
+        .window(TumblingEventTimeWindows.of(Time.seconds(5))).process(Fire(), Types.STRING())
+    windows.print("win")
+    windows.get_side_output(BIG).print("side")
+    keyed = ds.key_by(lambda t: t[0], key_type=Types.STRING())
+    keyed.min(1).print("min")
+    keyed.max(1).print("max")
+    keyed.sum(1).print("sum")
+    keyed.min_by(1).print("min_by")
+    keyed.max_by(1).print("max_by")
+    rows = env.from_collection([Row(k="a", v=3, w=1), Row(k="a", v=1, w=2), Row(k="a", v=2, w=3)],
+                               Types.ROW_NAMED(["k", "v", "w"], [Types.STRING(), Types.INT(), Types.INT()]))
+    by_k = rows.key_by(lambda r: r.k, key_type=Types.STRING())
+    by_k.min("v").print("rmin")
+    by_k.max_by("v").print("rmax_by")
+    by_k.sum("w").print("rsum")
+    env.execute("api job")
+
+
+def by_sink(lines: list[str]) -> dict[str, list[str]]:
+    sinks: dict[str, list[str]] = {}
+    for line in lines:
+        sink, _, value = line.partition("> ")
+        sinks.setdefault(sink, []).append(value)
+    return sinks
+
+
+def test_generic_window_function_side_output_job_parameters_and_aggregations_print_as_pyflink():
+    assert by_sink(run_job(build).lines) == PYFLINK_LINES
+
+
+def test_execute_and_collect_returns_what_pyflink_returns():
+    """PyFlink 2.3 printed ``limit [11, 21]`` and ``iter ['x', 'y']`` for these two calls."""
+    results = {}
+
+    def collect(env):
+        results["limit"] = env.from_collection([10, 20, 30, 40], Types.INT()).map(lambda x: x + 1, Types.INT()) \
+            .execute_and_collect(limit=2)
+        with env.from_collection(["x", "y"], Types.STRING()).execute_and_collect() as iterator:
+            results["iter"] = list(iterator)
+
+    run = run_job(collect)
+    assert results == {"limit": [11, 21], "iter": ["x", "y"]}
+    assert run.outcome.job_name == "DataStream Collect"  # Flink's name when none is given
+
+
+# -- side outputs from every process function, window_all and count windows ---------------------
+
+ODD = OutputTag("odd", Types.STRING())
+
+#: recorded on PyFlink 2.3.0 (see the module docstring)
+PYFLINK_SIDE_LINES = {
+    "p": ["1", "2", "3", "4", "5", "6", "7"],
+    "p-side": ["p-odd 1 ts=1000", "p-odd 3 ts=3000", "p-odd 5 ts=5000", "p-odd 7 ts=7000"],
+    "kp": ["k 1", "k 2", "k 3", "k 4", "k 5", "k 6", "k 7"],
+    "kp-side": ["timer 1 1500", "timer 0 2500", "timer 1 3500", "timer 0 4500", "timer 1 5500", "timer 0 6500",
+                "timer 1 7500"],
+    "cp": ["right 10", "right 20", "right 30", "right 40", "right 50", "right 60", "right 70"],
+    "cp-side": ["left 1", "left 2", "left 3", "left 4", "left 5", "left 6", "left 7"],
+    "kcp": ["kright 1 1", "kright 2 2", "kright 0 3", "kright 1 4", "kright 2 5", "kright 0 6", "kright 1 7"],
+    "kcp-side": ["kleft 1 1", "kleft 2 2", "kleft 0 3", "kleft 1 4", "kleft 2 5", "kleft 0 6", "kleft 1 7"],
+    "paw": ["all 0 [1, 2]", "all 3000 [3, 4, 5]", "all 6000 [6, 7]"],
+    "paw-side": ["all-side 2", "all-side 3", "all-side 2"],
+    "aw": ["apply 0 3", "apply 3000 12", "apply 6000 13"],
+    "rw": ["3", "12", "13"],
+    "agg": ["1.5", "4.0", "6.5"],
+    "cw": ["4", "6", "12"],
+}
+
+
+class SecondsTs(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value * 1000
+
+
+def side_outputs_job(env):
+    from kernel.datastream.functions import (
+        AggregateFunction,
+        AllWindowFunction,
+        CoProcessFunction,
+        KeyedCoProcessFunction,
+        KeyedProcessFunction,
+        ProcessAllWindowFunction,
+        ProcessFunction,
+    )
+
+    class P(ProcessFunction):
+        def process_element(self, value, ctx):
+            yield value
+            if value % 2:
+                yield ODD, f"p-odd {value} ts={ctx.timestamp()}"
+
+    class KP(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 500)
+            yield f"k {value}"
+
+        def on_timer(self, timestamp, ctx):
+            yield ODD, f"timer {ctx.get_current_key()} {timestamp}"
+
+    class CP(CoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield ODD, f"left {value}"
+
+        def process_element2(self, value, ctx):
+            yield f"right {value}"
+
+    class KCP(KeyedCoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield ODD, f"kleft {ctx.get_current_key()} {value}"
+
+        def process_element2(self, value, ctx):
+            yield f"kright {ctx.get_current_key()} {value}"
+
+    class PAW(ProcessAllWindowFunction[int, str, TimeWindow]):
+        def process(self, context, elements):
+            els = list(elements)
+            yield f"all {context.window().start} {els}"
+            yield ODD, f"all-side {len(els)}"
+
+    class AW(AllWindowFunction[int, str, TimeWindow]):
+        def apply(self, window, inputs):
+            yield f"apply {window.start} {sum(inputs)}"
+
+    class Avg(AggregateFunction):
+        def create_accumulator(self):
+            return (0, 0)
+
+        def add(self, value, acc):
+            return (acc[0] + value, acc[1] + 1)
+
+        def get_result(self, acc):
+            return acc[0] / acc[1]
+
+        def merge(self, a, b):
+            return (a[0] + b[0], a[1] + b[1])
+
+    env.set_parallelism(1)
+    nums = env.from_collection([1, 2, 3, 4, 5, 6, 7], Types.INT()).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(SecondsTs()))
+    p = nums.process(P(), Types.INT())
+    p.print("p")
+    p.get_side_output(ODD).print("p-side")
+    kp = nums.key_by(lambda v: v % 2, key_type=Types.INT()).process(KP(), Types.STRING())
+    kp.print("kp")
+    kp.get_side_output(ODD).print("kp-side")
+    cp = nums.connect(nums.map(lambda v: v * 10, Types.INT())).process(CP(), Types.STRING())
+    cp.get_side_output(ODD).print("cp-side")
+    cp.print("cp")
+    kcp = nums.connect(nums).key_by(lambda v: v % 3, lambda v: v % 3, key_type=Types.INT()) \
+        .process(KCP(), Types.STRING())
+    kcp.print("kcp")
+    kcp.get_side_output(ODD).print("kcp-side")
+    tumbling = TumblingEventTimeWindows.of(Time.seconds(3))
+    paw = nums.window_all(tumbling).process(PAW(), Types.STRING())
+    paw.print("paw")
+    paw.get_side_output(ODD).print("paw-side")
+    nums.window_all(tumbling).apply(AW(), Types.STRING()).print("aw")
+    nums.window_all(tumbling).reduce(lambda a, b: a + b, output_type=Types.INT()).print("rw")
+    nums.window_all(tumbling).aggregate(Avg(), output_type=Types.DOUBLE()).print("agg")
+    nums.key_by(lambda v: v % 2, key_type=Types.INT()).count_window(2) \
+        .reduce(lambda a, b: a + b, output_type=Types.INT()).print("cw")
+    env.execute("side outputs")
+
+
+def test_side_outputs_of_every_process_function_window_all_and_count_windows_print_as_pyflink():
+    assert by_sink(run_job(side_outputs_job).lines) == PYFLINK_SIDE_LINES
+
+
+def test_runtime_context_describes_the_subtask_as_pyflink():
+    """PyFlink 2.3 (parallelism 2) printed, for a MapFunction chained after the source,
+    ``m:1> (..., '<task> (1/2)#0', 0, 2, 128, 0)`` and ``m:2> (..., '<task> (2/2)#0', 1, 2, 128, 0)``
+    (its task name is ``Map, Filter -> Sink: Print to Std. Out``: PyFlink fuses chained Python
+    functions into one operator; rill keeps Flink's operators)."""
+    from kernel.datastream.functions import MapFunction
+
+    class Describe(MapFunction):
+        def open(self, ctx):
+            self.info = (ctx.get_task_name(), ctx.get_task_name_with_subtasks(), ctx.get_index_of_this_subtask(),
+                         ctx.get_number_of_parallel_subtasks(), ctx.get_max_number_of_parallel_subtasks(),
+                         ctx.get_attempt_number())
+
+        def map(self, value):
+            return str(self.info)
+
+    def build(env):
+        env.set_parallelism(2)
+        env.from_collection([1, 2, 3, 4], Types.INT()).map(Describe(), Types.STRING()).filter(lambda x: True) \
+            .print("m")
+        env.execute("ctx")
+
+    task = "Map -> Filter -> Sink: Print to Std. Out"
+    assert sorted(set(run_job(build).lines)) == [
+        f"m:1> ('{task}', '{task} (1/2)#0', 0, 2, 128, 0)",
+        f"m:2> ('{task}', '{task} (2/2)#0', 1, 2, 128, 0)",
+    ]
