@@ -10,13 +10,15 @@ from itertools import repeat
 from random import Random
 from typing import Any, Callable
 
-from kernel.common.typeinfo import key_hash
+from kernel.common.keyhash import key_hasher
 from kernel.graph import partitioner as p
-from kernel.streaming.keygroups import murmur_hash
+from kernel.streaming.keygroups import assign_to_key_group
 
 Routed = list[tuple[int, list, "list | None"]]
 
-#: keys whose routing is remembered (bounded memory for unbounded key spaces)
+#: keys whose routing is remembered (bounded memory for unbounded key spaces). Only str and int
+#: keys and tuples of them are remembered: for those Python equality is Java equality, while
+#: 1 == True == 1.0 and 0.0 == -0.0 are different keys to PyFlink (other pickles, other Java values)
 KEY_CACHE_LIMIT = 1 << 16
 
 
@@ -103,11 +105,11 @@ class KeyGroupChannels(ChannelSelector):
         self.num_channels = num_channels
         self.max_parallelism = max_parallelism
         self.key_selector = key_selector
-        self.key_type = key_type
+        self.key_hash = key_hasher(key_type)
         self.cache: dict[Any, int] = {}
 
     def channel_of(self, key: Any) -> int:
-        key_group = murmur_hash(key_hash(key, self.key_type)) % self.max_parallelism
+        key_group = assign_to_key_group(self.key_hash(key), self.max_parallelism)
         return key_group * self.num_channels // self.max_parallelism
 
     def route(self, values, timestamps):
@@ -121,13 +123,14 @@ class KeyGroupChannels(ChannelSelector):
         add_ts = [part.append for part in out_ts]
         for value, ts in zip(values, timestamps if timestamps is not None else repeat(None, len(values))):
             key = select(value)
-            try:
-                channel = cache[key]
-            except KeyError:
-                channel = channel_of(key)
-                if len(cache) < KEY_CACHE_LIMIT:
-                    cache[key] = channel
-            except TypeError:  # unhashable key (list, dict): route without the cache
+            kind = type(key)
+            if kind is str or kind is int or (kind is tuple and all(type(k) is str or type(k) is int for k in key)):
+                channel = cache.get(key)
+                if channel is None:
+                    channel = channel_of(key)
+                    if len(cache) < KEY_CACHE_LIMIT:
+                        cache[key] = channel
+            else:
                 channel = channel_of(key)
             add_value[channel](value)
             add_ts[channel](ts)
