@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from kernel.common.typeinfo import ListTypeInfo, MapTypeInfo, TypeInformation
 from kernel.datastream.functions import AggregateFunction, ReduceFunction
+from kernel.datastream.state_ttl import StateTtlConfig
 
 
 class StateDescriptor:
@@ -18,12 +19,17 @@ class StateDescriptor:
             raise ValueError("state name must not be empty")
         self.name = name
         self.type_info = type_info
+        self._ttl_config: StateTtlConfig | None = None
 
     def get_name(self) -> str:
         return self.name
 
-    def enable_time_to_live(self, ttl_config: Any) -> None:
-        raise NotImplementedError(f"state {self.name!r}: rill does not support state time-to-live")
+    def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
+        """Let the state's values expire as ``ttl_config`` says (list elements and map entries
+        each on their own)."""
+        if not isinstance(ttl_config, StateTtlConfig):
+            raise TypeError("enable_time_to_live needs a StateTtlConfig (StateTtlConfig.new_builder(ttl).build())")
+        self._ttl_config = ttl_config
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
