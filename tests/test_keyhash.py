@@ -130,6 +130,8 @@ def prefixes(key_type, keys, parallelism: int, max_parallelism: int = 128) -> st
     (Types.TUPLE([Types.INT(), Types.STRING()]), (1, "a"), 190),  # 62 + (31 * 1 + 97)
     (Types.ROW([Types.INT()]), Row(1), 125),  # 62 + Row(1).hashCode() = 62 + (31 * 0 + 31 + 32)
     (None, "a", -2088826310),  # 31 + 31 + Arrays.hashCode(80 05 95 05 00*7 8c 01 61 94 2e)
+    (None, None, 31),  # a None key is a null Row field: 31 * 1 + 0 (PyFlink routed untyped None so)
+    (Types.STRING(), None, 31),
 ])
 def test_reference_check_values_of_the_key_hash(key_type, key, expected):
     """FLINK_SEMANTICS.md §16: PyFlink's Java key is Row.of(key); Row.hashCode() =

@@ -374,3 +374,14 @@ def test_window_state_with_ttl_merges_only_live_accumulators():
     backend.merge_namespaces(descriptor, "w1", ["w2", "w3"])
     assert backend.table("sum") == {("k", "w1"): TtlValue(5, 120)}  # w1's 1 had expired at 100
     assert backend.bound_state(descriptor, "w1").get() == 5
+
+
+def test_a_state_cannot_switch_ttl_on_or_off():
+    """Flink refuses it too (TTL changes how values are stored: StateMigrationException)."""
+    backend = KeyedStateBackend(Clock())
+    backend.current_key = "k"
+    backend.get_state(ValueStateDescriptor("v", Types.INT())).update(1)
+    with_ttl = ValueStateDescriptor("v", Types.INT())
+    with_ttl.enable_time_to_live(ttl(100).build())
+    with pytest.raises(ValueError, match="state 'v' is registered without a TTL"):
+        backend.bound_state(with_ttl, "window")

@@ -8,7 +8,8 @@ PyFlink's ``key_by(selector, key_type)`` runs the selector in Python and emits
 (Flink 2.x ``RowUtils``) ``deepHashCode`` of a List is ``fold(1, 31 * h + deepHashCode(e))``,
 of a Map ``1 + sum(deepHashCode(k) ^ deepHashCode(v))``, of an ``Object[]`` like a List, of null 0,
 and of anything else ``Arrays.deepHashCode(new Object[]{x})`` = ``31 + hash(x)``; a plain key
-therefore hashes to ``62 + hash(key)`` (int32). ``hash(x)`` is the ``hashCode()`` of the Java
+therefore hashes to ``62 + hash(key)`` (int32), and a None key, whatever its type, to 31 (PyFlink
+writes it as a null field; recorded for untyped None too). ``hash(x)`` is the ``hashCode()`` of the Java
 object ``key_type`` decodes to: String, Integer/Short/Byte, Long, Float, Double, Boolean,
 BigDecimal (from ``str(value)``), java.sql.Date/Time/Timestamp (a JVM in UTC), Instant,
 ``TupleN`` (``h = hash(f0); h = 31 * h + hash(fi)``), Row (the rule above, with its kind),
@@ -75,6 +76,7 @@ def check_key_type(key_type: TypeInformation | None) -> None:
             f"{', '.join(repr(t) for t in unsupported)}. Look at the keyBy() documentation for the "
             "conditions a type has to satisfy in order to be eligible for a key."
         )
+    key_hasher(key_type)  # a type rill cannot hash fails here, not when the job runs
 
 
 _UNCARRIED = {
@@ -141,8 +143,10 @@ def java_hasher(t: TypeInformation) -> Hasher:
 
         def plain(value: Any) -> int:  # HashMap.hashCode
             return int32(sum(key(k) ^ val(v) for k, v in value.items()))
-    else:
+    elif isinstance(t, (PrimitiveArrayTypeInfo, BasicArrayTypeInfo, ObjectArrayTypeInfo, PickledBytesTypeInfo)):
         raise TypeError(f"a {t!r} inside a Tuple key hashes by Java object identity, which is not reproducible")
+    else:
+        raise TypeError(f"rill cannot hash keys of type {t!r}")
     return lambda value: 0 if value is None else plain(value)
 
 

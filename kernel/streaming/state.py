@@ -22,6 +22,7 @@ class KeyedStateBackend:
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
         self._ttl: dict[str, Any] = {}
+        self._with_ttl: dict[str, bool] = {}
 
     def table(self, name: str) -> dict:
         table = self._tables.get(name)
@@ -46,16 +47,21 @@ class KeyedStateBackend:
         return self._create(descriptor, namespace)
 
     def _create(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
-        table = self.table(descriptor.name)
+        name = descriptor.name
         config = descriptor._ttl_config
-        if config is None or not config.is_enabled():
+        with_ttl = config is not None and config.is_enabled()
+        if self._with_ttl.setdefault(name, with_ttl) is not with_ttl:
+            raise ValueError(f"state {name!r} is registered {'without' if with_ttl else 'with'} a TTL: "
+                             "its values cannot be read with another setting")
+        table = self.table(name)
+        if not with_ttl:
             return _STATE_OF[type(descriptor)](self, table, descriptor, namespace)
         from kernel.streaming.ttl import TTL_STATES, TtlSettings
 
         kind, unexpired = TTL_STATES[type(descriptor)]
-        ttl = self._ttl.get(descriptor.name)
+        ttl = self._ttl.get(name)
         if ttl is None:
-            ttl = self._ttl[descriptor.name] = TtlSettings(config, self.now, table, unexpired)
+            ttl = self._ttl[name] = TtlSettings(config, self.now, table, unexpired)
             if ttl.cleanup_every_record:
                 if not isinstance(self, _RecordCleanupKeyedStateBackend):
                     current_key = self.__dict__.pop("current_key")
