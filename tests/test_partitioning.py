@@ -63,6 +63,9 @@ def test_key_routing_tells_apart_keys_python_finds_equal():
     # keyHash 62 + Arrays.hashCode = 940475274, key group 2 -> 1>; (True, 'a') pickles to
     # 80 05 95 08 00.. 88 8c 01 61 94 86 94 2e, keyHash -1680706347, key group 74 -> 3>.
     assert channels == {"1": 1, "True": 3, "1.0": 2, "0.0": 0, "-0.0": 1, "(1, 'a')": 0, "(True, 'a')": 2}
+    typed = channel_selector(p.KeyGroupStreamPartitioner(lambda v: v, Types.DOUBLE()), 4, 128, random.Random(1))
+    # recorded with Types.DOUBLE() at p=4: 0.0 on 2>, -0.0 on 4> (Double.hashCode tells them apart)
+    assert [typed.route([key], None)[0][0] for key in (0.0, -0.0)] == [1, 3]
 
 
 def test_custom_partitioner_and_its_bounds():

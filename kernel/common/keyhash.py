@@ -79,6 +79,26 @@ def check_key_type(key_type: TypeInformation | None) -> None:
     key_hasher(key_type)  # a type rill cannot hash fails here, not when the job runs
 
 
+def equal_keys_hash_equal(key_type: TypeInformation | None) -> bool:
+    """Whether keys equal in Python are one Java key for ``key_type`` (routing may then be
+    remembered per key): not for pickled keys (1, True and 1.0 pickle differently) nor for
+    FLOAT, DOUBLE (0.0 and -0.0) and BIG_DEC (1 and 1.0) anywhere in the type."""
+    pending = [key_type]
+    while pending:
+        t = pending.pop()
+        if t is None or isinstance(t, PickledBytesTypeInfo):
+            return False
+        if isinstance(t, BasicTypeInfo) and t._basic_type in (BasicType.FLOAT, BasicType.DOUBLE, BasicType.BIG_DEC):
+            return False
+        if isinstance(t, (RowTypeInfo, TupleTypeInfo)):
+            pending.extend(t.get_field_types())
+        elif isinstance(t, ListTypeInfo):
+            pending.append(t.elem_type)
+        elif isinstance(t, MapTypeInfo):
+            pending.extend((t._key_type_info, t._value_type_info))
+    return True
+
+
 _UNCARRIED = {
     BasicType.CHAR: "PyFlink 2.3 writes it as a string and Java reads a char (keys and records are corrupted)",
     BasicType.BIG_INT: "PyFlink 2.3 writes it as a long and Java reads a BigInteger (the job fails)",
