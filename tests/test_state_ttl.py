@@ -128,8 +128,8 @@ def test_background_cleanup_runs_before_the_read_it_comes_with():
 
 
 def test_disabled_update_type_means_no_ttl():
-    backend, clock, state = state_of(ValueStateDescriptor("v", Types.INT()),
-                                     ttl(100).set_update_type(StateTtlConfig.UpdateType.Disabled).build())
+    _, clock, state = state_of(ValueStateDescriptor("v", Types.INT()),
+                               ttl(100).set_update_type(StateTtlConfig.UpdateType.Disabled).build())
     assert type(state) is ValueStateImpl
     state.update(1)
     clock.now = 10**9
@@ -265,7 +265,7 @@ def test_without_background_cleanup_expired_keys_stay_until_read():
 
 
 def test_cleanup_for_every_record_runs_when_the_key_changes():
-    backend, state = stale_keys(ttl(100).cleanup_incrementally(4, True).build(), 12)
+    backend, _ = stale_keys(ttl(100).cleanup_incrementally(4, True).build(), 12)
     sizes = []
     for key in ("p", "q", "r", "s"):
         backend.current_key = key  # a record (or timer) of another key: the state is not touched

@@ -11,7 +11,7 @@ import math
 import pickle
 import re
 import struct
-from typing import Any
+from typing import Any, ClassVar
 
 from kernel.common.types import Row, RowKind
 
@@ -160,7 +160,7 @@ class _PyFlinkPickler(pickle._Pickler):  # type: ignore[name-defined]
     """Python's pickler with PyFlink's module name for Row and RowKind (what the C pickler
     writes for ``pyflink.common.types.Row``: STACK_GLOBAL of module and name, memoized)."""
 
-    dispatch = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: ClassVar[dict] = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is Row:
