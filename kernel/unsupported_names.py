@@ -39,14 +39,6 @@ ASYNC_IO = UnsupportedGroup("async I/O", "rill has no async I/O operator yet", {
     f"{DS}.functions": ("AsyncFunction", "AsyncFunctionDescriptor", "AsyncRetryPredicate", "AsyncRetryStrategy"),
 })
 
-STATE_TTL = UnsupportedGroup("state TTL", "rill's keyed state does not expire yet", {
-    f"{DS}.state": (
-        "StateTtlConfig", "ValueStateDescriptor.enable_time_to_live", "ListStateDescriptor.enable_time_to_live",
-        "MapStateDescriptor.enable_time_to_live", "ReducingStateDescriptor.enable_time_to_live",
-        "AggregatingStateDescriptor.enable_time_to_live",
-    ),
-})
-
 CHECKPOINTING = UnsupportedGroup("checkpointing", "rill takes no checkpoints or savepoints yet", {
     f"{DS}.checkpoint_config": ("CheckpointConfig",),
     f"{DS}.checkpointing_mode": ("CheckpointingMode",),
@@ -187,6 +179,6 @@ PYTHON_ARCHIVES = UnsupportedGroup(
     })
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
-    BROADCAST_STATE, ASYNC_IO, STATE_TTL, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
+    BROADCAST_STATE, ASYNC_IO, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
     JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

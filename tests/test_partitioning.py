@@ -7,9 +7,7 @@ import random
 import pytest
 
 from kernel.common import Types
-from kernel.common.typeinfo import key_hash
 from kernel.graph import partitioner as p
-from kernel.streaming.keygroups import murmur_hash
 from kernel.streaming.partitioning import channel_selector
 
 
@@ -45,15 +43,37 @@ def test_shuffle_is_seeded():
 
 
 def test_key_groups_route_like_pyflink():
-    words = ["hello", "world", "flink", "rill", "a", "b"]
+    """Real PyFlink 2.3 printed these keys (key_by(..., Types.STRING()), p=4) on subtasks
+    3> 3> 1> 2> 1> 1> for a, b, c, hello, world, Flink (tests/test_keyhash.py has the recording)."""
+    words = ["a", "b", "c", "hello", "world", "Flink"]
     out = routed(p.KeyGroupStreamPartitioner(lambda w: w, Types.STRING()), words, n=4)
-    for channel, (values, _) in out.items():
-        for word in values:
-            assert (murmur_hash(key_hash(word, Types.STRING())) % 128) * 4 // 128 == channel
+    assert out == {2: (["a", "b"], None), 0: (["c", "world", "Flink"], None), 1: (["hello"], None)}
+
+
+def test_key_routing_tells_apart_keys_python_finds_equal():
+    """Untyped keys are pickled: 1, True and 1.0 (equal in Python) are three different keys
+    for PyFlink, and 0.0 and -0.0 are two; the routing cache must not merge them."""
+    selector = channel_selector(p.KeyGroupStreamPartitioner(lambda v: v, None), 4, 128, random.Random(1))
+    channels = {}
+    for key in (1, True, 1.0, 0.0, -0.0, (1, "a"), (True, "a")):
+        [(channel, _, _)] = selector.route([key], None)
+        channels[repr(key)] = channel
+    # recorded on PyFlink 2.3 at p=4 (PICKLED in tests/test_keyhash.py): 1 2>, True 4>, 1.0 3>,
+    # -0.0 2>, (1, 'a') 1>. Derived by the same rule: 0.0 pickles to 80 05 95 0a 00.. 47 00.. 2e,
+    # keyHash 62 + Arrays.hashCode = 940475274, key group 2 -> 1>; (True, 'a') pickles to
+    # 80 05 95 08 00.. 88 8c 01 61 94 86 94 2e, keyHash -1680706347, key group 74 -> 3>.
+    assert channels == {"1": 1, "True": 3, "1.0": 2, "0.0": 0, "-0.0": 1, "(1, 'a')": 0, "(True, 'a')": 2}
+    typed = channel_selector(p.KeyGroupStreamPartitioner(lambda v: v, Types.DOUBLE()), 4, 128, random.Random(1))
+    # recorded with Types.DOUBLE() at p=4: 0.0 on 2>, -0.0 on 4> (Double.hashCode tells them apart)
+    assert [typed.route([key], None)[0][0] for key in (0.0, -0.0)] == [1, 3]
 
 
 def test_custom_partitioner_and_its_bounds():
-    out = routed(p.CustomPartitionerWrapper(lambda key, n: key % n, lambda v: v), [4, 5, 6])
-    assert out == {1: ([4], None), 2: ([5], None), 0: ([6], None)}
+    """PyFlink calls the partitioner with the key and the downstream parallelism and sends the
+    record to the partition it returns (IdPartitioner); recorded on PyFlink 2.3 with
+    ``partition_custom(lambda k, n: (k // n) % n, lambda i: i)`` into 3 subtasks: 0..11 printed as
+    1> 1> 1> 2> 2> 2> 3> 3> 3> 1> 1> 1>."""
+    out = routed(p.CustomPartitionerWrapper(lambda key, n: (key // n) % n, lambda v: v), list(range(12)))
+    assert out == {0: ([0, 1, 2, 9, 10, 11], None), 1: ([3, 4, 5], None), 2: ([6, 7, 8], None)}
     with pytest.raises(ValueError, match="custom partitioner returned channel 7"):
         routed(p.CustomPartitionerWrapper(lambda key, n: 7, lambda v: v), [1])

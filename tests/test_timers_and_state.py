@@ -34,7 +34,7 @@ def scripted(env, records, rate: int = 10):
 
 
 def test_timers_are_unique_per_key_namespace_and_timestamp_and_fire_in_order():
-    backend = KeyedStateBackend()
+    backend = KeyedStateBackend(lambda: 0)
     fired: list = []
     scheduled: list = []
     timers = InternalTimerService(backend, lambda t, k, n: fired.append(("event", t, k, n)),

@@ -6,8 +6,14 @@ subtask a key goes to follow from the Java object. These functions reproduce tha
 
 from __future__ import annotations
 
+import io
 import math
+import pickle
+import re
 import struct
+from typing import Any, ClassVar
+
+from kernel.common.types import Row, RowKind
 
 INT_MIN = -(1 << 31)
 
@@ -37,9 +43,13 @@ def double_hash(value: float) -> int:
 
 
 def float_hash(value: float) -> int:
+    """``Float.hashCode()`` of the value rounded to 32 bits (too large for a float: infinity)."""
     if math.isnan(value):
         return 0x7FC00000
-    return struct.unpack(">i", struct.pack(">f", value))[0]
+    try:
+        return struct.unpack(">i", struct.pack(">f", value))[0]
+    except OverflowError:
+        return 0x7F800000 if value > 0 else -0x800000
 
 
 def bytes_hash(data: bytes) -> int:
@@ -48,6 +58,40 @@ def bytes_hash(data: bytes) -> int:
     for b in data:
         h = (31 * h + (b - 256 if b > 127 else b)) & 0xFFFFFFFF
     return int32(h)
+
+
+def big_integer_hash(value: int) -> int:
+    """``BigInteger.hashCode()``: over the 32-bit words of the magnitude, times the signum."""
+    magnitude = abs(value)
+    words = [(magnitude >> shift) & 0xFFFFFFFF for shift in range(32 * ((magnitude.bit_length() - 1) // 32), -1, -32)]
+    h = 0
+    for word in words if magnitude else ():
+        h = int32(31 * h + word)
+    return int32(h * (1 if value > 0 else -1 if value < 0 else 0))
+
+
+_DECIMAL = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
+
+
+def big_decimal_hash(text: str) -> int:
+    """``new BigDecimal(text).hashCode()``: from the unscaled value and the scale the string
+    spells (``"1.0"`` is 10 with scale 1, ``"1E+2"`` is 1 with scale -2)."""
+    match = _DECIMAL.fullmatch(text)
+    if match is None or not (match[2] or match[3]):
+        raise ValueError(f"{text!r} is not a number Java's BigDecimal can read")
+    sign, whole, fraction, exponent = match[1], match[2], match[3] or "", match[4]
+    unscaled = int(whole + fraction or "0") * (-1 if sign == "-" else 1)
+    scale = len(fraction) - int(exponent or 0)
+    if -(1 << 63) < unscaled < (1 << 63):  # held compactly in a long
+        magnitude = abs(unscaled)
+        temp = int32(int32((magnitude >> 32) * 31) + (magnitude & 0xFFFFFFFF))
+        return int32(31 * (-temp if unscaled < 0 else temp) + scale)
+    return int32(31 * big_integer_hash(unscaled) + scale)
+
+
+def instant_hash(seconds: int, nanos: int) -> int:
+    """``Instant.hashCode()``."""
+    return int32(long_hash(seconds) + 51 * nanos)
 
 
 def double_to_string(value: float) -> str:
@@ -91,3 +135,59 @@ def _java_decimal(shortest: str, magnitude: float) -> str:
         return f"{sign}{digits[:point]}.{digits[point:]}"
     tail = digits[1:] or "0"
     return f"{sign}{digits[0]}.{tail}E{point - 1}"
+
+
+class _PyFlinkGlobal:
+    """Stands for a global of ``pyflink.common.types`` in a pickle (rill's Row and RowKind pickle
+    under PyFlink's names, so an untyped Row key has the bytes it has in PyFlink)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, *args: Any) -> Any:
+        """Pickle only accepts a callable as the function of a reduce; this one is never called."""
+        raise TypeError(f"{_PYFLINK_TYPES}.{self.name} exists only in PyFlink")
+
+
+_PYFLINK_TYPES = "pyflink.common.types"
+_CREATE_ROW = _PyFlinkGlobal("_create_row")
+_ROW_KIND = _PyFlinkGlobal("RowKind")
+
+
+class _PyFlinkPickler(pickle._Pickler):  # type: ignore[name-defined]
+    """Python's pickler with PyFlink's module name for Row and RowKind (what the C pickler
+    writes for ``pyflink.common.types.Row``: STACK_GLOBAL of module and name, memoized)."""
+
+    dispatch: ClassVar[dict] = dict(pickle._Pickler.dispatch)  # type: ignore[attr-defined]
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is Row:
+            return _CREATE_ROW, (getattr(obj, "_fields", None), tuple(obj._values), obj.get_row_kind())
+        if type(obj) is RowKind:
+            return _ROW_KIND, (obj.value,)
+        return NotImplemented
+
+    def save_pyflink_global(self, obj: _PyFlinkGlobal) -> None:
+        self.save(_PYFLINK_TYPES)
+        self.save(obj.name)
+        self.write(pickle.STACK_GLOBAL)
+        self.memoize(obj)
+
+    dispatch[_PyFlinkGlobal] = save_pyflink_global
+
+
+_ATOMS = frozenset((str, int, float, bool, bytes, type(None)))
+
+
+def pickled_bytes(value: Any) -> bytes:
+    """The bytes PyFlink's ``PICKLED_BYTE_ARRAY`` coder hands to Java in process mode:
+    ``cloudpickle.dumps(value)``, protocol 5. For None, bool, int, float, str, bytes and
+    containers of them (tuple, list, dict, set, frozenset), Row and importable classes
+    cloudpickle writes what ``pickle`` writes with protocol 5; this reproduces that."""
+    if type(value) in _ATOMS:
+        return pickle.dumps(value, protocol=5)
+    buffer = io.BytesIO()
+    _PyFlinkPickler(buffer, protocol=5).dump(value)
+    return buffer.getvalue()

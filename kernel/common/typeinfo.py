@@ -3,14 +3,13 @@
 Besides describing a stream's values, a type decides three observable things, as it does in
 PyFlink: how ``from_collection`` converts elements (``to_internal_type``), what a print sink
 writes (``format_print``: Java's ``toString`` of the value, PyFlink's ``+I[a,1]`` for rows,
-Python's ``str`` for untyped values), and the Java ``hashCode`` a key hashes to
-(``java_hash``/``deep_hash``), which decides its key group.
+Python's ``str`` for untyped values), and the Java ``hashCode`` a key hashes to, which decides
+its key group (``kernel.common.keyhash``).
 """
 
 from __future__ import annotations
 
 import datetime
-import pickle
 from enum import Enum
 from typing import Any
 
@@ -33,16 +32,6 @@ class TypeInformation:
 
     def from_internal_type(self, obj: Any) -> Any:
         return obj
-
-    def java_hash(self, value: Any) -> int:
-        """``hashCode()`` of the Java object this type maps the value to."""
-        raise TypeError(f"values of type {self!r} cannot be used as keys")
-
-    def deep_hash(self, value: Any) -> int:
-        """Flink's ``RowUtils.deepHashCodeInternal`` of the Java value (used inside rows)."""
-        if value is None:
-            return 0
-        return 31 + self.java_hash(value)
 
     def java_string(self, value: Any) -> str:
         """``toString()`` of the Java object."""
@@ -78,24 +67,6 @@ class BasicTypeInfo(TypeInformation):
     def __init__(self, basic_type: BasicType) -> None:
         self._basic_type = basic_type
 
-    def java_hash(self, value: Any) -> int:
-        t = self._basic_type
-        if t is BasicType.STRING:
-            return jv.string_hash(str(value))
-        if t in (BasicType.INT, BasicType.SHORT, BasicType.BYTE):
-            return jv.int32(int(value))
-        if t in (BasicType.LONG, BasicType.BIG_INT):
-            return jv.long_hash(int(value))
-        if t is BasicType.BOOLEAN:
-            return 1231 if value else 1237
-        if t is BasicType.DOUBLE:
-            return jv.double_hash(float(value))
-        if t is BasicType.FLOAT:
-            return jv.float_hash(float(value))
-        if t is BasicType.CHAR:
-            return ord(value)
-        return jv.string_hash(str(value))
-
     def java_string(self, value: Any) -> str:
         if value is None:
             return "null"
@@ -114,9 +85,6 @@ class BasicTypeInfo(TypeInformation):
 
 class PickledBytesTypeInfo(TypeInformation):
     """Any Python object (PyFlink pickles it); the default when no type is declared."""
-
-    def java_hash(self, value: Any) -> int:
-        return jv.bytes_hash(pickle.dumps(value))
 
     def java_string(self, value: Any) -> str:
         if isinstance(value, bytes):
@@ -167,18 +135,6 @@ class RowTypeInfo(TypeInformation):
             row.set_row_kind(kind)
         return row
 
-    def java_hash(self, value: Any) -> int:
-        return self.deep_hash(value)
-
-    def deep_hash(self, value: Any) -> int:
-        if value is None:
-            return 0
-        kind = value.get_row_kind().value if isinstance(value, Row) else 0
-        result = kind
-        for field_type, item in zip(self._field_types, value):
-            result = jv.int32(31 * result + field_type.deep_hash(item))
-        return result
-
     def java_string(self, value: Any) -> str:
         """Java ``Row.toString``: ``+I[a, 1]``."""
         if value is None:
@@ -216,14 +172,6 @@ class TupleTypeInfo(TypeInformation):
             raise ValueError(f"{obj!r} has {len(values)} fields, {self!r} expects {len(self._field_types)}")
         return tuple(t.to_internal_type(v) for t, v in zip(self._field_types, values))
 
-    def java_hash(self, value: Any) -> int:
-        """Flink's ``TupleN.hashCode``: ``31 * h + hash(f_i)`` starting from ``hash(f0)``."""
-        result = 0
-        for i, (field_type, item) in enumerate(zip(self._field_types, value)):
-            h = 0 if item is None else field_type.java_hash(item)
-            result = h if i == 0 else jv.int32(31 * result + h)
-        return result
-
     def java_string(self, value: Any) -> str:
         if value is None:
             return "null"
@@ -240,20 +188,6 @@ class ListTypeInfo(TypeInformation):
     def to_internal_type(self, obj: Any) -> Any:
         return None if obj is None else [self.elem_type.to_internal_type(v) for v in obj]
 
-    def java_hash(self, value: Any) -> int:
-        h = 1
-        for item in value:
-            h = jv.int32(31 * h + (0 if item is None else self.elem_type.java_hash(item)))
-        return h
-
-    def deep_hash(self, value: Any) -> int:
-        if value is None:
-            return 0
-        h = 1
-        for item in value:
-            h = jv.int32(31 * h + self.elem_type.deep_hash(item))
-        return h
-
     def java_string(self, value: Any) -> str:
         if value is None:
             return "null"
@@ -264,9 +198,6 @@ class ListTypeInfo(TypeInformation):
 
 
 class BasicArrayTypeInfo(ListTypeInfo):
-    def deep_hash(self, value: Any) -> int:
-        return ListTypeInfo.deep_hash(self, value)
-
     def __repr__(self) -> str:
         return f"BasicArrayTypeInfo<{self.elem_type!r}>"
 
@@ -282,14 +213,6 @@ class PrimitiveArrayTypeInfo(ListTypeInfo):
             return bytes(obj)
         return ListTypeInfo.to_internal_type(self, obj)
 
-    def java_hash(self, value: Any) -> int:
-        if isinstance(value, bytes):
-            return jv.bytes_hash(value)
-        return ListTypeInfo.java_hash(self, value)
-
-    def deep_hash(self, value: Any) -> int:
-        return 0 if value is None else 31 + self.java_hash(value)
-
     def __repr__(self) -> str:
         return f"PrimitiveArrayTypeInfo<{self.elem_type!r}>"
 
@@ -303,22 +226,6 @@ class MapTypeInfo(TypeInformation):
         if obj is None:
             return None
         return {self._key_type_info.to_internal_type(k): self._value_type_info.to_internal_type(v) for k, v in obj.items()}
-
-    def java_hash(self, value: Any) -> int:
-        h = 0
-        for k, v in value.items():
-            kh = 0 if k is None else self._key_type_info.java_hash(k)
-            vh = 0 if v is None else self._value_type_info.java_hash(v)
-            h = jv.int32(h + (kh ^ vh))
-        return h
-
-    def deep_hash(self, value: Any) -> int:
-        if value is None:
-            return 0
-        h = 1
-        for k, v in value.items():
-            h = jv.int32(h + (self._key_type_info.deep_hash(k) ^ self._value_type_info.deep_hash(v)))
-        return h
 
     def java_string(self, value: Any) -> str:
         if value is None:
@@ -337,12 +244,6 @@ class SqlTimeTypeInfo(TypeInformation):
 
     def __init__(self, name: str) -> None:
         self._name = name
-
-    def java_hash(self, value: Any) -> int:
-        if isinstance(value, datetime.datetime):
-            millis = int(value.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
-            return jv.long_hash(millis)
-        return jv.string_hash(str(value))
 
     def java_string(self, value: Any) -> str:
         if value is None:
@@ -469,16 +370,8 @@ def resolve_type(type_info: Any) -> TypeInformation:
     return type_info
 
 
-def key_hash(key: Any, key_type: TypeInformation | None) -> int:
-    """The hash PyFlink's keyBy routes by: Java ``Row.of(key).hashCode()`` with the key converted
-    to its declared type (pickled bytes when no key type is given)."""
-    key_type = key_type or PickledBytesTypeInfo()
-    insert_kind = 0  # Row.of(key) is an INSERT row: hash = 31 * kind + deepHash(key)
-    return jv.int32(31 * insert_kind + key_type.deep_hash(key))
-
-
 __all__ = [
     "BasicType", "BasicTypeInfo", "BasicArrayTypeInfo", "ListTypeInfo", "MapTypeInfo", "ObjectArrayTypeInfo",
     "PickledBytesTypeInfo", "PrimitiveArrayTypeInfo", "RowTypeInfo", "SqlTimeTypeInfo", "TupleTypeInfo",
-    "TypeInformation", "Types", "resolve_type", "key_hash",
+    "TypeInformation", "Types", "resolve_type",
 ]

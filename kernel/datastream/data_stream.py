@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel import unsupported
+from kernel.common.keyhash import check_key_type
 from kernel.common.typeinfo import TupleTypeInfo, TypeInformation, resolve_type
 from kernel.datastream import functions as fn
 from kernel.datastream.output_tag import OutputTag
@@ -188,6 +189,7 @@ class DataStream:
         selector = as_key_selector(key_selector)
         if key_type is not None and not isinstance(key_type, TypeInformation):
             raise TypeError("key_type must be a TypeInformation")
+        check_key_type(key_type)
         spec = KeySpec(selector, key_type)
         t = PartitionTransformation(self._env, self._transformation, p.KeyGroupStreamPartitioner(selector, key_type))
         return KeyedStream(self._env, t, spec, origin=self)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 from kernel import unsupported
 from kernel.common.typeinfo import ListTypeInfo, MapTypeInfo, TypeInformation
 from kernel.datastream.functions import AggregateFunction, ReduceFunction
+from kernel.datastream.state_ttl import StateTtlConfig
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -25,28 +26,33 @@ class StateDescriptor:
             raise ValueError("state name must not be empty")
         self.name = name
         self.type_info = type_info
+        self._ttl_config: StateTtlConfig | None = None
 
     def get_name(self) -> str:
         return self.name
+
+    def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
+        """Let the state's values expire as ``ttl_config`` says (list elements and map entries
+        each on their own)."""
+        if not isinstance(ttl_config, StateTtlConfig):
+            raise TypeError("enable_time_to_live needs a StateTtlConfig (StateTtlConfig.new_builder(ttl).build())")
+        self._ttl_config = ttl_config
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
 
-@unsupported.members("pyflink.datastream.state:ValueStateDescriptor")
 class ValueStateDescriptor(StateDescriptor):
     def __init__(self, name: str, value_type_info: TypeInformation | None = None) -> None:
         super().__init__(name, value_type_info)
 
 
-@unsupported.members("pyflink.datastream.state:ListStateDescriptor")
 class ListStateDescriptor(StateDescriptor):
     def __init__(self, name: str, elem_type_info: TypeInformation | None = None) -> None:
         super().__init__(name, ListTypeInfo(elem_type_info) if elem_type_info is not None else None)
         self.elem_type_info = elem_type_info
 
 
-@unsupported.members("pyflink.datastream.state:MapStateDescriptor")
 class MapStateDescriptor(StateDescriptor):
     def __init__(
         self, name: str, key_type_info: TypeInformation | None = None, value_type_info: TypeInformation | None = None
@@ -55,7 +61,6 @@ class MapStateDescriptor(StateDescriptor):
         super().__init__(name, MapTypeInfo(key_type_info, value_type_info) if both else None)
 
 
-@unsupported.members("pyflink.datastream.state:ReducingStateDescriptor")
 class ReducingStateDescriptor(StateDescriptor):
     def __init__(self, name: str, reduce_function: ReduceFunction | Callable, type_info: TypeInformation | None = None) -> None:
         super().__init__(name, type_info)
@@ -71,7 +76,6 @@ class ReducingStateDescriptor(StateDescriptor):
         return self._reduce
 
 
-@unsupported.members("pyflink.datastream.state:AggregatingStateDescriptor")
 class AggregatingStateDescriptor(StateDescriptor):
     def __init__(self, name: str, agg_function: AggregateFunction, state_type_info: TypeInformation | None = None) -> None:
         if not isinstance(agg_function, AggregateFunction):

@@ -1,10 +1,9 @@
 """Key groups exactly as Flink assigns them (KeyGroupRangeAssignment).
 
-``key_group = murmur(javaHashCode(key)) % max_parallelism``;
-``subtask = key_group * parallelism // max_parallelism``. The Java hash of a Python key is
-computed the way the JVM would for the corresponding Java type (String, Integer/Long,
-Double, Boolean, Row/Tuple), so routing is stable across processes and runs — never
-Python's salted ``hash()``.
+``key_group = murmur(key.hashCode()) % max_parallelism``;
+``subtask = key_group * parallelism // max_parallelism``. The ``hashCode()`` of a PyFlink key
+(a Java Row holding the key decoded by its key type) comes from ``kernel.common.keyhash``, so
+routing is stable across processes and runs — never Python's salted ``hash()``.
 """
 
 from __future__ import annotations
@@ -39,30 +38,9 @@ def default_max_parallelism(parallelism: int) -> int:
     )
 
 
-def java_hash(key: object) -> int:
-    """The ``hashCode()`` a JVM would compute for the Java value Python's ``key`` maps to."""
-    if isinstance(key, str):
-        return jv.string_hash(key)
-    if isinstance(key, bool):
-        return 1231 if key else 1237
-    if isinstance(key, int):
-        return key if -(1 << 31) <= key < (1 << 31) else jv.long_hash(key)  # Integer / Long
-    if isinstance(key, float):
-        return jv.double_hash(key)
-    if isinstance(key, bytes):
-        return jv.bytes_hash(key)
-    if isinstance(key, (tuple, list)):
-        h = 1
-        for item in key:  # List.hashCode
-            h = jv.int32(31 * h + (0 if item is None else java_hash(item)))
-        return h
-    if key is None:
-        return 0
-    raise TypeError(f"key of type {type(key).__name__} has no Java hash; use str, int, float, bool, tuple or Row keys")
-
-
-def assign_to_key_group(key: object, max_parallelism: int) -> int:
-    return murmur_hash(java_hash(key)) % max_parallelism
+def assign_to_key_group(key_hash: int, max_parallelism: int) -> int:
+    """``computeKeyGroupForKeyHash``: the key group of a key whose ``hashCode()`` is ``key_hash``."""
+    return murmur_hash(key_hash) % max_parallelism
 
 
 def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:

@@ -10,14 +10,18 @@ from itertools import repeat
 from random import Random
 from typing import Any, Callable
 
-from kernel.common.typeinfo import key_hash
+from kernel.common.keyhash import equal_keys_hash_equal, key_hasher
 from kernel.graph import partitioner as p
-from kernel.streaming.keygroups import murmur_hash
+from kernel.streaming.keygroups import assign_to_key_group
 
 Routed = list[tuple[int, list, "list | None"]]
 
 #: keys whose routing is remembered (bounded memory for unbounded key spaces)
 KEY_CACHE_LIMIT = 1 << 16
+#: key types whose Python equality is Java equality whatever the key type: 1 == True == 1.0 and
+#: 0.0 == -0.0 are different keys to PyFlink when pickled (or typed as DOUBLE), so only str and int
+#: keys, and tuples of them, are remembered unless ``equal_keys_hash_equal(key_type)``
+_PLAIN_KEYS = frozenset((str, int))
 
 
 class ChannelSelector:
@@ -103,31 +107,37 @@ class KeyGroupChannels(ChannelSelector):
         self.num_channels = num_channels
         self.max_parallelism = max_parallelism
         self.key_selector = key_selector
-        self.key_type = key_type
+        self.key_hash = key_hasher(key_type)
         self.cache: dict[Any, int] = {}
+        self.cache_any_key = equal_keys_hash_equal(key_type)
 
     def channel_of(self, key: Any) -> int:
-        key_group = murmur_hash(key_hash(key, self.key_type)) % self.max_parallelism
+        key_group = assign_to_key_group(self.key_hash(key), self.max_parallelism)
         return key_group * self.num_channels // self.max_parallelism
 
     def route(self, values, timestamps):
         n = self.num_channels
         if n == 1:
             return [(0, values, timestamps)]
-        cache, select, channel_of = self.cache, self.key_selector, self.channel_of
+        cache, select, channel_of, any_key = self.cache, self.key_selector, self.channel_of, self.cache_any_key
+        plain_types = _PLAIN_KEYS.issuperset
         out_values: list[list] = [[] for _ in range(n)]
         add_value = [part.append for part in out_values]
         out_ts: list[list] = [[] for _ in range(n)]
         add_ts = [part.append for part in out_ts]
         for value, ts in zip(values, timestamps if timestamps is not None else repeat(None, len(values))):
             key = select(value)
-            try:
-                channel = cache[key]
-            except KeyError:
-                channel = channel_of(key)
-                if len(cache) < KEY_CACHE_LIMIT:
-                    cache[key] = channel
-            except TypeError:  # unhashable key (list, dict): route without the cache
+            kind = type(key)
+            if any_key or kind in _PLAIN_KEYS or (kind is tuple and plain_types(map(type, key))):
+                try:
+                    channel = cache[key]
+                except KeyError:
+                    channel = channel_of(key)
+                    if len(cache) < KEY_CACHE_LIMIT:
+                        cache[key] = channel
+                except TypeError:  # unhashable key (list, dict): route without the cache
+                    channel = channel_of(key)
+            else:
                 channel = channel_of(key)
             add_value[channel](value)
             add_ts[channel](ts)

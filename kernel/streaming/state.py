@@ -6,17 +6,23 @@ code runs; state objects read and write under them. The namespace is None outsid
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from kernel.datastream import state as api
 
 
 class KeyedStateBackend:
-    def __init__(self) -> None:
+    """The keyed state of one operator. ``now`` is the processing time states with a TTL
+    (``descriptor.enable_time_to_live``) expire on; states without TTL never read it."""
+
+    def __init__(self, now: Callable[[], int]) -> None:
         self.current_key: Any = None
         self.current_namespace: Any = None
+        self.now = now
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
+        self._ttl: dict[str, Any] = {}
+        self._with_ttl: dict[str, bool] = {}
 
     def table(self, name: str) -> dict:
         table = self._tables.get(name)
@@ -33,13 +39,36 @@ class KeyedStateBackend:
             for other_name, other_kind in self._states:
                 if other_name == descriptor.name and other_kind is not kind:
                     raise ValueError(f"state {descriptor.name!r} is already registered as {other_kind.__name__}")
-            state = self._states[key] = kind(self, self.table(descriptor.name), descriptor)
+            state = self._states[key] = self._create(descriptor, _CURRENT)
         return state
 
     def bound_state(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
         """A state object of ``descriptor`` fixed to one namespace (window or None)."""
-        kind = _STATE_OF[type(descriptor)]
-        return kind(self, self.table(descriptor.name), descriptor, namespace)
+        return self._create(descriptor, namespace)
+
+    def _create(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
+        name = descriptor.name
+        config = descriptor._ttl_config
+        with_ttl = config is not None and config.is_enabled()
+        if self._with_ttl.setdefault(name, with_ttl) is not with_ttl:
+            raise ValueError(f"state {name!r} is registered {'without' if with_ttl else 'with'} a TTL: "
+                             "its values cannot be read with another setting")
+        table = self.table(name)
+        if not with_ttl:
+            return _STATE_OF[type(descriptor)](self, table, descriptor, namespace)
+        from kernel.streaming.ttl import TTL_STATES, TtlSettings
+
+        kind, unexpired = TTL_STATES[type(descriptor)]
+        ttl = self._ttl.get(name)
+        if ttl is None:
+            ttl = self._ttl[name] = TtlSettings(config, self.now, table, unexpired)
+            if ttl.cleanup_every_record:
+                if not isinstance(self, _RecordCleanupKeyedStateBackend):
+                    current_key = self.__dict__.pop("current_key")
+                    self.__class__ = _RecordCleanupKeyedStateBackend
+                    self._current_key = current_key
+                self._record_cleanups = [t.cleanup for t in self._ttl.values() if t.cleanup_every_record]
+        return kind(ttl, self, table, descriptor, namespace)
 
     def keys(self, state_name: str) -> list[Any]:
         return list({key for key, _ in self._tables.get(state_name, {})})
@@ -47,6 +76,23 @@ class KeyedStateBackend:
     def merge_namespaces(self, descriptor: api.StateDescriptor, target: Any, sources: Iterable[Any]) -> None:
         """Merge the state of ``sources`` windows into ``target`` for the current key."""
         self.get_state(descriptor).merge(target, sources)
+
+
+class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
+    """A backend with a TTL state cleaned up on every record (``cleanup_incrementally(n, True)``):
+    setting the current key, which operators do per record and per timer, runs those cleanups
+    (Flink's key selection listener). Backends become this class only then, so setting the key
+    stays a plain attribute write for all others."""
+
+    @property
+    def current_key(self) -> Any:
+        return self._current_key
+
+    @current_key.setter
+    def current_key(self, key: Any) -> None:
+        self._current_key = key
+        for cleanup in self._record_cleanups:
+            cleanup.run()
 
 
 _CURRENT = object()  # the state follows the backend's current namespace

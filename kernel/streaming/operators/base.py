@@ -31,7 +31,7 @@ class StreamOperator:
         self.name = node.name
         self.runtime = runtime
         self.keyed = spec.keyed
-        self.backend = KeyedStateBackend() if self.keyed else None
+        self.backend = KeyedStateBackend(runtime.now_ms) if self.keyed else None
         key = next((k for k in spec.keys if k is not None), None)
         self.key_selector = key.selector if key is not None else None
         self.runtime_context = StreamingRuntimeContext(runtime.info, self.backend)
