@@ -171,9 +171,9 @@ class StreamExecutionEnvironment:
         """The buffer timeout set in code, else ``execution.buffer-timeout.interval``."""
         if self._buffer_timeout is not None:
             return self._buffer_timeout
-        from kernel.options import RuntimeOptions
+        from kernel.options import ExecutionOptions
 
-        return current_executor().session.config.section(RuntimeOptions).buffer_timeout
+        return current_executor().session.config.section(ExecutionOptions).buffer_timeout
 
     def enable_checkpointing(self, interval: int, mode: Any = None) -> StreamExecutionEnvironment:
         raise NotImplementedError("rill does not support checkpointing yet (enable_checkpointing)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Collection, Iterable
 
+from kernel.clock import MIN_LONG
 from kernel.common.time import Time, to_millis
 from kernel.common.typeinfo import Types
 from kernel.datastream.state import ValueStateDescriptor
@@ -16,8 +17,6 @@ from kernel.datastream.triggers import (
     Trigger,
 )
 from kernel.datastream.windows import CountWindow, GlobalWindow, TimeWindow, Window
-
-MIN_LONG = -(1 << 63)
 
 
 class WindowAssigner(ABC):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Iterable
 
-MAX_LONG = (1 << 63) - 1
+from kernel.clock import MAX_LONG
 
 
 class Window(ABC):
