@@ -50,10 +50,6 @@ class WatermarkStatus:
         return "WatermarkStatus(IDLE)" if self.idle else "WatermarkStatus(ACTIVE)"
 
 
-IDLE = WatermarkStatus(True)
-ACTIVE = WatermarkStatus(False)
-
-
 class LatencyMarker:
     """Emitted by sources every ``metrics.latency.interval``; never overtakes records."""
 

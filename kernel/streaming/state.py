@@ -44,10 +44,6 @@ class KeyedStateBackend:
     def keys(self, state_name: str) -> list[Any]:
         return list({key for key, _ in self._tables.get(state_name, {})})
 
-    def merge_namespaces(self, descriptor: api.StateDescriptor, target: Any, sources: Iterable[Any]) -> None:
-        """Merge the state of ``sources`` windows into ``target`` for the current key."""
-        self.get_state(descriptor).merge(target, sources)
-
 
 _CURRENT = object()  # the state follows the backend's current namespace
 

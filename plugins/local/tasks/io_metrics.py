@@ -45,10 +45,6 @@ class TimerGauge:
             self.accumulated += now - self.start
             self.start = None
 
-    @property
-    def measuring(self) -> bool:
-        return self.start is not None
-
     def sample(self, now: int) -> int:
         """Nanoseconds measured since the last sample."""
         value = self.accumulated
@@ -71,7 +67,6 @@ class TaskIOMetrics:
         self._last_in = 0
         self._last_out = 0
         self.started = started
-        self.busy_total_ns = 0
         self._latency_max: float = math.nan
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._last_counters = dict(self.counters)
@@ -107,7 +102,6 @@ class TaskIOMetrics:
         idle = min(self.idle.sample(now), interval)
         back_pressured = min(self.back_pressured.sample(now), interval - idle)
         busy = interval - idle - back_pressured
-        self.busy_total_ns += busy
         seconds = interval / NS_PER_S if interval else 0.0
         per_second = 1000.0 / interval if interval else 0.0  # ns measured -> ms per second
         records_in, records_out = self.records_in - self._last_in, self.records_out - self._last_out

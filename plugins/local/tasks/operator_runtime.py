@@ -84,9 +84,6 @@ class LocalOperatorRuntime(OperatorRuntime):
         ))
         return actual
 
-    def emit_event(self, event: Any) -> None:
-        self.task.run.bus.emit(event)
-
     def count(self, metric: str, amount: int = 1) -> None:
         counters = self.task.metrics.counters
         counters[metric] = counters.get(metric, 0) + amount
