@@ -137,7 +137,7 @@ def create_restart_strategy(options: RestartOptions, rng: Random) -> RestartBack
         return FailureRateRestartBackoffTimeStrategy(options.failure_rate_max_failures, options.failure_rate_interval,
                                                      options.failure_rate_delay)
     if kind == "exponential-delay":
-        return ExponentialDelayRestartBackoffTimeStrategy(options.exponential_initial_backoff, options.exponential_max_backoff,
-                                options.exponential_multiplier, options.exponential_reset_threshold,
-                                options.exponential_jitter, options.exponential_attempts, rng)
+        return ExponentialDelayRestartBackoffTimeStrategy(
+            options.exponential_initial_backoff, options.exponential_max_backoff, options.exponential_multiplier,
+            options.exponential_reset_threshold, options.exponential_jitter, options.exponential_attempts, rng)
     return NoRestartBackoffTimeStrategy()

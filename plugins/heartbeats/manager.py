@@ -211,5 +211,6 @@ def create_manager(owner: Any, listener: HeartbeatListener, role: str, run: Any,
         return HeartbeatManagerSenderImpl(owner, listener, run, options.timeout, options.rpc_failure_threshold,
                                           options.interval, monitor_factory)
     if role == "receiver":
-        return HeartbeatManagerImpl(owner, listener, run, options.timeout, options.rpc_failure_threshold, monitor_factory)
+        return HeartbeatManagerImpl(owner, listener, run, options.timeout, options.rpc_failure_threshold,
+                                    monitor_factory)
     raise ValueError(f"unknown heartbeat role {role!r} (sender, receiver)")
