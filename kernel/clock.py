@@ -13,6 +13,9 @@ from typing import Callable
 
 NS_PER_MS = 1_000_000
 NS_PER_S = 1_000_000_000
+#: Java's Long bounds, Flink's smallest and largest timestamps (watermarks, windows, "forever")
+MIN_LONG = -(1 << 63)
+MAX_LONG = (1 << 63) - 1
 
 
 class Clock:

@@ -1,4 +1,13 @@
-"""Events of running a job: cluster components, slots, scheduling, tasks and their metrics."""
+"""The events of Flink's runtime model that more than one room needs: what every execution
+backend records (job status, execution states, task metrics, print output) and what the
+kernel's live status line and replay's views and state read (watermarks, input files,
+TaskExecutors, slots, heartbeats, faults, failures and restarts).
+
+The rule for event types: an event lives with whoever emits it — the kernel's in
+:mod:`kernel.events`, a plugin's in that plugin's ``events`` module, registered with
+``register_event_types`` — except when the kernel or replay must know it (several plugins
+emit it, or replay reads it), which only the kernel can offer; then it lives here.
+"""
 
 from __future__ import annotations
 
@@ -39,27 +48,6 @@ class WorkerStopped(Event, tag="worker_stopped"):
     reason: str = ""
 
 
-class JobMasterRegistered(Event, tag="job_master_registered"):
-    job_id: str = ""
-    address: str = ""
-
-
-class ResourceRequirementsDeclared(Event, tag="resource_requirements_declared"):
-    """The JobMaster's slot pool told the ResourceManager how many slots the job needs."""
-
-    job_id: str = ""
-    slots: int = 0
-
-
-class SlotRequested(Event, tag="slot_requested"):
-    """The ResourceManager's slot manager asked a TaskExecutor for one of its slots."""
-
-    job_id: str = ""
-    allocation_id: str = ""
-    resource_id: str = ""
-    slot_index: int = 0
-
-
 class SlotAllocated(Event, tag="slot_allocated"):
     """The JobMaster accepted a slot a TaskExecutor offered."""
 
@@ -77,17 +65,6 @@ class SlotReleased(Event, tag="slot_released"):
     reason: str = ""
 
 
-class PipelinedRegionsComputed(Event, tag="pipelined_regions_computed"):
-    job_id: str = ""
-    regions: int = 0
-
-
-class RegionScheduled(Event, tag="region_scheduled"):
-    job_id: str = ""
-    region: int = 0
-    execution_vertices: int = 0
-
-
 class TaskEvent(Event):
     """Base of the events of one execution attempt of one subtask."""
 
@@ -96,12 +73,6 @@ class TaskEvent(Event):
     vertex_name: str = ""
     subtask: int = 0
     attempt: int = 0
-
-
-class TaskDeployed(TaskEvent, tag="task_deployed"):
-    resource_id: str = ""
-    allocation_id: str = ""
-    slot_index: int = 0
 
 
 class ExecutionStateChanged(TaskEvent, tag="execution_state_changed"):
@@ -117,7 +88,11 @@ class ExecutionStateChanged(TaskEvent, tag="execution_state_changed"):
 class TaskMetricsSampled(TaskEvent, tag="task_metrics_sampled"):
     """One task's TimerGauge metrics over one clock second (``interval_ms`` shorter for the
     last, partial sample when the task ends). busy = interval - idle - back pressured; NaN for
-    legacy sources, as in Flink."""
+    legacy sources, as in Flink. Back pressure is Flink's soft back pressured time (the task
+    waits, suspended, for room in its output), so ``soft_back_pressured_ms`` equals
+    ``back_pressured_ms``; ``hard_back_pressured_ms`` (time blocked requesting a buffer) is
+    always 0: rill's record writer never blocks mid-record. The field stays in the event's
+    format."""
 
     interval_ms: float = 1000.0
     idle_ms: float = 0.0
@@ -209,23 +184,6 @@ class HeartbeatTargetMarkedUnreachable(Event, tag="heartbeat_target_marked_unrea
     failures: int = 0
 
 
-class TaskExecutorConnected(Event, tag="task_executor_connected"):
-    """A TaskExecutor registered at a job's JobMaster (then offers its slots)."""
-
-    job_id: str = ""
-    resource_id: str = ""
-
-
-class ConnectionClosed(Event, tag="connection_closed"):
-    """``owner`` closed its connection to ``target`` (heartbeat timeout, unreachable, or told
-    to by the other side); what follows is Flink's reaction (reconnect, release slots, fail
-    tasks)."""
-
-    owner: str = ""
-    target: str = ""
-    reason: str = ""
-
-
 class FaultInjected(Event, tag="fault_injected"):
     """Injected fault number ``index`` took effect (``phase`` start) or ended (``phase`` end)."""
 
@@ -257,33 +215,9 @@ class TasksRestarted(Event, tag="tasks_restarted"):
     restart_number: int = 0
 
 
-class MailboxSuspended(Event, tag="mailbox_suspended"):
-    """The default action stopped: ``reason`` ``idle`` (no input) or ``back_pressure`` (no output
-    buffer). High rate: recorded with ``rill.events.level = debug`` only."""
-
-    level = "debug"
-
-    vertex_id: str = ""
-    subtask: int = 0
-    attempt: int = 0
-    reason: str = ""
-
-
-class MailboxResumed(Event, tag="mailbox_resumed"):
-    level = "debug"
-
-    vertex_id: str = ""
-    subtask: int = 0
-    attempt: int = 0
-    reason: str = ""
-
-
 CLUSTER_EVENT_TYPES: tuple[type[Event], ...] = (
-    JobSubmitted, JobStatusChanged, WorkerStarted, WorkerRegistered, WorkerStopped, JobMasterRegistered,
-    ResourceRequirementsDeclared, SlotRequested, SlotAllocated, SlotReleased, PipelinedRegionsComputed,
-    RegionScheduled, TaskDeployed, ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced,
-    WatermarkStatusChanged, SinkOutputPrinted, SourceFileOpened, HeartbeatRequested, HeartbeatReceived,
-    HeartbeatTimedOut, HeartbeatTargetMarkedUnreachable,
-    TaskExecutorConnected, ConnectionClosed, FaultInjected, TaskFailureHandled, TasksRestarted, MailboxSuspended,
-    MailboxResumed,
+    JobSubmitted, JobStatusChanged, WorkerStarted, WorkerRegistered, WorkerStopped, SlotAllocated,
+    SlotReleased, ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced, WatermarkStatusChanged,
+    SinkOutputPrinted, SourceFileOpened, HeartbeatRequested, HeartbeatReceived, HeartbeatTimedOut,
+    HeartbeatTargetMarkedUnreachable, FaultInjected, TaskFailureHandled, TasksRestarted,
 )

@@ -67,9 +67,6 @@ class EventRegistry:
     def types(self) -> list[type[Event]]:
         return [self._by_tag[tag] for tag in sorted(self._by_tag)]
 
-    def by_tag(self, tag: str) -> type[Event]:
-        return self._by_tag[tag]
-
     def __contains__(self, tag: str) -> bool:
         return tag in self._by_tag
 

@@ -1,28 +1,31 @@
-"""Executing programs in a session: compile through the graph hooks, record the compiled
-job in the run's event log, hand it to the execution backend."""
+"""Executing programs in a session, and the life cycle of a run.
+
+A run's life cycle has one place, :func:`execute_job`: the kernel compiles the program through
+the graph hooks, asks the execution backend to prepare the job, creates and starts the run
+(its event log), records the compilation, hands the compiled job to the backend, then
+finishes the run and builds its outcome. A backend only executes (see
+:mod:`kernel.contracts.backend`).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
-from kernel.compiler import CompiledJob, build_execution_graph, compile_program
+from kernel.clock import NS_PER_S
+from kernel.compiler import CompiledJob, compile_program
 from kernel.errors import JobFailed
-from kernel.events import (
-    ExecutionGraphCompiled,
-    JobEdgeDefined,
-    JobGraphCompiled,
-    JobVertexDefined,
-    StreamGraphCompiled,
-)
+from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
 from kernel.program import PipelineExecutor, Program
 from kernel.summary import RunOutcome, render
 
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient
     from kernel.common.job_execution_result import JobExecutionResult
+    from kernel.contracts.backend import ExecutionBackend
     from kernel.graph.execution import ExecutionGraph
     from kernel.run import Run
     from kernel.session import Session
@@ -58,25 +61,44 @@ def record_compilation(run: Run, compiled: CompiledJob) -> None:
         ))
 
 
-def record_execution_graph(run: Run, graph: ExecutionGraph) -> None:
-    emit = run.bus.emit
-    emit(ExecutionGraphCompiled(
-        time=run.clock.now(), job_id=graph.job_graph.job_id, job_vertices=len(graph.job_vertices),
-        execution_vertices=sum(len(ejv.vertices) for ejv in graph.job_vertices),
-        intermediate_results=len(graph.results),
-        result_partitions=sum(len(r.partitions) for r in graph.results.values()),
-    ))
-
-
 def plan_run(session: Session, compiled: CompiledJob) -> tuple[Run, ExecutionGraph]:
     """Record the compilation of a job without running it (``rill plan``): a run ``planned``."""
     run = session.new_run(compiled.program.job_name, metadata=program_metadata(compiled.program))
     run.start()
     record_compilation(run, compiled)
-    graph = build_execution_graph(session, compiled.job_graph)
-    record_execution_graph(run, graph)
+    graph = run.build_execution_graph(compiled.job_graph)
     run.finish("planned")
     return run, graph
+
+
+def create_backend(session: Session) -> ExecutionBackend:
+    """The execution backend of the session's ``backend`` plugin."""
+    session.plugin_manager.require("create_execution_backend", "backend")
+    return session.plugin_manager.hook.create_execution_backend(config=session.config)
+
+
+def execute_job(session: Session, compiled: CompiledJob) -> RunOutcome:
+    """Execute a compiled job in a new run of ``session`` on its execution backend."""
+    backend = create_backend(session)
+    backend.prepare(compiled)
+    run = session.new_run(compiled.program.job_name,
+                          metadata={**program_metadata(compiled.program), "backend": backend.name})
+    run.start()
+    wall_start, clock_start = time.perf_counter(), run.clock.now()
+    record_compilation(run, compiled)
+    try:
+        result = backend.execute(compiled, run)
+    except BaseException as exc:
+        run.finish("failed", f"{type(exc).__name__}: {exc}")
+        raise
+    run.finish(result.status.lower(), result.failure.splitlines()[0] if result.failure else "")
+    job_graph = compiled.job_graph
+    return RunOutcome(
+        run_id=run.id, job_id=job_graph.job_id, job_name=job_graph.job_name, status=result.status,
+        failure=result.failure, wall_seconds=time.perf_counter() - wall_start,
+        clock_seconds=(run.clock.now() - clock_start) / NS_PER_S, clock_mode=run.clock.mode,
+        vertices=result.vertices, notes=result.notes, details=result.details,
+    )
 
 
 def program_metadata(program: Program) -> dict[str, Any]:
@@ -109,9 +131,7 @@ class SessionExecutor(PipelineExecutor):
         return session, compile_program(session, program)
 
     def run_compiled(self, session: Session, compiled: CompiledJob) -> RunOutcome:
-        session.plugin_manager.require("create_execution_backend", "backend")
-        backend = session.plugin_manager.hook.create_execution_backend(config=session.config)
-        outcome = backend.execute(compiled, session)
+        outcome = execute_job(session, compiled)
         self.outcomes.append(outcome)
         if self.progress is not None:
             self.progress.stop()

@@ -26,7 +26,7 @@ On the command line a fault is ``KIND:key=value,key=value``, e.g.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import msgspec
 
@@ -127,7 +127,6 @@ KINDS: dict[str, type[Fault]] = {
     cls.__struct_config__.tag: cls for cls in (Kill, Partition, Drop, Delay, Slow, Raise)  # type: ignore[misc]
 }
 _DURATIONS = ("at", "start", "end", "delay", "jitter")
-AnyFault = Union[Kill, Partition, Drop, Delay, Slow, Raise]
 
 
 def parse_inject(spec: str) -> dict[str, Any]:

@@ -3,6 +3,19 @@
 Hooks assemble the system: they are factories, translators, policies and registrations.
 None of them is ever called per record, per mail or per watermark.
 
+Every ``create_*`` factory returns the typed contract of its concern, a Protocol in
+:mod:`kernel.contracts` (one module per concern). Who calls them:
+
+- the kernel (:mod:`kernel.execution`) owns a run's life cycle: it compiles the program
+  (``build_*``), creates the execution backend, creates the run with its event observers,
+  records the compilation, lets the backend execute, finishes the run;
+- the local backend (``plugins/local``) builds Flink's cluster from the rest: its JobMaster's
+  DefaultScheduler (``jobmaster/scheduler.py``) builds the ExecutionGraph and creates the
+  scheduling, restart and failover strategies and the watermark alignment coordinator; each
+  StreamTask (``tasks/streamtask.py``) creates its mailbox processor and, through its operator
+  runtime (``tasks/operator_runtime.py``), watermark generators and valves; every cluster
+  component creates its heartbeat managers (``connections.py``).
+
 Always call hooks with keyword arguments; implementations may accept fewer arguments than
 the spec declares.
 """
@@ -19,12 +32,18 @@ if TYPE_CHECKING:
     import click
 
     from kernel.config import Config
+    from kernel.contracts.backend import ExecutionBackend
+    from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
+    from kernel.contracts.heartbeats import HeartbeatListener, HeartbeatManager
+    from kernel.contracts.mailbox import MailboxProcessor, MailboxTask
+    from kernel.contracts.scheduling import SchedulerOperations, SchedulingStrategy
+    from kernel.contracts.watermarks import WatermarkAlignmentCoordinator, WatermarkGenerator, WatermarkValve
     from kernel.eventbus import EventObserver
     from kernel.events import Event
     from kernel.graph.execution import ExecutionGraph
     from kernel.graph.job import JobGraph
     from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
-    from kernel.pluginmanager import RillPluginManager
+    from kernel.messaging import Component
     from kernel.program import Program
     from kernel.run import Run
 
@@ -34,17 +53,6 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 # -------------------------------------------------------------------------------------------
 # Set-up: plugins register what they bring before any job is compiled.
 # -------------------------------------------------------------------------------------------
-
-
-@hookspec(historic=True)
-def add_hookspecs(plugin_manager: RillPluginManager) -> None:
-    """Add new hook specifications from a plugin.
-
-    Called: once per plugin when it is registered (historic, so late plugins see it too).
-
-    :param plugin_manager: the plugin manager; call ``plugin_manager.add_hookspecs(module)``.
-    :returns: nothing.
-    """
 
 
 @hookspec
@@ -186,14 +194,16 @@ def build_execution_graph(job_graph: JobGraph, config: Config) -> ExecutionGraph
 
 
 @hookspec(firstresult=True)
-def create_execution_backend(config: Config) -> Any:
+def create_execution_backend(config: Config) -> ExecutionBackend | None:
     """Create the backend that executes compiled jobs (``local``, ``spark``, ...).
 
-    Called: once per run, after the JobGraph is built.
+    Called: by the kernel once per run, after the JobGraph is built and before the run is
+    created (:func:`kernel.execution.execute_job`).
     Stops at first non-None result.
 
     :param config: the validated configuration.
-    :returns: an object with ``execute(job_graph, run) -> JobResult``.
+    :returns: an :class:`~kernel.contracts.backend.ExecutionBackend`: ``prepare(compiled)``
+        before the run starts, then ``execute(compiled, run) -> JobResult``.
     """
 
 
@@ -228,46 +238,50 @@ def open_event_store(config: Config) -> Any:
 
 @hookspec(firstresult=True)
 def create_scheduling_strategy(
-    execution_graph: ExecutionGraph, scheduler: Any, config: Config
-) -> Any:
+    execution_graph: ExecutionGraph, scheduler: SchedulerOperations, config: Config
+) -> SchedulingStrategy | None:
     """Create the strategy deciding which execution vertices are scheduled when.
 
-    Called: by the JobMaster's scheduler once per job (again after a full restart).
+    Called: by the JobMaster's DefaultScheduler once per job.
     Stops at first non-None result.
 
     :param execution_graph: the job's ExecutionGraph (the scheduling topology).
-    :param scheduler: the scheduler operations (``allocate_slots_and_deploy(vertices)``).
+    :param scheduler: the :class:`~kernel.contracts.scheduling.SchedulerOperations`
+        (``allocate_slots_and_deploy(vertices)``, ``emit(event)``, ``now()``).
     :param config: the validated configuration.
-    :returns: an object with ``start_scheduling()``, ``restart_tasks(vertices)`` and
-        ``on_partition_consumable(partition)``.
+    :returns: a :class:`~kernel.contracts.scheduling.SchedulingStrategy`:
+        ``start_scheduling()``, ``restart_tasks(vertex_ids)`` and
+        ``on_execution_state_change(vertex, state)``.
     """
 
 
 @hookspec(firstresult=True)
-def create_restart_strategy(run: Run) -> Any:
+def create_restart_strategy(run: Run) -> RestartBackoffTimeStrategy | None:
     """Create the restart back-off strategy (``restart-strategy.type``).
 
-    Called: by the JobMaster's scheduler once per job.
+    Called: by the JobMaster's DefaultScheduler once per job.
     Stops at first non-None result.
 
     :param run: the run (config, clock and seeded RNG for jitter).
-    :returns: an object with ``notify_failure(now_ms) -> bool`` (True: the failure starts a new
-        restart attempt; False: merged into a pending one), ``can_restart()`` (before any
-        failure: whether restarts are possible at all), ``backoff_time_ms(now_ms)`` and a
-        ``str()`` naming it ("Recovery is suppressed by ...").
+    :returns: a :class:`~kernel.contracts.failover.RestartBackoffTimeStrategy`:
+        ``notify_failure(now_ms) -> bool`` (True: the failure starts a new restart attempt;
+        False: merged into a pending one), ``can_restart()`` (before any failure: whether
+        restarts are possible at all), ``backoff_time_ms(now_ms)`` and a ``str()`` naming it
+        ("Recovery is suppressed by ...").
     """
 
 
 @hookspec(firstresult=True)
-def create_failover_strategy(execution_graph: ExecutionGraph, config: Config) -> Any:
+def create_failover_strategy(execution_graph: ExecutionGraph, config: Config) -> FailoverStrategy | None:
     """Create the failover strategy (``jobmanager.execution.failover-strategy``).
 
-    Called: by the JobMaster's scheduler once per job.
+    Called: by the JobMaster's DefaultScheduler once per job.
     Stops at first non-None result.
 
     :param execution_graph: the job's ExecutionGraph.
     :param config: the validated configuration.
-    :returns: an object with ``tasks_to_restart(failed_vertex) -> set of execution vertex ids``.
+    :returns: a :class:`~kernel.contracts.failover.FailoverStrategy`:
+        ``tasks_to_restart(failed_vertex) -> set of execution vertex ids``.
     """
 
 
@@ -277,17 +291,18 @@ def create_failover_strategy(execution_graph: ExecutionGraph, config: Config) ->
 
 
 @hookspec(firstresult=True)
-def create_mailbox_processor(task: Any, run: Run) -> Any:
+def create_mailbox_processor(task: MailboxTask, run: Run) -> MailboxProcessor | None:
     """Create the MailboxProcessor that drives a StreamTask.
 
-    Called: by a TaskExecutor once per deployed task attempt.
+    Called: by a StreamTask once per deployed task attempt, while it initializes.
     Stops at first non-None result.
 
-    :param task: the StreamTask; its ``process_input`` is the default action.
+    :param task: the :class:`~kernel.contracts.mailbox.MailboxTask`: its ``default_action``
+        processes input; failures and suspensions are reported to it.
     :param run: the run (clock, loop, config).
-    :returns: a MailboxProcessor with ``run_step()``, ``mailbox``, ``execute(action, description)``,
-        ``suspend_default_action(timer, reason)``, ``stop()`` and ``slowdown`` (a factor: work
-        takes that many times as long).
+    :returns: a :class:`~kernel.contracts.mailbox.MailboxProcessor`: ``schedule()``,
+        ``execute(action, description)``, ``suspend_default_action(timer, reason)``, ``stop()``
+        and ``slowdown`` (a factor: work takes that many times as long).
     """
 
 
@@ -297,24 +312,28 @@ def create_mailbox_processor(task: Any, run: Run) -> Any:
 
 
 @hookspec(firstresult=True)
-def create_watermark_generator(strategy: Any, run: Run, activity_clock: Callable[[], int]) -> Any:
+def create_watermark_generator(
+    strategy: Any, run: Run, activity_clock: Callable[[], int]
+) -> WatermarkGenerator | None:
     """Create the watermark generator for a ``WatermarkStrategy``.
 
-    Called: when a source or a timestamps/watermarks operator opens (once per subtask).
+    Called: when a source or a timestamps/watermarks operator opens (once per subtask) in
+    streaming execution (BATCH execution has no watermarks but the final one).
     Stops at first non-None result.
 
     :param strategy: the user's WatermarkStrategy (out-of-orderness, idleness, alignment).
     :param run: the run (clock, config).
     :param activity_clock: processing time (ms) of the input's activity, for idleness: it
         stands still while a source is paused (back pressure, watermark alignment).
-    :returns: a generator with ``on_events(values, timestamps, output)`` (per batch) and
-        ``on_periodic_emit(output)``; ``output`` has ``emit_watermark(ts)``, ``mark_idle()``
-        and ``mark_active()``.
+    :returns: a :class:`~kernel.contracts.watermarks.WatermarkGenerator`:
+        ``on_events(values, timestamps, output)`` (per batch), ``on_periodic_emit(output)`` and
+        ``max_event_time()``; ``output`` has ``emit_watermark(ts)``, ``mark_idle()`` and
+        ``mark_active()``.
     """
 
 
 @hookspec(firstresult=True)
-def create_watermark_valve(num_channels: int, run: Run) -> Any:
+def create_watermark_valve(num_channels: int, run: Run) -> WatermarkValve | None:
     """Create the StatusWatermarkValve of one input gate.
 
     Called: when a task's input processor is built (once per input gate).
@@ -322,24 +341,26 @@ def create_watermark_valve(num_channels: int, run: Run) -> Any:
 
     :param num_channels: number of input channels of the gate.
     :param run: the run.
-    :returns: a valve with ``input_watermark(watermark, channel, output)`` and
-        ``input_watermark_status(status, channel, output)``.
+    :returns: a :class:`~kernel.contracts.watermarks.WatermarkValve`:
+        ``input_watermark(watermark, channel, output)`` and
+        ``input_watermark_status(idle, channel, output)``.
     """
 
 
 @hookspec(firstresult=True)
-def create_watermark_alignment(run: Run) -> Any:
+def create_watermark_alignment(run: Run) -> WatermarkAlignmentCoordinator | None:
     """Create the coordinator aligning watermarks across sources (FLIP-182).
 
-    Called: by the JobMaster once per job (``close()`` when the job ends).
+    Called: by the JobMaster's DefaultScheduler once per job (``close()`` when the job ends).
     Stops at first non-None result.
 
     :param run: the run.
-    :returns: a coordinator with ``join(strategy, member, deliver)`` for each source subtask
-        with event time (``member``: a :class:`kernel.streaming.alignment.AlignmentMember`;
-        ``deliver(max_allowed, group_min)`` hands an announcement to the subtask) returning a
-        membership with ``update_interval_ms``, ``max_drift_ms``, ``report(watermark)``,
-        ``waiting(paused, watermark)`` and ``leave()``;
+    :returns: a :class:`~kernel.contracts.watermarks.WatermarkAlignmentCoordinator`:
+        ``join(strategy, member, deliver)`` for each source subtask with event time
+        (``member``: a :class:`kernel.streaming.alignment.AlignmentMember`;
+        ``deliver(max_allowed, group_min)`` hands an announcement to the subtask) returning an
+        ``AlignmentMembership`` with ``update_interval_ms``, ``max_drift_ms``,
+        ``report(watermark)``, ``waiting(paused, watermark)`` and ``leave()``; and ``close()``.
         ``None`` when sources read unaligned.
     """
 
@@ -351,8 +372,8 @@ def create_watermark_alignment(run: Run) -> Any:
 
 @hookspec(firstresult=True)
 def create_heartbeat_manager(
-    owner: Any, listener: Any, role: str, run: Run
-) -> Any:
+    owner: Component, listener: HeartbeatListener, role: str, run: Run
+) -> HeartbeatManager | None:
     """Create a heartbeat manager for a cluster component.
 
     Called: by the ResourceManager, JobMaster and TaskExecutor when they start, once per
@@ -361,15 +382,17 @@ def create_heartbeat_manager(
 
     :param owner: the component owning the manager (its ``address`` is the resource id; its
         ``schedule(delay_ns, callback, daemon=True)`` runs the manager's timers).
-    :param listener: receives ``notify_heartbeat_timeout(id)``, ``notify_target_unreachable(id)``,
+    :param listener: the :class:`~kernel.contracts.heartbeats.HeartbeatListener`: receives
+        ``notify_heartbeat_timeout(id)``, ``notify_target_unreachable(id)``,
         ``report_payload(id, payload)`` and ``retrieve_payload(id)`` calls.
     :param role: ``"sender"`` (requests heartbeats every interval) or ``"receiver"`` (answers).
     :param run: the run (clock, loop, config, event bus).
-    :returns: a HeartbeatManager with ``monitor_target(id, target)`` (target:
-        ``request_heartbeat(own_id, payload)`` and ``receive_heartbeat(own_id, payload)``,
-        returning a Future of the message's delivery), ``unmonitor_target(id)``,
-        ``request_heartbeat(requester_id, payload)`` and ``receive_heartbeat(sender_id, payload)``
-        (a request or response arrived) and ``stop()``.
+    :returns: a :class:`~kernel.contracts.heartbeats.HeartbeatManager`:
+        ``monitor_target(id, target)`` (target: ``request_heartbeat(own_id, payload)`` and
+        ``receive_heartbeat(own_id, payload)``, returning a Future of the message's delivery),
+        ``unmonitor_target(id)``, ``request_heartbeat(requester_id, payload)`` and
+        ``receive_heartbeat(sender_id, payload)`` (a request or response arrived) and ``stop()``.
+        It records the heartbeat events of :mod:`kernel.cluster_events`.
     """
 
 

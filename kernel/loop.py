@@ -88,10 +88,6 @@ class EventLoop:
         self._stopping = True
         self._wakeup.set()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
     def has_pending(self, daemon: bool = True) -> bool:
         """Whether anything is left to run (``daemon=False``: anything but daemon timers)."""
         if self._ready or self._external:

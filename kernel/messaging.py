@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kernel.clock import MAX_LONG
 from kernel.loop import EventLoop, TimerHandle
 
 
@@ -96,7 +97,7 @@ class DeliveryRule:
     sender: str
     receiver: str
     start: int = 0
-    end: int = 2**63 - 1
+    end: int = MAX_LONG
     drop: bool = False
     delay: int = 0
     jitter: int = 0  # ns: the delay varies uniformly by up to this much either way (seeded)

@@ -10,14 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from kernel import __version__
 from kernel.clock import NS_PER_MS, create_clock
+from kernel.compiler import build_execution_graph
 from kernel.eventbus import EventBus
-from kernel.events import MessageDelayed, MessageDropped, RunFinished, RunStarted
+from kernel.events import ExecutionGraphCompiled, MessageDelayed, MessageDropped, RunFinished, RunStarted
 from kernel.loop import EventLoop
 from kernel.messaging import Envelope, MessagingService
 from kernel.options import EventOptions, RillOptions
 from kernel.rng import SeededRandom
 
 if TYPE_CHECKING:
+    from kernel.graph.execution import ExecutionGraph
+    from kernel.graph.job import JobGraph
     from kernel.session import Session
 
 
@@ -96,6 +99,18 @@ class Run:
         self.ended_at = time.time()
         self.bus.emit(RunFinished(time=self.clock.now(), status=status, reason=reason))
         self.bus.close(status)
+
+    def build_execution_graph(self, job_graph: JobGraph) -> ExecutionGraph:
+        """The job's ExecutionGraph from the graph plugin, recorded as ``execution_graph_compiled``
+        (the JobMaster builds it when it starts the job)."""
+        graph = build_execution_graph(self.session, job_graph)
+        self.bus.emit(ExecutionGraphCompiled(
+            time=self.clock.now(), job_id=graph.job_graph.job_id, job_vertices=len(graph.job_vertices),
+            execution_vertices=sum(len(ejv.vertices) for ejv in graph.job_vertices),
+            intermediate_results=len(graph.results),
+            result_partitions=sum(len(r.partitions) for r in graph.results.values()),
+        ))
+        return graph
 
     def _message_affected(self, envelope: Envelope, verdict: str, delay: int) -> None:
         name = type(envelope.message).__name__

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel.backpressure import back_pressure_level
+
 
 @dataclass
 class VertexSummary:
@@ -18,9 +20,8 @@ class VertexSummary:
 
     @property
     def level(self) -> str:
-        """Flink's web UI thresholds: OK <= 0.10 < LOW <= 0.5 < HIGH."""
-        ratio = self.back_pressured_ratio
-        return "OK" if ratio <= 0.10 else "LOW" if ratio <= 0.5 else "HIGH"
+        """Flink's back-pressure level (:mod:`kernel.backpressure`)."""
+        return back_pressure_level(self.back_pressured_ratio)
 
 
 @dataclass

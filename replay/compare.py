@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kernel.clock import MAX_LONG
 from replay.metrics import run_metrics, vertex_metrics
-
-MAX_LONG = (1 << 63) - 1
 
 
 def printed_lines(con: Any, run_id: str) -> Counter:

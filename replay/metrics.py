@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.backpressure import back_pressure_level_sql
 from replay.views import WATERMARK_LAGS
 
 VERTEX_QUERY = f"""
@@ -34,8 +35,7 @@ fails AS (
     FROM failures WHERE run_id = $run AND failed_s IS NOT NULL GROUP BY ALL)
 SELECT v.name AS vertex, v.parallelism, round(p.busy_ms / 10, 1) AS busy_pct, round(p.idle_ms / 10, 1) AS idle_pct,
        round(p.back_pressured_ms / 10, 1) AS back_pressured_pct,
-       CASE WHEN p.worst_back_pressured_ms > 500 THEN 'HIGH' WHEN p.worst_back_pressured_ms > 100 THEN 'LOW'
-            WHEN p.worst_back_pressured_ms IS NULL THEN NULL ELSE 'OK' END AS level,
+       {back_pressure_level_sql("p.worst_back_pressured_ms")} AS level,
        coalesce(p.records_in, 0) AS records_in, coalesce(p.records_out, 0) AS records_out,
        round(coalesce(p.records_in, 0) / nullif(p.seconds, 0), 1) AS records_in_per_s,
        round(coalesce(p.records_out, 0) / nullif(p.seconds, 0), 1) AS records_out_per_s,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MAX_LONG = (1 << 63) - 1
+from kernel.backpressure import back_pressure_level
+from kernel.clock import MAX_LONG
 
 
 def _rows(con: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,8 +120,7 @@ def state_at(con: Any, run: Any, seconds: float) -> dict[str, Any]:
         if row["back_pressured_ms"] > entry["back_pressured_ms"]:
             entry.update(back_pressured_ms=row["back_pressured_ms"], worst_subtask=row["subtask"])
     for entry in back_pressure.values():
-        ratio = entry["back_pressured_ms"] / 1000
-        entry["level"] = "HIGH" if ratio > 0.5 else "LOW" if ratio > 0.1 else "OK"
+        entry["level"] = back_pressure_level(entry["back_pressured_ms"] / 1000)
     stopped = {name for name, worker in workers.items() if worker["status"] == "stopped"}
     heartbeats = {
         f"{row['owner']} <- {row['target']}": {"last_heard_s": seconds_of(row["last"]),

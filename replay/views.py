@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-MAX_LONG = (1 << 63) - 1
+from kernel.backpressure import back_pressure_level_sql
+from kernel.clock import MAX_LONG
 
 #: every watermark with the largest event time any source had seen by then, and the lags behind
 #: it and behind the clock (also used on its own by ``rill metrics``)
@@ -33,17 +34,16 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                (m.time - r.clock_start) / 1e9 AS t_s,
                CAST(greatest(floor((m.time - m.interval_ms * 1e6 - r.clock_start) / 1e9), 0) AS BIGINT) AS second,
                m.interval_ms, m.idle_ms, m.busy_ms, m.back_pressured_ms, m.soft_back_pressured_ms,
-               m.hard_back_pressured_ms, m.records_in, m.records_out, m.records_in_per_second,
+               m.records_in, m.records_out, m.records_in_per_second,
                m.records_out_per_second, m.latency_ms, m.late_records_dropped, m.timers_fired, m.windows_fired,
                m.final
         FROM rill.ev_task_metrics_sampled m JOIN rill.runs r ON r.run_id = m.run_id"""),
-    "backpressure": (("task_metrics_sampled",), """
+    "backpressure": (("task_metrics_sampled",), f"""
         SELECT run_id, vertex_id, any_value(vertex_name) AS vertex_name, second,
                max(back_pressured_ms) AS back_pressured_ms,
                max(CASE WHEN isnan(busy_ms) THEN NULL ELSE busy_ms END) AS busy_ms,
                max(idle_ms) AS idle_ms,
-               CASE WHEN max(back_pressured_ms) > 500 THEN 'HIGH' WHEN max(back_pressured_ms) > 100 THEN 'LOW'
-                    ELSE 'OK' END AS level,
+               {back_pressure_level_sql("max(back_pressured_ms)")} AS level,
                min(CASE WHEN bp_rank = 1 THEN subtask END) AS worst_subtask,
                count(DISTINCT subtask) AS subtasks
         FROM (SELECT *, rank() OVER (PARTITION BY run_id, vertex_id, second

@@ -7,7 +7,7 @@ from kernel.cluster_events import WatermarkAdvanced
 from kernel.common import Duration, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.streaming.alignment import ActivityClock, AlignmentMember, SourceAlignment
-from plugins.watermarking.alignment import SourceAlignmentChanged, WatermarkAlignmentAnnounced
+from plugins.watermarking.events import SourceAlignmentChanged, WatermarkAlignmentAnnounced
 from tests.runtime import run_job
 
 MAX = (1 << 63) - 1

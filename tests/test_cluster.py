@@ -9,16 +9,14 @@ from pathlib import Path
 
 from kernel.cluster_events import (
     ExecutionStateChanged,
-    PipelinedRegionsComputed,
-    RegionScheduled,
-    ResourceRequirementsDeclared,
     SlotAllocated,
     SlotReleased,
-    TaskDeployed,
     WorkerRegistered,
     WorkerStarted,
 )
 from kernel.common import Types
+from plugins.local.events import ResourceRequirementsDeclared, TaskDeployed
+from plugins.scheduling.events import PipelinedRegionsComputed, RegionScheduled
 from tests.runtime import run_job
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,8 +12,16 @@ from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.errors import ConfigError
 from kernel.graph.execution import ExecutionState
-from plugins.failover.restart import ExponentialDelay, FailureRate, FixedDelay, NoRestart
-from plugins.failover.strategies import RestartAll, RestartPipelinedRegion
+from plugins.failover.restart import (
+    ExponentialDelayRestartBackoffTimeStrategy as ExponentialDelay,
+    FailureRateRestartBackoffTimeStrategy as FailureRate,
+    FixedDelayRestartBackoffTimeStrategy as FixedDelay,
+    NoRestartBackoffTimeStrategy as NoRestart,
+)
+from plugins.failover.strategies import (
+    RestartAllFailoverStrategy as RestartAll,
+    RestartPipelinedRegionFailoverStrategy as RestartPipelinedRegion,
+)
 from tests.graphs import compile_job, execution_graph
 from tests.runtime import run_job
 

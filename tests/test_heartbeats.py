@@ -11,14 +11,11 @@ import pytest
 
 from kernel.clock import SimulatedClock
 from kernel.cluster_events import (
-    ConnectionClosed,
     ExecutionStateChanged,
     HeartbeatReceived,
     HeartbeatRequested,
     HeartbeatTargetMarkedUnreachable,
     HeartbeatTimedOut,
-    JobMasterRegistered,
-    TaskExecutorConnected,
     TaskFailureHandled,
     WorkerRegistered,
     WorkerStarted,
@@ -34,6 +31,7 @@ from plugins.heartbeats.options import HeartbeatOptions
 from plugins.heartbeats.phi_accrual import PhiAccrualHeartbeatMonitor, PhiAccrualOptions
 from plugins.local.connections import HeartbeatTarget
 from plugins.local import messages as m
+from plugins.local.events import ConnectionClosed, JobMasterRegistered, TaskExecutorConnected
 from tests.runtime import run_job
 
 S = 1_000_000_000

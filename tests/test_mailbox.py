@@ -5,8 +5,9 @@ from __future__ import annotations
 from kernel import clock as kclock
 from kernel.clock import NS_PER_MS, SimulatedClock
 from kernel.loop import EventLoop
-from plugins.local.metrics import TimerGauge
-from plugins.mailbox.processor import MAX_PRIORITY, Mail, MailboxProcessor, TaskMailbox
+from plugins.local.tasks.io_metrics import TimerGauge
+from plugins.mailbox.processor import MAX_PRIORITY, Mail, TaskMailbox
+from plugins.mailbox.processor import DefaultMailboxProcessor as MailboxProcessor
 
 
 def test_take_returns_the_first_mail_of_sufficient_priority():

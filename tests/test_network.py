@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from kernel.streaming.elements import END_OF_PARTITION, RecordBatch, Watermark
-from plugins.local.network import InputGate, NetworkSettings, ResultPartition, ShuffleEnvironment
+from plugins.local.network.input_gate import InputGate
+from plugins.local.network.partition import ResultPartition
+from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
 
 SETTINGS = NetworkSettings(buffers_per_channel=2, floating_buffers_per_gate=1, max_buffers_per_channel=10,
                            records_per_buffer=4)

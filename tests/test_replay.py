@@ -12,7 +12,7 @@ import pytest
 
 from kernel.session import Session
 from plugins.local.minicluster import MiniCluster
-from plugins.local.task import StreamTask
+from plugins.local.tasks.streamtask import StreamTask
 from replay.state import state_at
 from replay.store import find_run, read_log
 
@@ -68,7 +68,7 @@ def live_state(cluster: MiniCluster, tasks: list[StreamTask], seconds: float) ->
     [master] = cluster.dispatcher.job_masters.values()
     now = cluster.run.clock.now()
     slots: dict[str, list] = {}
-    for slot in sorted(master.group_slots.values(), key=lambda s: (s.resource_id, s.slot_index)):
+    for slot in sorted(master.scheduler.slot_pool.slots.values(), key=lambda s: (s.resource_id, s.slot_index)):
         slots.setdefault(slot.resource_id, []).append({"slot_index": slot.slot_index, "allocation_id": slot.allocation_id})
     registrations = cluster.resource_manager.registrations
     workers = {}
@@ -79,7 +79,7 @@ def live_state(cluster: MiniCluster, tasks: list[StreamTask], seconds: float) ->
         if worker.stopped:
             workers[worker.address]["reason"] = worker.stop_reason
     subtasks, current = {}, {}
-    for ev in master.graph.vertices():
+    for ev in master.scheduler.graph.vertices():
         name = f"{ev.job_vertex.name}/{ev.subtask}"
         slot = ev.current.slot
         subtasks[name] = {"state": ev.current.state.value, "attempt": ev.current.attempt,

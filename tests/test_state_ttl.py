@@ -371,7 +371,7 @@ def test_window_state_with_ttl_merges_only_live_accumulators():
     backend.bound_state(descriptor, "w2").add(2)
     backend.bound_state(descriptor, "w3").add(3)
     clock.now = 120
-    backend.merge_namespaces(descriptor, "w1", ["w2", "w3"])
+    backend.bound_state(descriptor, "w1").merge("w1", ["w2", "w3"])  # as the WindowOperator merges
     assert backend.table("sum") == {("k", "w1"): TtlValue(5, 120)}  # w1's 1 had expired at 100
     assert backend.bound_state(descriptor, "w1").get() == 5
 

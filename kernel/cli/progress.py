@@ -12,17 +12,13 @@ import threading
 from typing import Any, TextIO
 
 from kernel import hookimpl
+from kernel.backpressure import back_pressure_level_of_ms
+from kernel.clock import MAX_LONG
 from kernel.cluster_events import ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced
 from kernel.eventbus import EventBatch
 from kernel.events import JobEdgeDefined, JobVertexDefined, RunStarted
 
-MAX_LONG = (1 << 63) - 1
 TERMINAL = {"FINISHED", "CANCELED", "FAILED"}
-
-
-def level_of(back_pressured_ms: float) -> str:
-    """Flink's back-pressure level of a ratio (OK <= 10 % < LOW <= 50 % < HIGH)."""
-    return "HIGH" if back_pressured_ms > 500 else "LOW" if back_pressured_ms > 100 else "OK"
 
 
 class RunProgress:
@@ -90,7 +86,7 @@ class RunProgress:
         first = self.vertices - self.targets  # no input edge: the sources
         rate = sum(s.records_out_per_second for s in self.samples.values() if s.vertex_id in first)
         worst = max((s.back_pressured_ms for s in self.samples.values()), default=None)
-        level = "-" if worst is None else level_of(worst)
+        level = "-" if worst is None else back_pressure_level_of_ms(worst)
         last = self.vertices - self.sources  # feeding no edge: the sinks
         watermarks = [w for (vertex, _, _, _), w in self.inputs.items() if vertex in last]
         low = min(watermarks, default=None)

@@ -50,9 +50,9 @@ class ExecutionConfig:
     def get_auto_watermark_interval(self) -> int:
         if self._auto_watermark_interval is not None:
             return self._auto_watermark_interval
-        from kernel.options import RuntimeOptions
+        from kernel.options import ExecutionOptions
 
-        return self._env._duration_option(RuntimeOptions, "auto_watermark_interval", "pipeline.auto-watermark-interval")
+        return self._env._duration_option(ExecutionOptions, "auto_watermark_interval", "pipeline.auto-watermark-interval")
 
     def configured_auto_watermark_interval(self) -> int | None:
         """The interval set in code, None when the configuration decides."""
@@ -64,9 +64,9 @@ class ExecutionConfig:
         return self
 
     def get_latency_tracking_interval(self) -> int:
-        from kernel.options import RuntimeOptions
+        from kernel.options import ExecutionOptions
 
-        return self._env._duration_option(RuntimeOptions, "latency_interval", LATENCY_INTERVAL)
+        return self._env._duration_option(ExecutionOptions, "latency_interval", LATENCY_INTERVAL)
 
     def set_parallelism(self, parallelism: int) -> ExecutionConfig:
         self._env.set_parallelism(parallelism)

@@ -147,9 +147,9 @@ class StreamExecutionEnvironment:
         """The buffer timeout set in code, else ``execution.buffer-timeout.interval``."""
         if self._buffer_timeout is not None:
             return self._buffer_timeout
-        from kernel.options import RuntimeOptions
+        from kernel.options import ExecutionOptions
 
-        return current_executor().session.config.section(RuntimeOptions).buffer_timeout
+        return current_executor().session.config.section(ExecutionOptions).buffer_timeout
 
     def add_python_file(self, file_path: str) -> None:
         """Make a Python file or directory importable by the job's functions."""

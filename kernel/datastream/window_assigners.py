@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Collection, Generic, Iterable, TypeVar
 
+from kernel.clock import MIN_LONG
 from kernel.common.serializer import TypeSerializer
 from kernel.common.time import Time, to_millis
 from kernel.common.typeinfo import Types
@@ -26,7 +27,6 @@ from kernel.datastream.windows import (
     Window,
 )
 
-MIN_LONG = -(1 << 63)
 T = TypeVar("T")
 W = TypeVar("W")
 W2 = TypeVar("W2")

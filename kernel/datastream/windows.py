@@ -7,9 +7,8 @@ from abc import ABC, abstractmethod
 from io import BytesIO
 from typing import Any, Iterable
 
+from kernel.clock import MAX_LONG
 from kernel.common.serializer import TypeSerializer
-
-MAX_LONG = (1 << 63) - 1
 
 
 class Window(ABC):

@@ -71,10 +71,6 @@ class JobVertex:
     inputs: list[JobEdge] = field(default_factory=list)
     produced: list[IntermediateDataSet] = field(default_factory=list)
 
-    @property
-    def is_input_vertex(self) -> bool:
-        return not self.inputs
-
     def __repr__(self) -> str:
         return f"JobVertex({self.name!r}, p={self.parallelism})"
 

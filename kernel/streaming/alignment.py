@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernel.streaming.elements import MAX_LONG, MIN_LONG
+from kernel.clock import MAX_LONG, MIN_LONG
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,6 @@ of a partition travel in order between batches.
 
 from __future__ import annotations
 
-MIN_LONG = -(1 << 63)
-MAX_LONG = (1 << 63) - 1
-
 
 class RecordBatch:
     """A buffer of records. ``timestamps`` is parallel to ``values`` or None (no timestamps)."""
@@ -51,10 +48,6 @@ class WatermarkStatus:
 
     def __repr__(self) -> str:
         return "WatermarkStatus(IDLE)" if self.idle else "WatermarkStatus(ACTIVE)"
-
-
-IDLE = WatermarkStatus(True)
-ACTIVE = WatermarkStatus(False)
 
 
 class LatencyMarker:

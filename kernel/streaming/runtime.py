@@ -84,9 +84,6 @@ class OperatorRuntime:
     def create_watermark_valve(self, num_channels: int) -> Any:
         raise NotImplementedError
 
-    def emit_event(self, event: Any) -> None:
-        """Record a runtime event (never per record)."""
-
     def write_stdout(self, text: str, sink: str = "", lines: int = 0) -> None:
         """A print sink's output (``lines`` lines of ``text``)."""
         raise NotImplementedError

@@ -12,12 +12,12 @@ from enum import Enum
 from itertools import repeat
 from typing import Any
 
+from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream.connectors.datagen import DataGeneratorSource, GeneratorFunction
 from kernel.datastream.connectors.file_system import FileSource
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
 from kernel.streaming.alignment import ActivityClock, SourceAlignment
-from kernel.streaming.elements import MAX_LONG, MIN_LONG
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.runtime import OperatorRuntime
 

@@ -73,10 +73,6 @@ class KeyedStateBackend:
     def keys(self, state_name: str) -> list[Any]:
         return list({key for key, _ in self._tables.get(state_name, {})})
 
-    def merge_namespaces(self, descriptor: api.StateDescriptor, target: Any, sources: Iterable[Any]) -> None:
-        """Merge the state of ``sources`` windows into ``target`` for the current key."""
-        self.get_state(descriptor).merge(target, sources)
-
 
 class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
     """A backend with a TTL state cleaned up on every record (``cleanup_incrementally(n, True)``):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable
 
-from kernel.streaming.elements import MAX_LONG, MIN_LONG
+from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.streaming.state import KeyedStateBackend
 
 Fire = Callable[[int, Any, Any], None]  # (timestamp, key, namespace)

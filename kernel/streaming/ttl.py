@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 from kernel.common.time import to_millis
 from kernel.datastream import state as api
 from kernel.datastream.state_ttl import StateTtlConfig
-from kernel.streaming.elements import MAX_LONG
+from kernel.clock import MAX_LONG
 from kernel.streaming.state import _CURRENT, _KeyedState
 
 

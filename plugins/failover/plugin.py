@@ -22,8 +22,8 @@ def create_restart_strategy(run):
 @hookimpl
 def create_failover_strategy(execution_graph, config):
     from plugins.failover.options import RestartOptions
-    from plugins.failover.strategies import RestartAll, RestartPipelinedRegion
+    from plugins.failover.strategies import RestartAllFailoverStrategy, RestartPipelinedRegionFailoverStrategy
 
     if config.section(RestartOptions).failover_strategy == "full":
-        return RestartAll(execution_graph)
-    return RestartPipelinedRegion(execution_graph)
+        return RestartAllFailoverStrategy(execution_graph)
+    return RestartPipelinedRegionFailoverStrategy(execution_graph)

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from collections import deque
 from random import Random
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernel.contracts.failover import RestartBackoffTimeStrategy
+    from plugins.failover.options import RestartOptions
 
 
-class NoRestart:
+class NoRestartBackoffTimeStrategy:
     def notify_failure(self, now_ms: int) -> bool:
         return True
 
@@ -26,7 +31,7 @@ class NoRestart:
         return "NoRestartBackoffTimeStrategy"
 
 
-class FixedDelay:
+class FixedDelayRestartBackoffTimeStrategy:
     """At most ``attempts`` restarts, each ``delay_ms`` after its failure."""
 
     def __init__(self, attempts: int, delay_ms: int) -> None:
@@ -48,7 +53,7 @@ class FixedDelay:
         return f"FixedDelayRestartBackoffTimeStrategy(maxNumberRestartAttempts={self.attempts}, backoffTimeMS={self.delay_ms})"
 
 
-class FailureRate:
+class FailureRateRestartBackoffTimeStrategy:
     """Restart unless more than ``max_failures`` failures fall within ``interval_ms``."""
 
     def __init__(self, max_failures: int, interval_ms: int, delay_ms: int) -> None:
@@ -76,7 +81,7 @@ class FailureRate:
                 f"backoffTimeMS={self.delay_ms},maxFailuresPerInterval={self.max_failures})")
 
 
-class ExponentialDelay:
+class ExponentialDelayRestartBackoffTimeStrategy:
     """Back-off ``initial · multiplier^attempt`` (± jitter, between initial and max); failures
     while a restart is pending are merged into it; after ``reset_threshold_ms`` without
     failures the attempt count starts over."""
@@ -124,14 +129,15 @@ class ExponentialDelay:
                 f"nextRestartTimestamp={self.next_restart})")
 
 
-def create_restart_strategy(options, rng: Random):
+def create_restart_strategy(options: RestartOptions, rng: Random) -> RestartBackoffTimeStrategy:
     kind = options.restart_type
     if kind == "fixed-delay":
-        return FixedDelay(options.fixed_delay_attempts, options.fixed_delay_delay)
+        return FixedDelayRestartBackoffTimeStrategy(options.fixed_delay_attempts, options.fixed_delay_delay)
     if kind == "failure-rate":
-        return FailureRate(options.failure_rate_max_failures, options.failure_rate_interval, options.failure_rate_delay)
+        return FailureRateRestartBackoffTimeStrategy(options.failure_rate_max_failures, options.failure_rate_interval,
+                                                     options.failure_rate_delay)
     if kind == "exponential-delay":
-        return ExponentialDelay(options.exponential_initial_backoff, options.exponential_max_backoff,
-                                options.exponential_multiplier, options.exponential_reset_threshold,
-                                options.exponential_jitter, options.exponential_attempts, rng)
-    return NoRestart()
+        return ExponentialDelayRestartBackoffTimeStrategy(
+            options.exponential_initial_backoff, options.exponential_max_backoff, options.exponential_multiplier,
+            options.exponential_reset_threshold, options.exponential_jitter, options.exponential_attempts, rng)
+    return NoRestartBackoffTimeStrategy()

@@ -9,10 +9,10 @@ failed or was cancelled: its output is gone) — transitively. ``full`` (Restart
 from __future__ import annotations
 
 from kernel.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
-from plugins.scheduling.regions import pipelined_regions
+from kernel.graph.regions import pipelined_regions
 
 
-class RestartAll:
+class RestartAllFailoverStrategy:
     def __init__(self, graph: ExecutionGraph) -> None:
         self.graph = graph
 
@@ -20,7 +20,7 @@ class RestartAll:
         return {ev.id for ev in self.graph.vertices()}
 
 
-class RestartPipelinedRegion:
+class RestartPipelinedRegionFailoverStrategy:
     def __init__(self, graph: ExecutionGraph) -> None:
         self.graph = graph
         self.regions = pipelined_regions(graph)

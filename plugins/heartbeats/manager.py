@@ -11,26 +11,34 @@ recipient is unreachable counts against the target; ``heartbeat.rpc-failure-thre
 consecutive failures (a success resets the count) make it unreachable. A monitor that expires
 or finds its target unreachable tells the listener once and stops.
 
-Listener: ``notify_heartbeat_timeout(id)``, ``notify_target_unreachable(id)``,
-``report_payload(id, payload)``, ``retrieve_payload(id)``. Target: ``request_heartbeat(own id,
-payload)`` and ``receive_heartbeat(own id, payload)``, each returning a Future of the
-message's delivery (or None).
+Listener and targets are :mod:`kernel.contracts.heartbeats`'s; a target's message returns a
+Future of its delivery (or None).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.cluster_events import HeartbeatReceived, HeartbeatRequested, HeartbeatTargetMarkedUnreachable, HeartbeatTimedOut
+from kernel.clock import NS_PER_MS
+from kernel.cluster_events import (
+    HeartbeatReceived,
+    HeartbeatRequested,
+    HeartbeatTargetMarkedUnreachable,
+    HeartbeatTimedOut,
+)
 from kernel.messaging import RecipientUnreachable
 
-NS_PER_MS = 1_000_000
+if TYPE_CHECKING:
+    from kernel.contracts.heartbeats import HeartbeatListener
+
+#: makes a monitor of one target: ``factory(manager, resource_id, target)``
+MonitorFactory = Callable[["HeartbeatManagerImpl", str, Any], "DefaultHeartbeatMonitor"]
 
 
-class HeartbeatMonitor:
+class DefaultHeartbeatMonitor:
     """Flink's DefaultHeartbeatMonitor: a fixed timeout, re-armed by every heartbeat."""
 
-    def __init__(self, manager: HeartbeatManager, resource_id: str, target: Any) -> None:
+    def __init__(self, manager: HeartbeatManagerImpl, resource_id: str, target: Any) -> None:
         self.manager = manager
         self.resource_id = resource_id
         self.target = target
@@ -79,18 +87,18 @@ class HeartbeatMonitor:
             self._timer = None
 
 
-class HeartbeatManager:
+class HeartbeatManagerImpl:
     """The receiver side: answers requests, monitors who requests."""
 
-    def __init__(self, owner: Any, listener: Any, run: Any, timeout_ms: int, rpc_failure_threshold: int,
-                 monitor_factory: Callable[[HeartbeatManager, str, Any], HeartbeatMonitor] = HeartbeatMonitor) -> None:
+    def __init__(self, owner: Any, listener: HeartbeatListener, run: Any, timeout_ms: int, rpc_failure_threshold: int,
+                 monitor_factory: MonitorFactory = DefaultHeartbeatMonitor) -> None:
         self.owner = owner
         self.listener = listener
         self.run = run
         self.timeout_ms = timeout_ms
         self.rpc_failure_threshold = rpc_failure_threshold
         self.monitor_factory = monitor_factory
-        self.monitors: dict[str, HeartbeatMonitor] = {}
+        self.monitors: dict[str, DefaultHeartbeatMonitor] = {}
         self.stopped = False
 
     @property
@@ -118,10 +126,6 @@ class HeartbeatManager:
         if monitor is not None:
             monitor.cancel()
 
-    def last_heartbeat_from(self, resource_id: str) -> int | None:
-        monitor = self.monitors.get(resource_id)
-        return None if monitor is None else monitor.last_heartbeat
-
     def stop(self) -> None:
         self.stopped = True
         for monitor in self.monitors.values():
@@ -145,7 +149,7 @@ class HeartbeatManager:
             return
         self._heard(monitor, "response", payload)
 
-    def _heard(self, monitor: HeartbeatMonitor, message: str, payload: Any) -> None:
+    def _heard(self, monitor: DefaultHeartbeatMonitor, message: str, payload: Any) -> None:
         monitor.report_heartbeat()
         round_trip = float("nan")
         if message == "response" and monitor.last_request is not None:
@@ -154,32 +158,32 @@ class HeartbeatManager:
                                      round_trip_ms=round_trip))
         self.listener.report_payload(monitor.resource_id, payload)
 
-    def _track(self, monitor: HeartbeatMonitor, delivery: Any) -> None:
+    def _track(self, monitor: DefaultHeartbeatMonitor, delivery: Any) -> None:
         if delivery is not None:
             delivery.add_done_callback(lambda done: monitor.report_rpc_result(done.exception()))
 
     # -- verdicts -----------------------------------------------------------------------------
 
-    def timed_out(self, monitor: HeartbeatMonitor) -> None:
+    def timed_out(self, monitor: DefaultHeartbeatMonitor) -> None:
         if self.monitors.get(monitor.resource_id) is monitor:
             del self.monitors[monitor.resource_id]
         self._emit(HeartbeatTimedOut(time=self.now(), owner=self.own_id, target=monitor.resource_id,
                                      silent_ms=(self.now() - monitor.last_heartbeat) / NS_PER_MS))
         self.listener.notify_heartbeat_timeout(monitor.resource_id)
 
-    def target_unreachable(self, monitor: HeartbeatMonitor) -> None:
+    def target_unreachable(self, monitor: DefaultHeartbeatMonitor) -> None:
         if self.monitors.get(monitor.resource_id) is monitor:
             del self.monitors[monitor.resource_id]
         self._emit(HeartbeatTargetMarkedUnreachable(time=self.now(), owner=self.own_id, target=monitor.resource_id,
-                                              failures=monitor.failures))
+                                                    failures=monitor.failures))
         self.listener.notify_target_unreachable(monitor.resource_id)
 
 
-class HeartbeatManagerSender(HeartbeatManager):
+class HeartbeatManagerSenderImpl(HeartbeatManagerImpl):
     """The sender side: requests heartbeats from every target now and every interval."""
 
-    def __init__(self, owner: Any, listener: Any, run: Any, timeout_ms: int, rpc_failure_threshold: int,
-                 interval_ms: int, monitor_factory: Callable[[HeartbeatManager, str, Any], HeartbeatMonitor] = HeartbeatMonitor) -> None:
+    def __init__(self, owner: Any, listener: HeartbeatListener, run: Any, timeout_ms: int, rpc_failure_threshold: int,
+                 interval_ms: int, monitor_factory: MonitorFactory = DefaultHeartbeatMonitor) -> None:
         super().__init__(owner, listener, run, timeout_ms, rpc_failure_threshold, monitor_factory)
         self.interval_ms = interval_ms
         self.owner.schedule(0, self._run, daemon=True)
@@ -191,20 +195,22 @@ class HeartbeatManagerSender(HeartbeatManager):
             self._request(monitor)
         self.owner.schedule(self.interval_ms * NS_PER_MS, self._run, daemon=True)
 
-    def _request(self, monitor: HeartbeatMonitor) -> None:
+    def _request(self, monitor: DefaultHeartbeatMonitor) -> None:
         monitor.last_request = self.now()
         self._emit(HeartbeatRequested(time=self.now(), sender=self.own_id, target=monitor.resource_id))
         self._track(monitor, monitor.target.request_heartbeat(self.own_id,
                                                               self.listener.retrieve_payload(monitor.resource_id)))
 
 
-def create_manager(owner: Any, listener: Any, role: str, run: Any, monitor_factory: Any = HeartbeatMonitor) -> HeartbeatManager:
+def create_manager(owner: Any, listener: HeartbeatListener, role: str, run: Any,
+                   monitor_factory: MonitorFactory = DefaultHeartbeatMonitor) -> HeartbeatManagerImpl:
     from plugins.heartbeats.options import HeartbeatOptions
 
     options = run.config.section(HeartbeatOptions)
     if role == "sender":
-        return HeartbeatManagerSender(owner, listener, run, options.timeout, options.rpc_failure_threshold,
-                                      options.interval, monitor_factory)
+        return HeartbeatManagerSenderImpl(owner, listener, run, options.timeout, options.rpc_failure_threshold,
+                                          options.interval, monitor_factory)
     if role == "receiver":
-        return HeartbeatManager(owner, listener, run, options.timeout, options.rpc_failure_threshold, monitor_factory)
+        return HeartbeatManagerImpl(owner, listener, run, options.timeout, options.rpc_failure_threshold,
+                                    monitor_factory)
     raise ValueError(f"unknown heartbeat role {role!r} (sender, receiver)")

@@ -24,9 +24,10 @@ from typing import Annotated, Any
 import msgspec
 
 from kernel import hookimpl
+from kernel.clock import NS_PER_MS
 from kernel.config import Section
 from kernel.configtypes import DurationMs
-from plugins.heartbeats.manager import NS_PER_MS, HeartbeatManager, HeartbeatMonitor
+from plugins.heartbeats.manager import DefaultHeartbeatMonitor, HeartbeatManagerImpl
 
 
 class PhiAccrualOptions(Section):
@@ -47,8 +48,8 @@ class PhiAccrualOptions(Section):
     ] = msgspec.field(name="heartbeats.phi-accrual.first-heartbeat-estimate", default=0)
 
 
-class PhiAccrualHeartbeatMonitor(HeartbeatMonitor):
-    def __init__(self, manager: HeartbeatManager, resource_id: str, target: Any, options: PhiAccrualOptions,
+class PhiAccrualHeartbeatMonitor(DefaultHeartbeatMonitor):
+    def __init__(self, manager: HeartbeatManagerImpl, resource_id: str, target: Any, options: PhiAccrualOptions,
                  interval_ms: int) -> None:
         self.options = options
         estimate = options.first_estimate or interval_ms

@@ -1,1 +1,6 @@
-"""The embedded local runtime: an in-process cluster that works the way Flink's does."""
+"""The ``local`` backend: Flink's runtime as an embedded cluster in one process.
+
+Cluster components (:mod:`.dispatcher`, :mod:`.resourcemanager`, :mod:`.jobmaster`,
+:mod:`.taskexecutor`) talk only through messages (:mod:`.messages`); TaskExecutors run
+StreamTasks (:mod:`.tasks`) connected by the network (:mod:`.network`).
+"""

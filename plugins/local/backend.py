@@ -1,49 +1,35 @@
-"""The ``local`` execution backend: runs a compiled job on an in-process MiniCluster."""
+"""The ``local`` execution backend: executes a compiled job on an in-process MiniCluster."""
 
 from __future__ import annotations
 
 import math
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernel.compiler import CompiledJob
-from kernel.execution import program_metadata, record_compilation
-from kernel.options import RuntimeOptions
-from kernel.session import Session
-from kernel.summary import RunOutcome, VertexSummary
+from kernel.contracts.backend import JobResult
+from kernel.summary import VertexSummary
 from plugins.local.minicluster import JobOutcome, MiniCluster
+from plugins.local.options import ClusterOptions
 
-RUN_STATUS = {"FINISHED": "finished", "FAILED": "failed", "CANCELED": "canceled"}
+if TYPE_CHECKING:
+    from kernel.compiler import CompiledJob
+    from kernel.run import Run
 
 
 class LocalBackend:
     name = "local"
 
-    def execute(self, compiled: CompiledJob, session: Session) -> RunOutcome:
-        options = session.config.section(RuntimeOptions)
-        run = session.new_run(compiled.program.job_name, metadata=program_metadata(compiled.program))
-        run.start()
-        wall_start, clock_start = time.perf_counter(), run.clock.now()
-        record_compilation(run, compiled)
+    def prepare(self, compiled: CompiledJob) -> None:
+        """The embedded cluster runs every job; it starts with the run."""
+
+    def execute(self, compiled: CompiledJob, run: Run) -> JobResult:
+        options = run.config.section(ClusterOptions)
         cluster = MiniCluster(run, options)
         job_id = compiled.job_graph.job_id
         compiled.program.cancellation.listen(lambda reason: run.loop.call_soon_threadsafe(cluster.cancel, job_id, reason))
-        try:
-            outcome = cluster.execute(compiled.job_graph)
-        except BaseException as exc:
-            run.finish("failed", f"{type(exc).__name__}: {exc}")
-            raise
-        reason = outcome.failure.splitlines()[0] if outcome.failure else ""
-        run.finish(RUN_STATUS.get(outcome.status, outcome.status.lower()), reason)
-        return RunOutcome(
-            run_id=run.id,
-            job_id=compiled.job_graph.job_id,
-            job_name=compiled.job_graph.job_name,
+        outcome = cluster.execute(compiled.job_graph)
+        return JobResult(
             status=outcome.status,
             failure=outcome.failure,
-            wall_seconds=time.perf_counter() - wall_start,
-            clock_seconds=(run.clock.now() - clock_start) / 1e9,
-            clock_mode=run.clock.mode,
             vertices=vertex_summaries(compiled, outcome),
             notes=[f"{outcome.workers_started} TaskExecutor(s) started, {options.task_slots} slot(s) each",
                    *outcome.recovery],

@@ -9,12 +9,14 @@ another component on one heartbeat channel.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+from kernel.clock import NS_PER_MS
 from kernel.messaging import AskTimeout, Component, Future
 from plugins.local import messages as m
 
-NS_PER_MS = 1_000_000
+if TYPE_CHECKING:
+    from kernel.contracts.heartbeats import HeartbeatManager
 
 
 class RetryingRegistration:
@@ -73,7 +75,7 @@ class HeartbeatTarget:
         return self.owner.ask(self.address, m.HeartbeatResponse(self.channel, own_id, payload), self.timeout_ns)
 
 
-def heartbeat_manager(owner: Component, listener: Any, role: str) -> Any:
+def heartbeat_manager(owner: Component, listener: Listener, role: str) -> HeartbeatManager:
     """A heartbeat manager of the selected heartbeats plugin for one of ``owner``'s relations."""
     run = owner.run  # type: ignore[attr-defined]
     run.plugin_manager.require("create_heartbeat_manager", "heartbeats")

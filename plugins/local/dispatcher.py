@@ -7,18 +7,16 @@ from typing import TYPE_CHECKING, Any, Callable
 from kernel.cluster_events import JobSubmitted
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
-from plugins.local.jobmaster import JobMaster
+from plugins.local.jobmaster.jobmaster import JobMaster
 
 if TYPE_CHECKING:
     from kernel.run import Run
-
-ADDRESS = "dispatcher"
 
 
 class Dispatcher(Component):
     def __init__(self, messaging: MessagingService, run: Run, options: Any,
                  on_job_terminated: Callable[[str, str, str], None], tracker: Any) -> None:
-        super().__init__(ADDRESS, messaging)
+        super().__init__(m.DISPATCHER, messaging)
         self.run = run
         self.options = options
         self.tracker = tracker

@@ -13,14 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel import faults as f
+from kernel.clock import MAX_LONG, NS_PER_MS
 from kernel.cluster_events import FaultInjected
 from kernel.messaging import DeliveryRule
 
 if TYPE_CHECKING:
     from plugins.local.minicluster import MiniCluster
-    from plugins.local.task import StreamTask
-
-NS_PER_MS = 1_000_000
+    from plugins.local.tasks.streamtask import StreamTask
 
 
 class FaultInjector:
@@ -60,7 +59,7 @@ class FaultInjector:
 
     def _add_rule(self, fault: Any, start_ns: int) -> None:
         start = start_ns + fault.start * NS_PER_MS
-        end = start_ns + fault.end * NS_PER_MS if fault.end < f.FOREVER else 2**63 - 1
+        end = start_ns + fault.end * NS_PER_MS if fault.end < f.FOREVER else MAX_LONG
         if isinstance(fault, f.Delay):
             rule = DeliveryRule(fault.from_, fault.to, start, end, delay=fault.delay * NS_PER_MS,
                                 jitter=fault.jitter * NS_PER_MS, both_ways=fault.both_ways)
@@ -70,7 +69,7 @@ class FaultInjector:
         target = f"{fault.from_} {'<->' if rule.both_ways else '->'} {fault.to}"
         loop = self.run.loop
         loop.call_at(start, self._emit, fault, target)
-        if end < 2**63 - 1:
+        if end < MAX_LONG:
             loop.call_at(end, self._emit, fault, target, "end")
 
     def _slow(self, fault: f.Slow, factor: float, phase: str) -> None:

@@ -14,6 +14,10 @@ import msgspec
 
 ACK = "ack"
 
+#: the addresses of the cluster's singletons
+DISPATCHER = "dispatcher"
+RESOURCE_MANAGER = "resourcemanager"
+
 
 class Message(msgspec.Struct, frozen=True):
     pass

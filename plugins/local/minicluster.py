@@ -17,17 +17,19 @@ from typing import TYPE_CHECKING, Any
 from kernel.clock import NS_PER_MS, NS_PER_S
 from kernel.cluster_events import WorkerStarted, WorkerStopped
 from kernel.graph.job import JobGraph
+from kernel.options import RillOptions
 from plugins.local import messages as m
 from plugins.local.dispatcher import Dispatcher
 from plugins.local.faults import FaultInjector
-from plugins.local.network import NetworkSettings, ShuffleEnvironment
+from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
+from plugins.local.options import ClusterOptions
 from plugins.local.recovery import RecoveryTracker
 from plugins.local.resourcemanager import ResourceManager
 from plugins.local.taskexecutor import TaskExecutor
 
 if TYPE_CHECKING:
     from kernel.run import Run
-    from plugins.local.task import StreamTask
+    from plugins.local.tasks.streamtask import StreamTask
 
 
 @dataclass
@@ -52,9 +54,10 @@ class JobOutcome:
 
 
 class MiniCluster:
-    def __init__(self, run: Run, options: Any) -> None:
+    def __init__(self, run: Run, options: ClusterOptions) -> None:
         self.run = run
         self.options = options
+        self.duration = run.config.section(RillOptions).duration
         self.network_settings = NetworkSettings(
             buffers_per_channel=options.buffers_per_channel,
             floating_buffers_per_gate=options.floating_buffers_per_gate,
@@ -126,9 +129,9 @@ class MiniCluster:
         self.run.messaging.send("client", self.dispatcher.address, m.SubmitJob(job_graph))
         self._sampler = loop.call_later(NS_PER_S, self._sample, daemon=True)
         self.faults.start(self.tracker.start)
-        if self.options.duration > 0:
-            loop.call_later(self.options.duration * NS_PER_MS, self.cancel, job_graph.job_id,
-                            f"rill.duration ({self.options.duration} ms) reached")
+        if self.duration > 0:
+            loop.call_later(self.duration * NS_PER_MS, self.cancel, job_graph.job_id,
+                            f"rill.duration ({self.duration} ms) reached")
         with _interrupts(lambda: loop.call_soon_threadsafe(self.cancel, job_graph.job_id, "interrupted")):
             while self.outcome is None:
                 loop.run(daemons=self._faults_in_force())

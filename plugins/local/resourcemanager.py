@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.cluster_events import ConnectionClosed, JobMasterRegistered, SlotRequested, WorkerRegistered
+from kernel.clock import NS_PER_MS
+from kernel.cluster_events import WorkerRegistered
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, heartbeat_manager
+from plugins.local.events import ConnectionClosed, JobMasterRegistered, SlotRequested
 
 if TYPE_CHECKING:
     from kernel.run import Run
 
-ADDRESS = "resourcemanager"
-NS_PER_MS = 1_000_000
 
 
 class _Slot:
@@ -49,7 +49,7 @@ class _Worker:
 class ResourceManager(Component):
     def __init__(self, messaging: MessagingService, run: Run, options: Any,
                  start_worker: Callable[[], str], tracker: Any) -> None:
-        super().__init__(ADDRESS, messaging)
+        super().__init__(m.RESOURCE_MANAGER, messaging)
         self.run = run
         self.tracker = tracker
         self.options = options

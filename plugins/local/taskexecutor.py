@@ -17,19 +17,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.cluster_events import ConnectionClosed, TaskMetricsSampled, WorkerStopped
+from kernel.clock import NS_PER_MS
+from kernel.cluster_events import TaskMetricsSampled, WorkerStopped
 from kernel.messaging import AskTimeout, Component, MessagingService, RecipientUnreachable
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
-from plugins.local.metrics import COUNTERS
-from plugins.local.task import StreamTask
+from plugins.local.events import ConnectionClosed
+from plugins.local.tasks.io_metrics import COUNTERS
+from plugins.local.tasks.streamtask import StreamTask
 
 if TYPE_CHECKING:
     from kernel.run import Run
     from plugins.local.minicluster import MiniCluster
 
-RESOURCE_MANAGER = "resourcemanager"
-NS_PER_MS = 1_000_000
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 
 
@@ -91,7 +91,7 @@ class TaskExecutor(Component):
             self._registration_deadline = self.schedule(self.options.registration_timeout * NS_PER_MS,
                                                         self._registration_timed_out)
         message = m.RegisterTaskExecutor(self.resource_id, len(self.slots), self.slot_report())
-        self._registration = RetryingRegistration(self, RESOURCE_MANAGER, message, self.options,
+        self._registration = RetryingRegistration(self, m.RESOURCE_MANAGER, message, self.options,
                                                   self._registered_at_resource_manager).start()
 
     def _registered_at_resource_manager(self, answer: Any) -> None:
@@ -99,7 +99,7 @@ class TaskExecutor(Component):
         if self._registration_deadline is not None:
             self._registration_deadline.cancel()
             self._registration_deadline = None
-        self.rm_heartbeats.monitor_target(RESOURCE_MANAGER, HeartbeatTarget(self, RESOURCE_MANAGER, "rm-te",
+        self.rm_heartbeats.monitor_target(m.RESOURCE_MANAGER, HeartbeatTarget(self, m.RESOURCE_MANAGER, "rm-te",
                                                                             self.options.rpc_timeout))
 
     def _registration_timed_out(self) -> None:
@@ -122,8 +122,8 @@ class TaskExecutor(Component):
         if not self.registered:
             return
         self.registered = False
-        self.rm_heartbeats.unmonitor_target(RESOURCE_MANAGER)
-        self._emit(ConnectionClosed(time=self.clock.now(), owner=self.address, target=RESOURCE_MANAGER, reason=reason))
+        self.rm_heartbeats.unmonitor_target(m.RESOURCE_MANAGER)
+        self._emit(ConnectionClosed(time=self.clock.now(), owner=self.address, target=m.RESOURCE_MANAGER, reason=reason))
         self._connect_to_resource_manager()
 
     def resource_manager_payload(self, address: str, payload: Any) -> None:
@@ -169,7 +169,7 @@ class TaskExecutor(Component):
         if slot.timeout is not None:
             slot.timeout.cancel()
         self.slots[slot.index] = None
-        self.tell(RESOURCE_MANAGER, m.SlotFreed(self.resource_id, slot.index, allocation_id))
+        self.tell(m.RESOURCE_MANAGER, m.SlotFreed(self.resource_id, slot.index, allocation_id))
         if not any(s is not None and s.job_id == slot.job_id for s in self.slots):
             self._release_job(slot.job_id, "no more slots of the job on this TaskExecutor")
 
@@ -300,8 +300,7 @@ class TaskExecutor(Component):
         if slot is None:
             raise RuntimeError(f"TaskSubmissionException: no slot allocated for {deployment.allocation_id} on "
                                f"{self.resource_id}")
-        task = StreamTask(deployment, self.run, self.cluster.shuffle, self.cluster.network_settings,
-                          self.cluster.options, self._report)
+        task = StreamTask(deployment, self.run, self.cluster.shuffle, self.cluster.network_settings, self._report)
         task.job_master = sender  # type: ignore[attr-defined]
         task.slowdown = self.slowdown
         task.instrument = self.cluster.faults.instrument

@@ -5,6 +5,6 @@ from kernel import hookimpl
 
 @hookimpl
 def create_mailbox_processor(task, run):
-    from plugins.mailbox.processor import MailboxProcessor
+    from plugins.mailbox.processor import DefaultMailboxProcessor
 
-    return MailboxProcessor(task.default_action, run.loop, task.fail_from_mailbox, task.suspension_changed)
+    return DefaultMailboxProcessor(task.default_action, run.loop, task.fail_from_mailbox, task.suspension_changed)

@@ -1,4 +1,5 @@
-"""The MailboxProcessor: one task's single thread of control on the event loop.
+"""The DefaultMailboxProcessor (Flink's MailboxProcessor): one task's single thread of
+control, stepped by the run's shared event loop.
 
 Loop step: run the mails queued now (timers, control), then — unless the default action is
 suspended — the default action (process one input element or source batch). The default
@@ -73,7 +74,7 @@ class Suspension:
 
     __slots__ = ("processor", "timer", "reason", "active")
 
-    def __init__(self, processor: MailboxProcessor, timer: Any, reason: str) -> None:
+    def __init__(self, processor: DefaultMailboxProcessor, timer: Any, reason: str) -> None:
         self.processor = processor
         self.timer = timer
         self.reason = reason
@@ -85,8 +86,8 @@ class Suspension:
             self.processor._resume(self)
 
 
-class MailboxProcessor:
-    def __init__(self, default_action: Callable[[MailboxProcessor], None], loop: EventLoop,
+class DefaultMailboxProcessor:
+    def __init__(self, default_action: Callable[[DefaultMailboxProcessor], None], loop: EventLoop,
                  on_error: Callable[[BaseException], None],
                  on_suspension: Callable[[str, bool], None] | None = None) -> None:
         self.default_action = default_action

@@ -5,22 +5,21 @@ Consumers of blocking partitions are deployed too and wait for their data.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernel import hookimpl
-from kernel.graph.execution import ExecutionGraph, ExecutionState
+from kernel.contracts.scheduling import SchedulerOperations
+from kernel.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
 
 
 class EagerSchedulingStrategy:
-    def __init__(self, graph: ExecutionGraph, scheduler: Any) -> None:
+    def __init__(self, graph: ExecutionGraph, scheduler: SchedulerOperations) -> None:
         self.graph = graph
         self.scheduler = scheduler
 
     def start_scheduling(self) -> None:
         self.scheduler.allocate_slots_and_deploy(self.graph.vertices())
 
-    def on_execution_state_change(self, vertex: Any, state: ExecutionState) -> None:
-        pass
+    def on_execution_state_change(self, vertex: ExecutionVertex, state: ExecutionState) -> None:
+        """Everything is deployed from the start: nothing waits for a state change."""
 
     def restart_tasks(self, vertex_ids: set[str]) -> None:
         order = [ev for ev in self.graph.vertices() if ev.id in vertex_ids]

@@ -6,16 +6,15 @@ blocking partition it reads is finished; in streaming that is every region at on
 
 from __future__ import annotations
 
-from typing import Any
-
 from kernel import hookimpl
-from kernel.cluster_events import PipelinedRegionsComputed, RegionScheduled
-from kernel.graph.execution import ExecutionGraph, ExecutionState
-from plugins.scheduling.regions import consumed_blocking_producers, pipelined_regions
+from kernel.contracts.scheduling import SchedulerOperations
+from kernel.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
+from kernel.graph.regions import consumed_blocking_producers, pipelined_regions
+from plugins.scheduling.events import PipelinedRegionsComputed, RegionScheduled
 
 
 class PipelinedRegionSchedulingStrategy:
-    def __init__(self, graph: ExecutionGraph, scheduler: Any) -> None:
+    def __init__(self, graph: ExecutionGraph, scheduler: SchedulerOperations) -> None:
         self.graph = graph
         self.scheduler = scheduler
         self.regions = pipelined_regions(graph)
@@ -38,7 +37,7 @@ class PipelinedRegionSchedulingStrategy:
                 ))
                 self.scheduler.allocate_slots_and_deploy(region)
 
-    def on_execution_state_change(self, vertex: Any, state: ExecutionState) -> None:
+    def on_execution_state_change(self, vertex: ExecutionVertex, state: ExecutionState) -> None:
         if state is ExecutionState.FINISHED and len(self.scheduled) < len(self.regions):
             self._schedule_ready()
 
@@ -46,6 +45,12 @@ class PipelinedRegionSchedulingStrategy:
         for vertex_id in vertex_ids:
             self.scheduled.discard(self.region_of[vertex_id])
         self._schedule_ready()
+
+
+@hookimpl
+def register_event_types(register):
+    register(PipelinedRegionsComputed)
+    register(RegionScheduled)
 
 
 @hookimpl

@@ -18,27 +18,24 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kernel.clock import NS_PER_MS
 from kernel.cluster_events import (
     ExecutionStateChanged,
     JobStatusChanged,
     JobSubmitted,
+    SinkOutputPrinted,
     TaskMetricsSampled,
 )
-from kernel.compiler import CompiledJob, build_execution_graph
+from kernel.compiler import CompiledJob
+from kernel.contracts.backend import JobResult
 from kernel.errors import UsageError
-from kernel.execution import (
-    program_metadata,
-    record_compilation,
-    record_execution_graph,
-)
 from kernel.graph.job import DistributionPattern
-from kernel.session import Session
 from kernel.streaming.operators import create_operator
 from kernel.streaming.outputs import DiscardingOutput
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
-from kernel.summary import RunOutcome, VertexSummary
+from kernel.summary import VertexSummary
 from plugins.spark.events import SparkStageCompleted
 from plugins.spark.executor import (
     FAILURE_MARK,
@@ -50,7 +47,8 @@ from plugins.spark.executor import (
 )
 from plugins.spark.options import SparkOptions
 
-NS_PER_MS = 1_000_000
+if TYPE_CHECKING:
+    from kernel.run import Run
 
 
 class SparkBackendError(UsageError):
@@ -72,8 +70,6 @@ class DriverRuntime(OperatorRuntime):
         return None
 
     def write_stdout(self, text: str, sink: str = "", lines: int = 0) -> None:
-        from kernel.cluster_events import SinkOutputPrinted
-
         print_to_stdout(text)
         info = self.info
         self.run.bus.emit(SinkOutputPrinted(time=self.run.clock.now(), job_id=self.job_id, vertex_id=info.vertex_id,
@@ -85,19 +81,21 @@ class SparkBackend:
     name = "spark"
 
     def __init__(self, config: Any) -> None:
+        self.config = config
         self.options = config.section(SparkOptions)
+        self.spark: Any = None
+        self.created = False
 
-    def execute(self, compiled: CompiledJob, session: Session) -> RunOutcome:
+    def prepare(self, compiled: CompiledJob) -> None:
+        """Refuse what Spark cannot run, then get the SparkSession (before the run starts)."""
+        self._check(compiled)
+        self.spark, self.created = self._session()
+
+    def execute(self, compiled: CompiledJob, run: Run) -> JobResult:
         job_graph = compiled.job_graph
-        self._check(compiled, session)
-        spark, created = self._session()
+        spark, created = self.spark, self.created
         version = spark.version
-        run = session.new_run(compiled.program.job_name, metadata={**program_metadata(compiled.program), "backend": "spark"})
-        run.start()
-        wall_start, clock_start = time.perf_counter(), run.clock.now()
-        record_compilation(run, compiled)
-        graph = build_execution_graph(session, job_graph)
-        record_execution_graph(run, graph)
+        graph = run.build_execution_graph(job_graph)
         status, failure, metrics = "FINISHED", "", {}
         self.persisted: list[Any] = []
         try:
@@ -118,11 +116,8 @@ class SparkBackend:
                 self._report_subtask(run, job_graph.job_id, vertex, subtask, metrics.get((vertex.id, subtask)),
                                      status, failure)
         self._emit_job(run, job_graph, "RUNNING", status, failure.splitlines()[0] if failure else "")
-        run.finish(status.lower(), failure.splitlines()[0] if failure else "")
-        return RunOutcome(
-            run_id=run.id, job_id=job_graph.job_id, job_name=job_graph.job_name, status=status, failure=failure,
-            wall_seconds=time.perf_counter() - wall_start, clock_seconds=(run.clock.now() - clock_start) / 1e9,
-            clock_mode=run.clock.mode, vertices=self._summaries(compiled, metrics),
+        return JobResult(
+            status=status, failure=failure, vertices=self._summaries(compiled, metrics),
             notes=[f"spark {version} ({self.options.master}): {len(job_graph.vertices)} job vertices as Spark "
                    "stages, BATCH execution"],
             details={"metrics": metrics},
@@ -130,8 +125,8 @@ class SparkBackend:
 
     # -- checks and Spark ---------------------------------------------------------------------
 
-    def _check(self, compiled: CompiledJob, session: Session) -> None:
-        if session.config.get("rill.clock") != "realtime":
+    def _check(self, compiled: CompiledJob) -> None:
+        if self.config.get("rill.clock") != "realtime":
             raise SparkBackendError("the spark backend runs under the realtime clock (rill.clock = realtime)")
         for node in compiled.stream_graph.nodes.values():
             spec = node.operator

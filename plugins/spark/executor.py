@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Callable, Iterator
 
+from kernel.clock import MAX_LONG, MIN_LONG, NS_PER_MS
 from kernel.rng import SeededRandom
 from kernel.streaming.chain import OperatorChain
-from kernel.streaming.elements import MAX_LONG, MIN_LONG
 from kernel.streaming.operators import create_operator
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.outputs import Output
@@ -72,7 +72,8 @@ class SubtaskFailure(RuntimeError):
 class BatchRuntime(OperatorRuntime):
     """Operators' view inside a Spark task: the wall clock as processing time, except that
     the task never waits for it (a rate-limited source's pauses are skipped), no watermarks
-    but the final one."""
+    but the final one — so no watermark generator, valve or alignment is ever asked for (the
+    watermarking plugin has nothing to do in BATCH execution, as in Flink)."""
 
     def __init__(self, info: TaskInfo, seed: int) -> None:
         rng = SeededRandom(seed)
@@ -81,7 +82,7 @@ class BatchRuntime(OperatorRuntime):
         self.counters: dict[str, int] = {}
 
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000 + self.skipped_ms
+        return time.time_ns() // NS_PER_MS + self.skipped_ms
 
     def skip_to(self, when_ms: int) -> None:
         """Processing time jumps to ``when_ms`` instead of waiting for it."""
@@ -89,11 +90,6 @@ class BatchRuntime(OperatorRuntime):
 
     def schedule(self, when_ms: int, callback: Callable[[], None]) -> Any:
         return None  # batch: processing-time timers fire at the end of input
-
-    def create_watermark_generator(self, strategy: Any, activity_clock: Callable[[], int] | None = None) -> Any:
-        from plugins.watermarking.generators import create_generator
-
-        return create_generator(strategy, activity_clock or self.now_ms)
 
     def count(self, metric: str, amount: int = 1) -> None:
         self.counters[metric] = self.counters.get(metric, 0) + amount

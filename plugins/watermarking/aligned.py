@@ -35,7 +35,7 @@ def register_config(register):
 
 @hookimpl
 def register_event_types(register):
-    from plugins.watermarking.alignment import SourceAlignmentChanged, WatermarkAlignmentAnnounced
+    from plugins.watermarking.events import SourceAlignmentChanged, WatermarkAlignmentAnnounced
 
     register(WatermarkAlignmentAnnounced)
     register(SourceAlignmentChanged)
@@ -43,10 +43,10 @@ def register_event_types(register):
 
 @hookimpl
 def create_watermark_alignment(run):
-    from plugins.watermarking.alignment import WatermarkAlignmentCoordinator
+    from plugins.watermarking.alignment import DefaultWatermarkAlignmentCoordinator
 
     options = run.config.section(AlignedWatermarkOptions)
-    return WatermarkAlignmentCoordinator(run, options.max_drift, options.update_interval, options.group)
+    return DefaultWatermarkAlignmentCoordinator(run, options.max_drift, options.update_interval, options.group)
 
 
 __all__ = ["create_watermark_generator", "create_watermark_valve"]

@@ -4,8 +4,9 @@ Per alignment group: the last watermark each member (a source subtask) reported,
 periodic announcement every update interval of ``max_allowed = min(reported) + max drift``
 (saturating at ``Long.MAX_VALUE``) to every member; the first announcement goes out as soon as
 every member has reported once (sources report their first watermark at once), so a group is
-bounded from its first watermarks on. Members that have not reported yet do not count; an idle member reports ``Long.MAX_VALUE``; a member that finished leaves the group and
-no longer holds it back. Announcements go out only while the group has members.
+bounded from its first watermarks on. Members that have not reported yet do not count; an idle
+member reports ``Long.MAX_VALUE``; a member that finished leaves the group and no longer holds
+it back. Announcements go out only while the group has members.
 """
 
 from __future__ import annotations
@@ -13,37 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.events import Event
+from kernel.clock import MAX_LONG, NS_PER_MS
 from kernel.streaming.alignment import AlignmentMember
+from plugins.watermarking.events import SourceAlignmentChanged, WatermarkAlignmentAnnounced
 
 if TYPE_CHECKING:
     from kernel.run import Run
-
-MAX_LONG = (1 << 63) - 1
-
-
-class WatermarkAlignmentAnnounced(Event, tag="watermark_alignment_announced"):
-    """The coordinator announced an alignment group's bound: ``min_watermark`` over the
-    reports of ``members`` reporting members, ``max_allowed_watermark`` = min + drift."""
-
-    group: str = ""
-    members: int = 0
-    min_watermark: int = 0
-    max_allowed_watermark: int = 0
-
-
-class SourceAlignmentChanged(Event, tag="source_alignment_changed"):
-    """A source subtask started (``waiting``) or stopped waiting for alignment at its
-    ``watermark``, under the announced ``max_allowed_watermark``."""
-
-    group: str = ""
-    vertex_id: str = ""
-    vertex_name: str = ""
-    subtask: int = 0
-    attempt: int = 0
-    waiting: bool = False
-    watermark: int = 0
-    max_allowed_watermark: int = 0
 
 
 @dataclass
@@ -59,7 +35,8 @@ class AlignmentGroup:
 
 
 class Membership:
-    def __init__(self, coordinator: WatermarkAlignmentCoordinator, group: AlignmentGroup, member: AlignmentMember) -> None:
+    def __init__(self, coordinator: DefaultWatermarkAlignmentCoordinator, group: AlignmentGroup,
+                 member: AlignmentMember) -> None:
         self.coordinator = coordinator
         self.group = group
         self.member = member
@@ -86,7 +63,7 @@ class Membership:
         self.coordinator.leave(self.group, self.member)
 
 
-class WatermarkAlignmentCoordinator:
+class DefaultWatermarkAlignmentCoordinator:
     def __init__(self, run: Run, max_drift_ms: int, update_interval_ms: int, group: str) -> None:
         self.run = run
         self.default = (group, max_drift_ms, update_interval_ms)
@@ -114,7 +91,7 @@ class WatermarkAlignmentCoordinator:
 
     def _schedule(self, group: AlignmentGroup) -> None:
         loop = self.run.loop
-        group.timer = loop.call_later(group.update_interval_ms * 1_000_000, lambda: self._announce_periodically(group))
+        group.timer = loop.call_later(group.update_interval_ms * NS_PER_MS, lambda: self._announce_periodically(group))
 
     def _announce_periodically(self, group: AlignmentGroup) -> None:
         group.timer = None

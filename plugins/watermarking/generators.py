@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-MIN_LONG = -(1 << 63)
+from kernel.clock import MIN_LONG
 
 
 class BoundedOutOfOrdernessWatermarks:

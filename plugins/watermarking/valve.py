@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-MIN_LONG = -(1 << 63)
+from kernel.clock import MIN_LONG
 
 
 class StatusWatermarkValve:

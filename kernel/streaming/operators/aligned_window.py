@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.datastream.window import (
     EventTimeTrigger,
     SlidingEventTimeWindows,
@@ -21,7 +22,6 @@ from kernel.datastream.window import (
     TumblingEventTimeWindows,
     check_time_record,
 )
-from kernel.streaming.elements import MAX_LONG, MIN_LONG
 from kernel.streaming.operators.window import WindowOperator
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kernel.clock import MIN_LONG
 from kernel.datastream.functions import Function
 from kernel.datastream.output_tag import OutputTag
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
-from kernel.streaming.elements import MIN_LONG
 from kernel.streaming.outputs import Output
 from kernel.streaming.runtime import OperatorRuntime, StreamingRuntimeContext
 from kernel.streaming.state import KeyedStateBackend

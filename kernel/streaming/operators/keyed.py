@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.clock import MAX_LONG
 from kernel.datastream import functions as fn
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
-from kernel.streaming.elements import MAX_LONG
 from kernel.streaming.operators.base import StreamOperator, method_or_callable
 from kernel.streaming.timers import InternalTimerService
 

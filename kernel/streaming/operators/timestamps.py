@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.watermark_strategy import TimestampAssigner
-from kernel.streaming.elements import MAX_LONG, MIN_LONG
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.sources import WatermarkOutput
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from kernel.clock import MAX_LONG
 from kernel.datastream import functions as fn
 from kernel.datastream import state as st
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.window import MergingWindowAssigner, Trigger, Window, WindowAssigner
-from kernel.streaming.elements import MAX_LONG
 from kernel.streaming.operators.keyed import TimerOperator
 from kernel.streaming.state import KeyedStateBackend
 

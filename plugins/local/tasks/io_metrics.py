@@ -1,15 +1,28 @@
-"""Task metrics as Flink's TaskIOMetricGroup measures them, on the kernel clock.
+"""Task metrics as Flink's TaskIOMetricGroup measures them, on the kernel clock; and where
+back pressure is measured.
 
 A :class:`TimerGauge` accumulates time between ``mark_start`` and ``mark_end``; sampling takes
 what accumulated since the last sample (counting a running measurement up to now) and
-restarts the window. idle and (soft) back-pressured time are TimerGauges; busy time is the
-rest of the interval (NaN for legacy sources, as in Flink). Records are counted per batch;
-late records dropped, timers fired and windows fired are counted per interval too.
+restarts the window. Idle and back-pressured time are TimerGauges that run while the task's
+default action is suspended for want of input (idle) or of room in an output partition
+(back pressured: :meth:`TaskIOMetrics.output_available`), paused while mails run; busy time
+is the rest of the interval (NaN for legacy sources, as in Flink), so idle + busy + back
+pressured is the whole interval. Back pressure here is Flink's soft back pressure; a task is
+never hard back-pressured (blocked requesting a buffer mid-record): the record writer writes
+a batch it started whole (:mod:`plugins.local.network.partition`). Records are counted per
+batch; late records dropped, timers fired and windows fired are counted per interval too.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
+
+from kernel.clock import NS_PER_MS, NS_PER_S
+
+if TYPE_CHECKING:
+    from kernel.contracts.mailbox import MailboxProcessor
+    from plugins.local.network.partition import ResultPartition
 
 #: Event-time counters operators add to (``OperatorRuntime.count``), sampled per interval.
 COUNTERS = ("late_records_dropped", "timers_fired", "windows_fired")
@@ -32,10 +45,6 @@ class TimerGauge:
             self.accumulated += now - self.start
             self.start = None
 
-    @property
-    def measuring(self) -> bool:
-        return self.start is not None
-
     def sample(self, now: int) -> int:
         """Nanoseconds measured since the last sample."""
         value = self.accumulated
@@ -50,8 +59,7 @@ class TimerGauge:
 class TaskIOMetrics:
     def __init__(self, busy_time_enabled: bool, started: int) -> None:
         self.idle = TimerGauge()
-        self.soft_back_pressured = TimerGauge()
-        self.hard_back_pressured = TimerGauge()  # never measured: the cooperative runtime cannot block on a buffer
+        self.back_pressured = TimerGauge()
         self.busy_time_enabled = busy_time_enabled
         self.records_in = 0
         self.records_out = 0
@@ -59,10 +67,29 @@ class TaskIOMetrics:
         self._last_in = 0
         self._last_out = 0
         self.started = started
-        self.busy_total_ns = 0
         self._latency_max: float = math.nan
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._last_counters = dict(self.counters)
+
+    def output_available(self, mailbox: MailboxProcessor, partitions: list[ResultPartition], source: Any) -> bool:
+        """Whether every output partition can take data. If one cannot, the task is back
+        pressured: its default action is suspended with the back-pressured timer until that
+        partition is available again (and a back-pressured ``source`` head's activity clock
+        stands still: it is not idle)."""
+        for partition in partitions:
+            if not partition.is_available():
+                suspension = mailbox.suspend_default_action(self.back_pressured, "back_pressure")
+                resume = suspension.resume
+                if source is not None:
+                    activity = source.activity
+                    activity.pause("back_pressure")
+
+                    def resume() -> None:
+                        activity.resume("back_pressure")
+                        suspension.resume()
+                partition.when_available(resume)
+                return False
+        return True
 
     def record_latency(self, latency_ms: float) -> None:
         if math.isnan(self._latency_max) or latency_ms > self._latency_max:
@@ -73,12 +100,9 @@ class TaskIOMetrics:
         measured time scaled to one second, so idle + busy + back pressured = 1000."""
         interval = max(now - self._last_sample, 0)
         idle = min(self.idle.sample(now), interval)
-        soft = self.soft_back_pressured.sample(now)
-        hard = self.hard_back_pressured.sample(now)
-        back_pressured = min(soft + hard, interval - idle)
+        back_pressured = min(self.back_pressured.sample(now), interval - idle)
         busy = interval - idle - back_pressured
-        self.busy_total_ns += busy
-        seconds = interval / 1e9 if interval else 0.0
+        seconds = interval / NS_PER_S if interval else 0.0
         per_second = 1000.0 / interval if interval else 0.0  # ns measured -> ms per second
         records_in, records_out = self.records_in - self._last_in, self.records_out - self._last_out
         self._last_sample, self._last_in, self._last_out = now, self.records_in, self.records_out
@@ -89,12 +113,11 @@ class TaskIOMetrics:
         return {
             **counted,
             "latency_ms": latency,
-            "interval_ms": interval / 1e6,
+            "interval_ms": interval / NS_PER_MS,
             "idle_ms": idle * per_second,
             "busy_ms": busy * per_second if self.busy_time_enabled else math.nan,
             "back_pressured_ms": back_pressured * per_second,
-            "soft_back_pressured_ms": min(soft, back_pressured) * per_second,
-            "hard_back_pressured_ms": (back_pressured - min(soft, back_pressured)) * per_second,
+            "soft_back_pressured_ms": back_pressured * per_second,
             "records_in": records_in,
             "records_out": records_out,
             "records_in_per_second": records_in / seconds if seconds else 0.0,
@@ -105,18 +128,9 @@ class TaskIOMetrics:
         """Accumulated ms over the task's life (without taking a sample)."""
         life = max(now - self.started, 0)
         idle = self.idle.total + self.idle.accumulated + ((now - self.idle.start) if self.idle.start is not None else 0)
-        soft = self.soft_back_pressured.total + self.soft_back_pressured.accumulated + (
-            (now - self.soft_back_pressured.start) if self.soft_back_pressured.start is not None else 0
-        )
-        busy = life - min(idle + soft, life)
-        return {"life_ms": life / 1e6, "idle_ms": idle / 1e6, "back_pressured_ms": soft / 1e6,
-                "busy_ms": busy / 1e6 if self.busy_time_enabled else math.nan}
+        gauge = self.back_pressured
+        back_pressured = gauge.total + gauge.accumulated + ((now - gauge.start) if gauge.start is not None else 0)
+        busy = life - min(idle + back_pressured, life)
+        return {"life_ms": life / NS_PER_MS, "idle_ms": idle / NS_PER_MS, "back_pressured_ms": back_pressured / NS_PER_MS,
+                "busy_ms": busy / NS_PER_MS if self.busy_time_enabled else math.nan}
 
-
-def back_pressure_level(back_pressured_ratio: float) -> str:
-    """Flink's web UI thresholds: OK <= 0.10 < LOW <= 0.5 < HIGH."""
-    if back_pressured_ratio <= 0.10:
-        return "OK"
-    if back_pressured_ratio <= 0.5:
-        return "LOW"
-    return "HIGH"

@@ -1,7 +1,8 @@
 """Pipelined regions: execution vertices connected through pipelined result partitions.
 
 Blocking (batch) results separate regions; in a streaming job every connected component of
-the job is one region.
+the job is one region. The scheduling strategy schedules by region; the failover strategy
+restarts by region.
 """
 
 from __future__ import annotations

@@ -1,0 +1,8 @@
+"""The typed contract of each concern: what a plugin's factory hook returns and what the
+runtime may call on it (``typing.Protocol`` classes, checked structurally by the tests).
+
+One module per concern: :mod:`.backend` (execution backends), :mod:`.scheduling`
+(scheduling strategies), :mod:`.failover` (restart back-off and failover strategies),
+:mod:`.mailbox` (mailbox processors), :mod:`.watermarks` (watermark generators, valves,
+alignment coordinators), :mod:`.heartbeats` (heartbeat managers).
+"""

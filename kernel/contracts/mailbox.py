@@ -1,0 +1,63 @@
+"""The mailbox contract: the single thread of control of a task (Flink's MailboxProcessor).
+
+The processor repeatedly runs the task's mails (timers, control actions) and, unless it is
+suspended, the task's default action (process input). Whether it is stepped by the run's
+shared event loop or by a thread of its own is the processor's business; the task only sees
+this contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+
+class SuspensionTimer(Protocol):
+    """Measures a suspension (a TimerGauge: idle or back-pressured time)."""
+
+    def mark_start(self, now: int) -> None:
+        """The suspension (re)starts at clock time ``now`` (ns)."""
+
+    def mark_end(self, now: int) -> None:
+        """The suspension stops, or pauses while mails run, at ``now``."""
+
+
+class Suspension(Protocol):
+    """A suspended default action; ``resume()`` once the awaited input or output is there
+    (also from a callback of another component)."""
+
+    def resume(self) -> None:
+        """Let the default action run again."""
+
+
+class MailboxTask(Protocol):
+    """What a MailboxProcessor drives: a StreamTask."""
+
+    def default_action(self, mailbox: MailboxProcessor) -> None:
+        """Process one input element or source batch; suspends the default action (through
+        ``mailbox``) when there is no input or no room for output."""
+
+    def fail_from_mailbox(self, exc: BaseException) -> None:
+        """A mail or the default action raised: the task fails."""
+
+    def suspension_changed(self, reason: str, suspended: bool) -> None:
+        """The default action was suspended (``idle``, ``back_pressure``, ``finishing``) or resumed."""
+
+
+class MailboxProcessor(Protocol):
+    """Runs one task's mails and default action, never two at once."""
+
+    #: work takes this many times as long (an injected slow TaskExecutor)
+    slowdown: float
+
+    def schedule(self) -> None:
+        """Make sure the processor runs (starts the task's loop; idempotent)."""
+
+    def execute(self, action: Callable[[], Any], description: str = "") -> None:
+        """Run ``action`` as a mail, between default actions."""
+
+    def suspend_default_action(self, timer: SuspensionTimer | None, reason: str) -> Suspension:
+        """Stop calling the default action until the returned suspension is resumed;
+        ``timer`` measures the suspension (paused while mails run)."""
+
+    def stop(self) -> None:
+        """End the loop (input finished, task cancelled or failed)."""

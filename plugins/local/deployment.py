@@ -1,0 +1,41 @@
+"""What the JobMaster sends a TaskExecutor to deploy one execution attempt (Flink's
+TaskDeploymentDescriptor): the job vertex and subtask, its slot, the partitions it produces
+and the subpartitions each of its inputs consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kernel.graph.job import JobGraph, JobVertex
+from kernel.graph.stream import StreamEdge
+
+
+@dataclass
+class ProducedPartition:
+    partition_id: str
+    num_subpartitions: int
+    blocking: bool
+    edge: StreamEdge
+    consumer_max_parallelism: int
+
+
+@dataclass
+class ConsumedInput:
+    type_number: int  # 0: the one input; 1/2: inputs of a two-input operator
+    channels: list[tuple[str, int]]  # (partition id, subpartition index) per channel
+
+
+@dataclass
+class TaskDeploymentDescriptor:
+    job_id: str
+    job_graph: JobGraph
+    vertex: JobVertex
+    subtask: int
+    attempt: int
+    max_parallelism: int
+    allocation_id: str
+    produced: list[ProducedPartition]
+    inputs: list[ConsumedInput]
+    alignment: Any = None  # the job's watermark alignment coordinator, if sources align
+    committer: Any = None  # the job's SinkCommitter, when sinks stage their output

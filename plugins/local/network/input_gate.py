@@ -1,0 +1,64 @@
+"""The consumer side of one input: an :class:`InputGate` with its channels, its floating
+buffers and the channels that have data (polled round robin)."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
+
+from plugins.local.network.input_channel import InputChannel
+
+if TYPE_CHECKING:
+    from plugins.local.network.shuffle import NetworkSettings
+
+
+class InputGate:
+    """The consumer side of one input: channels, floating buffers, channels with data."""
+
+    def __init__(self, num_channels: int, settings: NetworkSettings, index: int = 0) -> None:
+        self.settings = settings
+        self.index = index  # the task's input (0, or 1 for the second input of a two-input task)
+        self.channels = [InputChannel(self, i) for i in range(num_channels)]
+        self.floating_free = settings.floating_buffers_per_gate
+        self.with_data: deque[InputChannel] = deque()
+        self.waiting_for_credit: deque[InputChannel] = deque()
+        self.finished_channels = 0
+        self._waiter: Callable[[], None] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_channels == len(self.channels)
+
+    def data_arrived(self, channel: InputChannel) -> None:
+        if len(channel.queue) == 1:
+            self.with_data.append(channel)
+        if self._waiter is not None:
+            waiter, self._waiter = self._waiter, None
+            waiter()
+
+    def when_available(self, callback: Callable[[], None]) -> None:
+        self._waiter = callback
+
+    def has_data(self) -> bool:
+        return bool(self.with_data)
+
+    def poll(self) -> tuple[InputChannel, Any] | None:
+        """The next element of the next channel with data (round robin over channels)."""
+        with_data = self.with_data
+        if not with_data:
+            return None
+        channel = with_data.popleft()
+        item = channel.queue.popleft()
+        if channel.queue:
+            with_data.append(channel)
+        return channel, item
+
+    def retry_waiting(self) -> None:
+        waiting = self.waiting_for_credit
+        for _ in range(len(waiting)):
+            if self.floating_free <= 0:
+                return
+            channel = waiting.popleft()
+            channel.waiting = False
+            if channel.subpartition is not None:
+                channel.subpartition.try_send()

@@ -1,0 +1,172 @@
+"""The producer side: a :class:`ResultPartition` per produced partition, one
+:class:`Subpartition` per consumer channel, and a buffer pool of ``subpartitions x
+buffers-per-channel + floating`` buffers.
+
+A record batch goes into the subpartition's open buffer; full (or flushed on buffer timeout,
+or before an event) buffers queue in the subpartition and keep a producer buffer until they
+are sent. A buffer is only sent when the consumer's channel has credit
+(:meth:`InputChannel.reserve`). So a slow consumer keeps its buffers full, the producer's
+queue grows, its pool runs dry, the partition turns unavailable and the producer's mailbox
+suspends: back pressure, hop by hop. Events (watermarks, end of partition) need no credit
+but never overtake buffers. BLOCKING partitions (batch) hold everything until they are
+finished. The writer never waits for a buffer: a batch it started is written whole (its
+buffers may exceed the pool, as Flink's overdraft buffers), so a task is never blocked
+mid-record.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
+
+from kernel.streaming.elements import END_OF_PARTITION, RecordBatch
+
+if TYPE_CHECKING:
+    from plugins.local.network.input_channel import InputChannel
+    from plugins.local.network.shuffle import NetworkSettings
+
+
+class Subpartition:
+    __slots__ = ("partition", "index", "values", "timestamps", "queue", "queued_buffers", "channel")
+
+    def __init__(self, partition: ResultPartition, index: int) -> None:
+        self.partition = partition
+        self.index = index
+        self.values: list | None = None  # the open buffer
+        self.timestamps: list | None = None
+        self.queue: deque[Any] = deque()  # finished buffers and events, not yet sent
+        self.queued_buffers = 0
+        self.channel: InputChannel | None = None
+
+    def add(self, values: list, timestamps: list | None) -> None:
+        partition = self.partition
+        if self.values is None:
+            partition.take_buffer()
+            self.values = list(values)
+            self.timestamps = list(timestamps) if timestamps is not None else None
+        else:
+            self.values.extend(values)
+            if self.timestamps is not None:
+                self.timestamps.extend(timestamps if timestamps is not None else [None] * len(values))
+            elif timestamps is not None:
+                self.timestamps = [None] * (len(self.values) - len(values)) + list(timestamps)
+        if len(self.values) >= partition.records_per_buffer:
+            self._finish_full_buffers()
+
+    def _finish_full_buffers(self) -> None:
+        partition, capacity = self.partition, self.partition.records_per_buffer
+        values, timestamps = self.values, self.timestamps
+        while len(values) >= capacity:
+            self._enqueue_buffer(values[:capacity], timestamps[:capacity] if timestamps is not None else None)
+            values = values[capacity:]
+            timestamps = timestamps[capacity:] if timestamps is not None else None
+            if values:
+                partition.take_buffer()
+        self.values = values or None
+        self.timestamps = timestamps if values else None
+        self.try_send()
+
+    def _enqueue_buffer(self, values: list, timestamps: list | None) -> None:
+        self.queue.append(RecordBatch(values, timestamps))
+        self.queued_buffers += 1
+        partition = self.partition
+        if not partition.blocking and self.queued_buffers >= partition.settings.max_buffers_per_channel:
+            self.partition.unavailable_subpartitions.add(self.index)
+
+    def flush(self) -> None:
+        """Finish the open buffer (buffer timeout, events, end of input)."""
+        if self.values:
+            self._enqueue_buffer(self.values, self.timestamps)
+            self.values = self.timestamps = None
+            self.try_send()
+
+    def add_event(self, event: Any) -> None:
+        self.flush()
+        self.queue.append(event)
+        self.try_send()
+
+    def try_send(self) -> None:
+        channel = self.channel
+        partition = self.partition
+        if channel is None or (partition.blocking and not partition.finished):
+            return
+        queue = self.queue
+        sent_buffer = False
+        while queue:
+            item = queue[0]
+            if type(item) is RecordBatch:
+                if not channel.reserve():
+                    break
+                queue.popleft()
+                self.queued_buffers -= 1
+                if self.queued_buffers < partition.settings.max_buffers_per_channel:
+                    partition.unavailable_subpartitions.discard(self.index)
+                partition.recycle_buffer()
+                sent_buffer = True
+            else:
+                queue.popleft()
+            channel.deliver(item)
+        if sent_buffer:
+            partition.check_available()
+
+
+class ResultPartition:
+    """The producer side of one IntermediateResultPartition."""
+
+    def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool) -> None:
+        self.partition_id = partition_id
+        self.settings = settings
+        self.records_per_buffer = settings.records_per_buffer
+        self.blocking = blocking
+        self.subpartitions = [Subpartition(self, i) for i in range(num_subpartitions)]
+        #: unbounded for BLOCKING partitions: a batch producer writes everything first
+        self.capacity = (
+            1 << 62 if blocking else num_subpartitions * settings.buffers_per_channel + settings.floating_buffers_per_gate
+        )
+        self.in_use = 0
+        self.unavailable_subpartitions: set[int] = set()
+        self.finished = False
+        self._waiters: list[Callable[[], None]] = []
+
+    def take_buffer(self) -> None:
+        self.in_use += 1
+
+    def recycle_buffer(self) -> None:
+        self.in_use -= 1
+
+    def is_available(self) -> bool:
+        return self.in_use < self.capacity and not self.unavailable_subpartitions
+
+    def when_available(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once, as soon as the partition is available again."""
+        self._waiters.append(callback)
+
+    def check_available(self) -> None:
+        if self._waiters and self.is_available():
+            waiters, self._waiters = self._waiters, []
+            for callback in waiters:
+                callback()
+
+    def flush_all(self) -> None:
+        for subpartition in self.subpartitions:
+            subpartition.flush()
+
+    def broadcast_event(self, event: Any) -> None:
+        for subpartition in self.subpartitions:
+            subpartition.add_event(event)
+
+    def finish(self) -> None:
+        """End of this producer: flush and append the end of partition everywhere."""
+        for subpartition in self.subpartitions:
+            subpartition.flush()
+            subpartition.queue.append(END_OF_PARTITION)
+        self.finished = True
+        for subpartition in self.subpartitions:
+            subpartition.try_send()
+
+    def release(self) -> None:
+        """Drop everything (the producer failed or was cancelled)."""
+        for subpartition in self.subpartitions:
+            subpartition.queue.clear()
+            subpartition.values = subpartition.timestamps = None
+        self._waiters.clear()

@@ -1,0 +1,74 @@
+"""The local cluster's keys: TaskExecutors and slots, the network, RPC and registrations
+(Flink's TaskManagerOptions, NettyShuffleEnvironmentOptions, ResourceManagerOptions,
+JobManagerOptions, ClusterOptions and RPC keys).
+
+Also an extension plugin (``cluster.local``, always loaded): the keys stay valid when another
+backend runs the job, so switching backends never invalidates a config file.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from kernel import hookimpl
+from kernel.config import Section
+from kernel.configtypes import DurationMs, MemoryBytes
+
+
+class ClusterOptions(Section):
+    task_slots: Annotated[int, msgspec.Meta(ge=1, description="slots per TaskExecutor")] = msgspec.field(
+        name="taskmanager.numberOfTaskSlots", default=1
+    )
+    max_slots: Annotated[
+        int, msgspec.Meta(ge=1, description="most slots the ResourceManager starts TaskExecutors for")
+    ] = msgspec.field(name="slotmanager.number-of-slots.max", default=2147483647)
+    buffers_per_channel: Annotated[int, msgspec.Meta(ge=1, description="exclusive buffers (credits) per input channel")] = (
+        msgspec.field(name="taskmanager.network.memory.buffers-per-channel", default=2)
+    )
+    floating_buffers_per_gate: Annotated[int, msgspec.Meta(ge=0, description="floating buffers per input gate")] = (
+        msgspec.field(name="taskmanager.network.memory.floating-buffers-per-gate", default=8)
+    )
+    max_buffers_per_channel: Annotated[
+        int, msgspec.Meta(ge=1, description="buffers one output subpartition may hold before its writer is unavailable")
+    ] = msgspec.field(name="taskmanager.network.memory.max-buffers-per-channel", default=10)
+    segment_size: Annotated[MemoryBytes, msgspec.Meta(description="network buffer size")] = msgspec.field(
+        name="taskmanager.memory.segment-size", default=32 * 1024
+    )
+    record_size: Annotated[
+        int, msgspec.Meta(ge=1, description="bytes a record is assumed to take in a network buffer (records per buffer = segment-size / this)")
+    ] = msgspec.field(name="rill.network.record-size", default=32)
+    slot_request_timeout: Annotated[DurationMs, msgspec.Meta(description="a slot request failing after this long fails the job")] = (
+        msgspec.field(name="slot.request.timeout", default=300_000)
+    )
+    requirement_check_delay: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="the slot manager checks resource requirements this long after a change")
+    ] = msgspec.field(name="slotmanager.requirement-check.delay", default=50)
+    rpc_timeout: Annotated[DurationMs, msgspec.Meta(ge=1, description="timeout of requests between components")] = (
+        msgspec.field(name="pekko.ask.timeout", default=10_000)
+    )
+    registration_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="a TaskExecutor not registered at the ResourceManager this long shuts down")
+    ] = msgspec.field(name="taskmanager.registration.timeout", default=300_000)
+    registration_initial_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="first registration attempt's timeout (doubles per attempt)")
+    ] = msgspec.field(name="cluster.registration.initial-timeout", default=100)
+    registration_max_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="largest registration attempt timeout")
+    ] = msgspec.field(name="cluster.registration.max-timeout", default=30_000)
+    registration_error_delay: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="pause after a registration attempt failed")
+    ] = msgspec.field(name="cluster.registration.error-delay", default=10_000)
+    slot_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="how long a TaskExecutor keeps the slots of a lost JobMaster")
+    ] = msgspec.field(name="taskmanager.slot.timeout", default=10_000)
+
+    @property
+    def records_per_buffer(self) -> int:
+        return max(1, self.segment_size // self.record_size)
+
+
+@hookimpl
+def register_config(register):
+    register(ClusterOptions)

@@ -1,0 +1,107 @@
+"""The input of a task that reads input gates (Flink's StreamOneInputProcessor and
+StreamTwoInputProcessor with their network inputs).
+
+Each step takes the next element of the gates, round robin between them: a record batch goes
+to the head operator and its buffer back to the channel (giving its credit back); watermarks
+and watermark statuses go through the gate's valve (the watermarking plugin's
+StatusWatermarkValve) into the head; latency markers go to the head; once every channel of
+every gate has ended, the task's input has ended. With nothing to read, the task is idle
+until a gate has data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernel.streaming.elements import EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
+from kernel.streaming.outputs import blame
+
+if TYPE_CHECKING:
+    from kernel.contracts.mailbox import MailboxProcessor
+    from kernel.contracts.watermarks import WatermarkValve
+    from plugins.local.network.input_gate import InputGate
+    from plugins.local.tasks.streamtask import StreamTask
+
+
+class ValveOutput:
+    """Where an input gate's valve sends what it emits: into the head operator."""
+
+    __slots__ = ("processor", "index")
+
+    def __init__(self, processor: StreamInputProcessor, index: int) -> None:
+        self.processor = processor
+        self.index = index
+
+    def emit_watermark(self, timestamp: int) -> None:
+        processor = self.processor
+        processor.reporter.input_watermark(self.index, timestamp)
+        processor.on_input_watermark(self.index, timestamp)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        processor = self.processor
+        processor.reporter.input_status(self.index, idle)
+        if processor.two_input:
+            processor.head.process_watermark_status_input(self.index, idle)
+        else:
+            processor.head.process_watermark_status(idle)
+
+
+class StreamInputProcessor:
+    def __init__(self, task: StreamTask, gates: list[InputGate], valves: list[WatermarkValve]) -> None:
+        self.task = task
+        self.gates = gates  # reordered: the gate just read goes last
+        self.valves = valves
+        self.head = task.chain.head
+        self.metrics = task.metrics
+        self.two_input = task.two_input
+        self.reporter = task.watermark_reporter
+        self.valve_outputs = [ValveOutput(self, i) for i in range(len(gates))]
+
+    def process_input(self, mailbox: MailboxProcessor) -> None:
+        for gate in self.gates:
+            if gate.has_data():
+                self._handle(gate, *gate.poll())
+                if len(self.gates) > 1:  # round robin between the inputs
+                    self.gates.append(self.gates.pop(self.gates.index(gate)))
+                return
+        suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
+        for gate in self.gates:
+            gate.when_available(suspension.resume)
+
+    def _handle(self, gate: InputGate, channel: Any, item: Any) -> None:
+        head = self.head
+        index = gate.index
+        kind = type(item)
+        if kind is RecordBatch:
+            self.metrics.records_in += len(item.values)
+            try:
+                if self.two_input:
+                    (head.process_batch1 if index == 0 else head.process_batch2)(item.values, item.timestamps)
+                else:
+                    head.process_batch(item.values, item.timestamps)
+            except Exception as exc:
+                blame(exc, head.name)
+                raise
+            channel.recycle()
+        elif kind is Watermark:
+            self.valves[index].input_watermark(item.timestamp, channel.index, self.valve_outputs[index])
+        elif kind is WatermarkStatus:
+            self.valves[index].input_watermark_status(item.idle, channel.index, self.valve_outputs[index])
+        elif kind is LatencyMarker:
+            head.process_latency_marker(item)
+        elif kind is EndOfPartition:
+            channel.finished = True
+            gate.finished_channels += 1
+            if all(g.finished for g in self.gates):
+                self.task.end_of_input()
+
+    def on_input_watermark(self, index: int, timestamp: int) -> None:
+        head = self.head
+        try:
+            if self.two_input:
+                head.process_watermark_input(index, timestamp)
+            else:
+                head.process_watermark(timestamp)
+        except Exception as exc:
+            blame(exc, head.name)
+            raise

@@ -1,0 +1,258 @@
+"""StreamTask: one execution attempt of one subtask, driven by its MailboxProcessor.
+
+Life cycle as Flink's: DEPLOYING -> INITIALIZING (build the operator chain, network
+partitions and gates, open operators tail to head) -> RUNNING (the mailbox loop) ->
+end of input: ``end_input``/``finish`` head to tail, end of partition downstream, close ->
+FINISHED. A user-code exception fails the task with the operator's name and traceback.
+
+Default action: if an output partition has no free buffer, suspend, back pressured
+(:meth:`TaskIOMetrics.output_available`); else read a source batch, or take the next element
+of the input (:mod:`.input_processor`); with no input, suspend, idle. Both suspensions resume
+on availability.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import TYPE_CHECKING, Any, Callable
+
+from kernel.clock import NS_PER_MS
+from kernel.options import ExecutionOptions
+from kernel.streaming.chain import OperatorChain
+from kernel.streaming.elements import LatencyMarker
+from kernel.streaming.partitioning import channel_selector
+from kernel.streaming.runtime import TaskInfo
+from kernel.streaming.sources import InputStatus
+from plugins.local.events import MailboxResumed, MailboxSuspended
+from plugins.local.network.input_gate import InputGate
+from plugins.local.network.partition import ResultPartition
+from plugins.local.network.record_writer import RecordWriterOutput
+from plugins.local.tasks.input_processor import StreamInputProcessor
+from plugins.local.tasks.io_metrics import TaskIOMetrics
+from plugins.local.tasks.operator_runtime import LocalOperatorRuntime
+from plugins.local.tasks.watermark_reporter import WatermarkReporter
+
+if TYPE_CHECKING:
+    from kernel.contracts.mailbox import MailboxProcessor
+    from kernel.run import Run
+    from plugins.local.deployment import TaskDeploymentDescriptor
+    from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
+
+
+class StreamTask:
+    def __init__(self, deployment: TaskDeploymentDescriptor, run: Run, shuffle: ShuffleEnvironment,
+                 settings: NetworkSettings, report: Callable[[StreamTask, str, str], None]) -> None:
+        self.deployment = deployment
+        self.run = run
+        self.shuffle = shuffle
+        self.settings = settings
+        self.execution_options = run.config.section(ExecutionOptions)
+        self.report = report
+        vertex = deployment.vertex
+        self.vertex = vertex
+        self.name = f"{vertex.name} ({deployment.subtask + 1}/{vertex.parallelism})"
+        self.state = "DEPLOYING"
+        self.legacy_source = vertex.invokable == "SourceStreamTask"
+        self.is_source = vertex.invokable in ("SourceStreamTask", "SourceOperatorStreamTask")
+        self.two_input = vertex.invokable == "TwoInputStreamTask"
+        self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now())
+        self.last_sample: dict[str, Any] | None = None  # the metrics of the latest sample
+        self.watermark_reporter = WatermarkReporter(self)
+        self._timers: list[Any] = []
+        self.partitions: list[ResultPartition] = []
+        self.input: StreamInputProcessor | None = None
+        self.mailbox: MailboxProcessor | None = None
+        self.chain: OperatorChain | None = None
+        self._source_head: Any = None  # the head of a source task (its activity clock pauses under back pressure)
+        self.failure: str | None = None
+        #: work takes this many times as long (an injected slow TaskExecutor)
+        self.slowdown = 1.0
+        #: called with the task once its chain exists (injected faults wrap operators)
+        self.instrument: Callable[[StreamTask], None] | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    @property
+    def attempt_key(self) -> tuple[str, int, int]:
+        d = self.deployment
+        return d.vertex.id, d.subtask, d.attempt
+
+    def _set_state(self, state: str, failure: str = "") -> None:
+        self.state = state
+        self.report(self, state, failure)
+
+    def start(self) -> None:
+        if self.state != "DEPLOYING":
+            return
+        self._set_state("INITIALIZING")
+        try:
+            self._initialize()
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self._set_state("RUNNING")
+        self._start_flusher()
+        self._start_latency_markers()
+        self.mailbox.schedule()
+
+    def _initialize(self) -> None:
+        d = self.deployment
+        graph = d.job_graph.stream_graph
+        info = TaskInfo(d.vertex.name, d.subtask, d.vertex.parallelism, d.max_parallelism, d.attempt,
+                        vertex_id=d.vertex.id)
+        self.runtime = LocalOperatorRuntime(self, info)
+        self.runtime.sink_committer = d.committer
+        rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
+        flush_always = self.execution_options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
+        outputs: dict[int, RecordWriterOutput] = {}
+        for produced in d.produced:
+            partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking)
+            selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
+                                        produced.consumer_max_parallelism, rng)
+            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always, self.watermark_reporter)
+            self.partitions.append(partition)
+        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], self.metrics,
+                                   self.watermark_reporter)
+        if self.instrument is not None:
+            self.instrument(self)
+        inputs = sorted(d.inputs, key=lambda c: c.type_number)
+        gates = [InputGate(len(consumed.channels), self.settings, index) for index, consumed in enumerate(inputs)]
+        valves = [self.runtime.create_watermark_valve(len(consumed.channels)) for consumed in inputs]
+        self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
+        self.mailbox.slowdown = self.slowdown
+        self.chain.open()
+        for partition in self.partitions:
+            self.shuffle.register_partition(partition)
+        for gate, consumed in zip(gates, inputs):
+            for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
+                self.shuffle.register_channel(partition_id, subpartition, channel)
+        self.input = StreamInputProcessor(self, gates, valves)
+        self._source_head = self.chain.head if self.is_source else None
+
+    def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
+        """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
+        mailbox = self.mailbox
+        handle = self.run.loop.call_at(when_ns, lambda: mailbox.execute(callback, description))
+        self._timers.append(handle)
+        if len(self._timers) > 256:
+            self._timers = [t for t in self._timers if not t.cancelled]
+        return handle
+
+    def _start_flusher(self) -> None:
+        if not self.partitions or not self.execution_options.buffer_timeout_enabled:
+            return
+        timeout = self.vertex_buffer_timeout()
+        if timeout <= 0:
+            return
+        period = timeout * NS_PER_MS
+
+        def flush() -> None:
+            if self.state == "RUNNING":
+                for partition in self.partitions:
+                    partition.flush_all()
+                self._timers.append(self.run.loop.call_later(period, flush))
+
+        self._timers.append(self.run.loop.call_later(period, flush))
+
+    def vertex_buffer_timeout(self) -> int:
+        graph = self.deployment.job_graph.stream_graph
+        head = graph.nodes[self.vertex.head_node_id]
+        return head.buffer_timeout if head.buffer_timeout >= 0 else self.execution_options.buffer_timeout
+
+    def _start_latency_markers(self) -> None:
+        interval = self.execution_options.latency_interval
+        if not self.is_source or interval <= 0:
+            return
+        period = interval * NS_PER_MS
+        head = self.chain.head
+        operator_id = self.vertex.operator_ids[self.vertex.head_node_id]
+
+        def mark() -> None:
+            head.output.emit_latency_marker(LatencyMarker(self.run.clock.now_ms(), operator_id, self.deployment.subtask))
+            self.schedule_mail(self.run.clock.now() + period, mark, "latency marker")
+
+        self.schedule_mail(self.run.clock.now() + period, mark, "latency marker")
+
+    # -- the default action -------------------------------------------------------------------
+
+    def default_action(self, mailbox: MailboxProcessor) -> None:
+        if not self.metrics.output_available(mailbox, self.partitions, self._source_head):
+            return
+        if self.is_source:
+            self._read_source(mailbox)
+        else:
+            self.input.process_input(mailbox)
+
+    def _read_source(self, mailbox: MailboxProcessor) -> None:
+        status = self.chain.head.emit_next(self.settings.records_per_buffer)
+        if status is InputStatus.END_OF_INPUT:
+            self.end_of_input()
+        elif status is InputStatus.NOTHING_AVAILABLE:
+            suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
+            head = self.chain.head
+            if not head.when_available(suspension.resume):
+                when = head.reader.available_at()
+                wake_ms = when if when is not None else self.run.clock.now_ms() + 100
+                self._timers.append(self.run.loop.call_at(wake_ms * NS_PER_MS, suspension.resume))
+
+    # -- ending -------------------------------------------------------------------------------
+
+    def end_of_input(self) -> None:
+        """Finish as a mail: after the work the last step charged (simulated time) is done."""
+        self.mailbox.suspend_default_action(None, "finishing")
+        self.mailbox.execute(self._finish, "finish")
+
+    def _finish(self) -> None:
+        self.chain.finish()
+        for partition in self.partitions:
+            partition.finish()
+        self._stop_timers()
+        self.mailbox.stop()
+        self.chain.close()
+        self._set_state("FINISHED")
+
+    def _stop_timers(self) -> None:
+        for handle in self._timers:
+            handle.cancel()
+        self._timers.clear()
+
+    def fail_from_mailbox(self, exc: BaseException) -> None:
+        self.fail(exc)
+
+    def fail(self, exc: BaseException) -> None:
+        if self.state in ("FINISHED", "FAILED", "CANCELED"):
+            return
+        operator = getattr(exc, "rill_operator", None) or (self.chain.head.name if self.chain else self.vertex.name)
+        self.failure = (
+            f"{self.name} failed in operator {operator!r}: {type(exc).__name__}: {exc}\n"
+            + "".join(traceback.format_exception(exc))
+        )
+        self._teardown()
+        self._set_state("FAILED", self.failure)
+
+    def cancel(self) -> None:
+        if self.state in ("FINISHED", "FAILED", "CANCELED"):
+            return
+        self._teardown()
+        self._set_state("CANCELED")
+
+    def _teardown(self) -> None:
+        self._stop_timers()
+        if self.mailbox is not None:
+            self.mailbox.stop()
+        if self.chain is not None:
+            try:
+                self.chain.close()
+            except Exception:  # the task already ended badly; closing must not hide that
+                pass
+        for partition in self.partitions:
+            partition.release()
+            self.shuffle.release(partition.partition_id)
+
+    def suspension_changed(self, reason: str, suspended: bool) -> None:
+        bus = self.run.bus
+        if bus.debug:
+            d = self.deployment
+            event = MailboxSuspended if suspended else MailboxResumed
+            bus.emit(event(time=self.run.clock.now(), vertex_id=d.vertex.id, subtask=d.subtask,
+                           attempt=d.attempt, reason=reason))
