@@ -65,3 +65,27 @@ def exported_tables(directory: str) -> dict[str, str]:
         kind = os.path.basename(path)[: -len(".parquet")]
         tables[f"ev_{kind}"] = os.path.join(prefix, "events", f"{kind}.parquet")
     return tables
+
+
+def attach_export(con: Any, directory: str) -> None:
+    """The tables of a local export on a DuckDB connection, as the event log has them: views
+    ``rill.runs``, ``rill.ev_<kind>`` and ``rill.events`` over its Parquet files, ``rill`` first
+    on the search path (names read unqualified too)."""
+    con.execute("CREATE SCHEMA rill")
+    for table, pattern in exported_tables(directory).items():
+        path = pattern.replace("'", "''")
+        con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM read_parquet('{path}', union_by_name = true)")
+    columns: dict[str, list[str]] = {}
+    for table, column in con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'rill' "
+            "AND starts_with(table_name, 'ev_') ORDER BY table_name, ordinal_position").fetchall():
+        columns.setdefault(table, []).append(column)
+    parts = []
+    for table, names in columns.items():
+        fields = [name for name in names if name not in ("run_id", "seq", "time")]
+        packed = ", ".join(f'"{name}" := "{name}"' for name in fields)
+        payload = f"to_json(struct_pack({packed}))" if fields else "'{}'::JSON"
+        parts.append(f"SELECT run_id, seq, time, '{table[3:]}' AS kind, {payload} AS payload FROM rill.{table}")
+    empty = "SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS seq, NULL::BIGINT AS time, NULL::VARCHAR AS kind, NULL::JSON AS payload WHERE false"
+    con.execute("CREATE VIEW rill.events AS " + (" UNION ALL ".join(parts) or empty))
+    con.execute("SET search_path = 'memory.rill,memory.main'")

@@ -53,14 +53,11 @@ class DuckDBEngine:
                 return run_query(con, query)
         import duckdb
 
-        from replay.export import exported_tables
+        from replay.export import attach_export
 
         con = duckdb.connect()
         try:
-            con.execute("CREATE SCHEMA rill")
-            for table, pattern in exported_tables(parquet).items():
-                path = pattern.replace("'", "''")
-                con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM read_parquet('{path}', union_by_name = true)")
+            attach_export(con, parquet)
             create_views(con)
             return run_query(con, query)
         finally:
