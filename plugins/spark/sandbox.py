@@ -84,11 +84,32 @@ def _java_items(iterable: Any) -> Iterator[Any]:
 
 
 def _name(node: Any) -> str:
-    return node.getClass().getSimpleName()
+    return str(node.getClass().getSimpleName()).rstrip("$")  # a Scala object's class ends with $
 
 
 def _identifier(parts: Any) -> str:
     return ".".join(f"`{part}`" for part in _items(parts))
+
+
+#: per Spark application, (registry, identifier, why) of every function of the refused family:
+#: the builtin registries do not change while it runs, and reading them is thousands of JVM calls
+_FAMILIES: dict[str, list[tuple[str, Any, str]]] = {}
+REGISTRIES = ("functionRegistry", "tableFunctionRegistry")
+
+
+def _family(session: Any) -> list[tuple[str, Any, str]]:
+    application = session.sparkContext.applicationId
+    if application not in _FAMILIES:
+        state = session._jsparkSession.sessionState()
+        family = []
+        for registry in REGISTRIES:
+            functions = getattr(state, registry)()
+            for identifier in _java_items(functions.listFunction()):
+                info = functions.lookupFunction(identifier)
+                if info.isDefined() and info.get().getClassName() in REFUSED_FUNCTIONS:
+                    family.append((registry, identifier, REFUSED_FUNCTIONS[info.get().getClassName()]))
+        _FAMILIES[application] = family
+    return _FAMILIES[application]
 
 
 class SqlSandbox:
@@ -104,13 +125,9 @@ class SqlSandbox:
         self._statements = (load(LOGICAL + "Command"), load(LOGICAL + "ParsedStatement"))
         self._state = self.session._jsparkSession.sessionState()
         self.refused: dict[str, str] = {}  # function name -> why
-        for registry in (self._state.functionRegistry(), self._state.tableFunctionRegistry()):
-            for identifier in list(_java_items(registry.listFunction())):
-                info = registry.lookupFunction(identifier)
-                reason = REFUSED_FUNCTIONS.get(info.get().getClassName()) if info.isDefined() else None
-                if reason:
-                    self.refused[identifier.funcName().lower()] = reason
-                    registry.dropFunction(identifier)
+        for registry, identifier, reason in _family(self.session):
+            self.refused[str(identifier.funcName()).lower()] = reason
+            getattr(self._state, registry)().dropFunction(identifier)
         self.session.conf.set("spark.sql.runSQLOnFiles", "false")
 
     # -- line 1: the parsed statement -----------------------------------------------------------------
