@@ -67,14 +67,20 @@ def exported_tables(directory: str) -> dict[str, str]:
     return tables
 
 
-def attach_export(con: Any, directory: str) -> None:
+def attach_export(con: Any, directory: str, types: dict[str, type]) -> None:
     """The tables of a local export on a DuckDB connection, as the event log has them: views
-    ``rill.runs``, ``rill.ev_<kind>`` and ``rill.events`` over its Parquet files, ``rill`` first
-    on the search path (names read unqualified too)."""
+    ``rill.runs``, ``rill.ev_<kind>`` and ``rill.events`` over its Parquet files (an empty
+    ``rill.ev_<kind>`` for each event type of ``types``, tag -> type, the export has no file of),
+    ``rill`` first on the search path (names read unqualified too)."""
+    from replay.views import empty_relation
+
     con.execute("CREATE SCHEMA rill")
-    for table, pattern in exported_tables(directory).items():
+    tables = exported_tables(directory)
+    for table, pattern in tables.items():
         path = pattern.replace("'", "''")
         con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM read_parquet('{path}', union_by_name = true)")
+    for tag in sorted(set(types) - {table[3:] for table in tables}):
+        con.execute(f"CREATE VIEW rill.ev_{tag} AS SELECT * FROM {empty_relation(tag, types)}")
     columns: dict[str, list[str]] = {}
     for table, column in con.execute(
             "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'rill' "
@@ -86,6 +92,7 @@ def attach_export(con: Any, directory: str) -> None:
         packed = ", ".join(f'"{name}" := "{name}"' for name in fields)
         payload = f"to_json(struct_pack({packed}))" if fields else "'{}'::JSON"
         parts.append(f"SELECT run_id, seq, time, '{table[3:]}' AS kind, {payload} AS payload FROM rill.{table}")
-    empty = "SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS seq, NULL::BIGINT AS time, NULL::VARCHAR AS kind, NULL::JSON AS payload WHERE false"
+    empty = ("SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS seq, NULL::BIGINT AS time, NULL::VARCHAR AS kind, "
+             "NULL::JSON AS payload WHERE false")
     con.execute("CREATE VIEW rill.events AS " + (" UNION ALL ".join(parts) or empty))
     con.execute("SET search_path = 'memory.rill,memory.main'")

@@ -53,11 +53,12 @@ class DuckDBEngine:
                 return run_query(con, query)
         import duckdb
 
+        from kernel.events import tag_of
         from replay.export import attach_export
 
         con = duckdb.connect()
         try:
-            attach_export(con, parquet)
+            attach_export(con, parquet, {tag_of(event_type): event_type for event_type in session.events.types()})
             create_views(con)
             return run_query(con, query)
         finally:

@@ -172,7 +172,7 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-def _empty(tag: str, types: dict[str, type]) -> str:
+def empty_relation(tag: str, types: dict[str, type]) -> str:
     """An empty relation with the columns of event ``tag`` (for logs without that table)."""
     from plugins.eventlog.schema import table_for
 
@@ -198,7 +198,7 @@ def view_statements(present: set[str]) -> list[tuple[str, str]]:
     for name, (tables, select) in VIEWS.items():
         for tag in tables:
             if tag not in present:
-                select = re.sub(rf"rill\.ev_{tag}\b", _empty(tag, types), select)
+                select = re.sub(rf"rill\.ev_{tag}\b", empty_relation(tag, types), select)
         statements.append((name, select))
     return statements
 

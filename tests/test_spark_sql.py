@@ -110,7 +110,7 @@ WRITES_AND_COMMANDS = [
 ]
 
 QUERY_ATTACKS = [
-    (f"SELECT java_method('org.apache.hadoop.fs.FileUtil', 'symLink', '/etc/hostname', '{{tmp}}/link')",
+    ("SELECT java_method('org.apache.hadoop.fs.FileUtil', 'symLink', '/etc/hostname', '{tmp}/link')",
      "rill sql refuses java_method(): it calls Java methods by reflection"),
     (f"SELECT reflect({HOME})", "refuses reflect(): it calls Java methods by reflection"),
     ("SELECT try_reflect('java.lang.System', 'exit', 1)", "refuses try_reflect(): it calls Java methods by reflection"),
@@ -145,7 +145,8 @@ QUERY_ATTACKS = [
 ]
 
 ATTACKS = (
-    [(query, f"rill sql is read-only: {name} statements are refused (use SELECT)") for query, name in WRITES_AND_COMMANDS]
+    [(query, f"rill sql is read-only: {name} statements are refused (use SELECT)")
+     for query, name in WRITES_AND_COMMANDS]
     + [("BEGIN DROP TABLE runs; END", "rill sql is read-only: CompoundBody statements are refused")]
     + [(f"EXPLAIN {query}", f"rill sql is read-only: EXPLAIN of {name} is refused (EXPLAIN a query)")
        for query, name in WRITES_AND_COMMANDS if not query.startswith(("/*", "--"))]
@@ -171,6 +172,26 @@ def test_an_attack_is_refused_in_one_line_and_changes_nothing(cli, recorded, tmp
     assert _files(tmp_path, log.parent) == before
 
 
+
+
+@pytest.mark.parametrize("query, why", [
+    ("SELECT nothing FROM task_metrics",
+     "SQL error: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `nothing` "
+     "cannot be resolved."),
+    ("SELEC 1", "SQL error: [PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'."),
+    ("SELECT 1 / 0", "SQL error: [DIVIDE_BY_ZERO] Division by zero."),
+    (" ; ", "no SQL statement given"),
+])
+def test_a_bad_query_is_one_clear_line(cli, recorded, query, why):
+    log, _ = recorded
+    code, out, err = sql(cli, log, "--engine", "spark", query)
+    assert (code, out) == (2, "") and err.startswith(f"rill: error: {why}") and err.count("\n") == 1, err
+
+
+def test_a_directory_without_runs_is_refused(cli, recorded, tmp_path):
+    log, _ = recorded
+    code, _, err = sql(cli, log, "--engine", "spark", "--parquet", str(tmp_path), "SELECT 1")
+    assert code == 2 and f"rill: error: {str(tmp_path)!r} holds no exported run (no run.parquet" in err
 
 # -- queries: the rows DuckDB gives ------------------------------------------------------------------------
 
@@ -217,8 +238,114 @@ def test_a_query_gives_the_rows_duckdb_gives(cli, recorded, query):
 
 def test_explain_of_a_query_shows_the_plan_over_the_runs_files(cli, recorded):
     log, export = recorded
-    code, out, err = sql(cli, log, "--engine", "spark", "--parquet", str(export),
+    code, out, err = sql(cli, log, "--engine", "spark", "--parquet", os.path.relpath(export),
                          "EXPLAIN EXTENDED SELECT count(*) FROM ev_run_started")
     assert code == 0, err
     assert "== Analyzed Logical Plan ==" in out and "== Physical Plan ==" in out
     assert re.search(rf"FileScan parquet spark_catalog.rill.ev_run_started.*{re.escape(str(export))}", out)
+
+
+# -- the same tables and views on every path ------------------------------------------------------------
+
+VIEW_NAMES = ["task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures"]
+
+
+def test_every_table_and_view_reads_unqualified_on_every_path(cli, recorded):
+    import duckdb
+
+    log, export = recorded
+    with duckdb.connect(str(log), read_only=True) as con:
+        tables = [name for (name,) in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'rill' "
+            "AND (starts_with(table_name, 'ev_') OR table_name IN ('runs', 'events')) ORDER BY 1").fetchall()]
+    assert len(tables) > 40 and {"runs", "events", "ev_fault_injected"} <= set(tables)
+    query = " UNION ALL ".join(f"SELECT '{name}' AS name, count(*) AS n FROM {name}" for name in tables + VIEW_NAMES)
+    answers = []
+    for path in (("--engine", "duckdb"), ("--engine", "duckdb", "--parquet", str(export)),
+                 ("--engine", "spark"), ("--engine", "spark", "--parquet", str(export))):
+        code, out, err = sql(cli, log, *path, "--format", "json", query)
+        assert code == 0, (path, err)
+        answers.append(dict((row["name"], row["n"]) for row in json.loads(out)))
+    counts = answers[0]
+    assert all(answer == counts for answer in answers[1:])
+    assert counts["runs"] == 1 and counts["ev_run_started"] == 1 and counts["ev_fault_injected"] == 1
+    assert counts["events"] == sum(n for name, n in counts.items() if name.startswith("ev_"))
+    assert all(counts[view] > 0 for view in VIEW_NAMES)
+
+
+def test_the_readme_example_gives_the_same_rows_on_all_three_paths(cli, recorded):
+    log, export = recorded
+    example = "SELECT kind, count(*) FROM events GROUP BY kind"
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")) as readme:
+        assert f'rill sql "{example}"' in readme.read()
+    answers = []
+    for path in (("--engine", "duckdb"), ("--engine", "duckdb", "--parquet", str(export)), ("--engine", "spark")):
+        code, out, err = sql(cli, log, *path, "--format", "json", example)
+        assert code == 0, (path, err)
+        answers.append(sorted(tuple(row.values()) for row in json.loads(out)))
+    assert answers[0] == answers[1] == answers[2]
+    assert ("run_started", 1) in answers[0] and ("fault_injected", 1) in answers[0] and len(answers[0]) > 20
+
+
+# -- the sandbox's own lines ------------------------------------------------------------------------------
+
+
+def test_the_sandbox_narrows_its_own_session_and_leaves_the_shared_one_alone(spark, cli, recorded):
+    from plugins.spark.sandbox import SqlSandbox
+
+    sandbox = SqlSandbox(spark)
+    assert set(sandbox.refused) == {"java_method", "reflect", "try_reflect", "from_protobuf", "to_protobuf",
+                                    "from_avro", "to_avro", "schema_of_avro", "python_worker_logs"}
+    assert sandbox.session.conf.get("spark.sql.runSQLOnFiles") == "false"
+    with pytest.raises(Exception, match="UNRESOLVED_ROUTINE"):
+        sandbox.session.sql("SELECT reflect('java.lang.String', 'valueOf', 7)")
+    log, _ = recorded
+    code, out, err = sql(cli, log, "--engine", "spark", "SELECT count(*) AS n FROM runs")
+    assert code == 0 and out.split() == ["n", "1"], err
+    # the session the spark backend runs jobs in is as it was: settings, functions, no database rill
+    assert spark.conf.get("spark.sql.runSQLOnFiles") == "true"
+    assert spark.sql("SELECT reflect('java.lang.String', 'valueOf', 7)").collect()[0][0] == "7"
+    assert not spark.catalog.databaseExists("rill")
+
+
+def test_the_analysed_plan_reads_only_the_runs_files_and_calls_no_user_code(spark, tmp_path):
+    from kernel.errors import UsageError
+    from plugins.spark.sandbox import SqlSandbox
+
+    (tmp_path / "runs").mkdir()
+    spark.range(3).write.parquet(str(tmp_path / "runs" / "numbers.parquet"))
+    spark.range(3).write.parquet(str(tmp_path / "elsewhere.parquet"))
+    sandbox, root = SqlSandbox(spark), f"file:{tmp_path}/runs"
+    sandbox.session.read.parquet(str(tmp_path / "runs" / "numbers.parquet")).createOrReplaceTempView("numbers")
+    assert sandbox.run(sandbox.analyse(sandbox.parse("SELECT sum(id) AS s FROM numbers"), root)) == (["s"], [(3,)])
+    sandbox.session.read.parquet(str(tmp_path / "elsewhere.parquet")).createOrReplaceTempView("elsewhere")
+    sandbox.session.read.text("/etc/hostname").createOrReplaceTempView("hostname")
+    sandbox.session.udf.register("shout", lambda text: text.upper())
+    for query, why in [
+        ("SELECT * FROM numbers JOIN elsewhere USING (id)", f"file:{tmp_path}/elsewhere.parquet is refused"),
+        ("SELECT * FROM hostname", "file:/etc/hostname is refused (not the runs' files)"),
+        ("SELECT shout(CAST(id AS STRING)) FROM numbers", "rill sql refuses user-defined functions: shout() is one"),
+        ("SELECT id FROM numbers WHERE id IN (SELECT shout('1'))", "shout() is one"),
+    ]:
+        with pytest.raises(UsageError) as refused:
+            sandbox.analyse(sandbox.parse(query), root)
+        assert why in str(refused.value)
+    # reflection however it got into a plan (here: analysed by a session that still has it)
+    state = spark._jsparkSession.sessionState()
+    skip = spark._jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
+    plan = state.executePlan(state.sqlParser().parsePlan("SELECT try_reflect('java.lang.System', 'exit', 1)"),
+                             skip).analyzed()
+    with pytest.raises(UsageError, match=r"refuses try_reflect\(\): it calls Java methods by reflection"):
+        sandbox.check(plan, root)
+
+
+def test_spark_says_one_line_without_debug(recorded, tmp_path):
+    log, _ = recorded
+    result = subprocess.run(
+        [sys.executable, "-m", "kernel.cli.main", "sql", "--engine", "spark", "--set", "spark.master=local[1]",
+         "--set", f"eventlog.path={log}", "SELECT CAST(job_name AS INT) FROM runs"],
+        capture_output=True, text=True, env={**os.environ, "RILL_HOME": str(tmp_path / ".rill")}, cwd=tmp_path,
+        timeout=300)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("rill: error: SQL error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "CAST_INVALID_INPUT" in result.stderr and "'counting'" in result.stderr

@@ -179,7 +179,8 @@ class SqlSandbox:
         if name == "UnresolvedFunction":
             self._check_function_name(expression.nameParts())
         elif name == "ExpressionWithUnresolvedIdentifier":
-            raise UsageError(f"rill sql runs plain queries: {name} is refused ({NOT_QUERY['PlanWithUnresolvedIdentifier']})")
+            why = NOT_QUERY["PlanWithUnresolvedIdentifier"]
+            raise UsageError(f"rill sql runs plain queries: {name} is refused ({why})")
         if self._plan_expression.isInstance(expression):
             self._check_parsed(expression.plan())
         for child in _items(expression.children()):
@@ -244,7 +245,7 @@ class SqlSandbox:
         if reason:
             raise UsageError(f"rill sql refuses {expression.prettyName()}(): it {reason}")
         if self._user_defined.isInstance(expression):
-            raise UsageError(f"rill sql refuses user-defined functions: {expression.prettyName()}() is one")
+            raise UsageError(f"rill sql refuses user-defined functions: {expression.name()}() is one")
         if self._plan_expression.isInstance(expression):
             self._check_analysed(expression.plan(), root)
         for child in _items(expression.children()):

@@ -117,8 +117,8 @@ def _register(spark: Any, prefix: str, session: Session, query: str) -> None:
         if kind in recorded:
             _table(spark, f"ev_{kind}", f"{prefix}/events/{kind}.parquet", columns)
         else:  # never recorded: no rows, the event's columns
-            spark.sql(f"CREATE VIEW {DATABASE}.ev_{kind} AS SELECT "
-                      + ", ".join(f"CAST(NULL AS {sql_type}) AS `{name}`" for name, sql_type in columns) + " WHERE false")
+            nulls = ", ".join(f"CAST(NULL AS {sql_type}) AS `{name}`" for name, sql_type in columns)
+            spark.sql(f"CREATE VIEW {DATABASE}.ev_{kind} AS SELECT {nulls} WHERE false")
         fields[kind] = [name for name, _ in columns] if columns else spark.table(f"{DATABASE}.ev_{kind}").columns
     if events:
         _events_view(spark, {kind: fields[kind] for kind in sorted(recorded)})
@@ -136,11 +136,12 @@ def _table(spark: Any, name: str, pattern: str, columns: list[tuple[str, str]] |
     """An external table over the Parquet files ``pattern`` matches. Its columns are declared when
     known, so that no Spark job reads the files' footers to infer them (files written before a
     column existed read it as NULL); else inferred, merged from every file."""
+    path = _quoted(pattern)
     if columns is None:
-        spark.sql(f"CREATE TABLE {DATABASE}.{name} USING parquet OPTIONS (path '{_quoted(pattern)}', mergeSchema 'true')")
+        spark.sql(f"CREATE TABLE {DATABASE}.{name} USING parquet OPTIONS (path '{path}', mergeSchema 'true')")
     else:
         declared = ", ".join(f"`{column}` {sql_type}" for column, sql_type in columns)
-        spark.sql(f"CREATE TABLE {DATABASE}.{name} ({declared}) USING parquet OPTIONS (path '{_quoted(pattern)}')")
+        spark.sql(f"CREATE TABLE {DATABASE}.{name} ({declared}) USING parquet OPTIONS (path '{path}')")
 
 
 def _events_view(spark: Any, columns: dict[str, list[str]]) -> None:
@@ -152,8 +153,8 @@ def _events_view(spark: Any, columns: dict[str, list[str]]) -> None:
         payload = f"to_json(named_struct({packed}), map('ignoreNullFields', 'false'))" if fields else "'{}'"
         parts.append(f"SELECT run_id, seq, time, '{kind}' AS kind, {payload} AS payload FROM {DATABASE}.ev_{kind}")
     if not parts:
-        parts.append("SELECT CAST(NULL AS STRING) AS run_id, CAST(NULL AS BIGINT) AS seq, CAST(NULL AS BIGINT) AS time, "
-                     "CAST(NULL AS STRING) AS kind, CAST(NULL AS STRING) AS payload WHERE false")
+        parts.append("SELECT CAST(NULL AS STRING) AS run_id, CAST(NULL AS BIGINT) AS seq, CAST(NULL AS BIGINT) AS time,"
+                     " CAST(NULL AS STRING) AS kind, CAST(NULL AS STRING) AS payload WHERE false")
     spark.sql(f"CREATE VIEW {DATABASE}.events AS " + " UNION ALL ".join(parts))
 
 
