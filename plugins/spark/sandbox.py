@@ -1,18 +1,18 @@
 """What ``rill sql --engine spark`` may run, decided on Spark's own plans before anything executes.
 
-Three lines, each enough on its own for what it covers:
+Three lines, each enough on its own for what it covers (:class:`SqlSandbox`):
 
-1. :func:`parse_query`: Spark's parser (which runs nothing; ``spark.sql()`` would run a command at
-   once) must give one query, or EXPLAIN of one, built only from query operators: no command, no
-   write, no ``TRANSFORM`` script; no relation named by path (``csv.`/x```) or in another catalog,
-   no function of the refused family by name — all before analysis, which would already list
-   directories and read file footers.
-2. :func:`sandboxed_session`: the query runs in a session of its own (``SparkSession.newSession``:
-   its own settings, temporary views and function registry) with SQL on files off and every
-   function of the refused family dropped from its registries.
-3. :func:`check_plan`: the analysed plan (resolved, nothing executed) reads only the export's
-   Parquet files, through query operators, with no reflection or user-defined function anywhere,
-   subqueries included. That plan is the one that runs.
+1. :meth:`~SqlSandbox.parse`: Spark's parser (which runs nothing; ``spark.sql()`` would run a
+   command at once) must give one query, or EXPLAIN of one, built only from query operators: no
+   command, no write, no ``TRANSFORM`` script; no relation named by path (``csv.`/x```) or in
+   another database, no function of the refused family by name. All this before analysis, which
+   would already list directories and read files (a CSV header, Parquet footers).
+2. The query runs in a session of its own (``SparkSession.newSession``: its own settings,
+   temporary views and function registries) with SQL on files off and every function of the
+   refused family dropped from its registries.
+3. :meth:`~SqlSandbox.analyse`: the analysed plan (resolved, nothing executed) reads only the
+   export's Parquet files, through query operators, with no reflection or user-defined function
+   anywhere, subqueries included. That plan is the one that runs.
 """
 
 from __future__ import annotations
