@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from kernel.errors import UsageError
 from kernel.session import Session
@@ -39,15 +40,12 @@ class SparkSqlEngine:
                 exported = parquet or _export_log(session, os.path.join(scratch, "log"))
                 root = _qualified(sandbox.session, exported)
                 prefix = _run_prefix(sandbox.session, root, exported)
-                _create_database(sandbox.session, os.path.join(scratch, "catalog"))
-                try:
+                with _database(sandbox.session, os.path.join(scratch, "catalog")):
                     try:
                         _register(sandbox.session, prefix, session, query)
                     except Exception as exc:  # an unreadable file: what Spark says about it
                         raise UsageError(f"cannot read the runs in {exported!r}: {error_line(exc)}") from None
                     return sandbox.run(sandbox.analyse(statement, root))
-                finally:
-                    sandbox.session.sql(f"DROP DATABASE IF EXISTS {DATABASE} CASCADE")
         finally:
             if created:
                 spark.stop()
@@ -63,12 +61,18 @@ def _export_log(session: Session, directory: str) -> str:
     return directory
 
 
-def _create_database(spark: Any, location: str) -> None:
+@contextmanager
+def _database(spark: Any, location: str) -> Iterator[None]:
+    """The database ``rill``, the session's current one while the query runs, dropped afterwards."""
     if spark.catalog.databaseExists(DATABASE):
         raise UsageError(f"Spark's catalog already has a database {DATABASE!r} (rill sql --engine spark "
                          "registers the runs there)")
     spark.sql(f"CREATE DATABASE {DATABASE} LOCATION '{_quoted(location)}'")
-    spark.catalog.setCurrentDatabase(DATABASE)
+    try:
+        spark.catalog.setCurrentDatabase(DATABASE)
+        yield
+    finally:
+        spark.sql(f"DROP DATABASE {DATABASE} CASCADE")
 
 
 def _quoted(text: str) -> str:
@@ -77,8 +81,10 @@ def _quoted(text: str) -> str:
 
 
 def _qualified(spark: Any, directory: str) -> str:
-    """``directory`` as a fully qualified Hadoop path (``file:/abs/dir``, ``hdfs://nn/dir``)."""
-    path = spark._jvm.org.apache.hadoop.fs.Path(directory)
+    """``directory`` as a fully qualified Hadoop path (``file:/abs/dir``, ``hdfs://nn/dir``); a local
+    relative one from rill's working directory (the JVM's may be another)."""
+    local = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", directory) is None
+    path = spark._jvm.org.apache.hadoop.fs.Path(os.path.abspath(directory) if local else directory)
     return str(path.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(path).toString()).rstrip("/")
 
 
