@@ -139,6 +139,7 @@ QUERY_ATTACKS = [
     ("SELECT TRANSFORM(run_id) USING 'touch {tmp}/pwned' AS (x) FROM runs",
      "ScriptTransformation is refused (TRANSFORM ... USING runs a program)"),
     ("SELECT * FROM runs VERSION AS OF 1", "RelationTimeTravel is refused"),
+    ("SELECT * FROM runs WITH ('path' = '/etc')", "rill sql reads rill's tables as they are: options on `runs` are refused"),
     ("SELECT 1; DROP TABLE runs", "give one SQL statement at a time"),
     ("SELECT ';' AS x; DROP TABLE runs", "give one SQL statement at a time"),
     ("sElEcT 1 /* ; */ ;\n dRoP tAbLe runs;", "give one SQL statement at a time"),
@@ -307,6 +308,18 @@ def test_the_sandbox_narrows_its_own_session_and_leaves_the_shared_one_alone(spa
     assert spark.sql("SELECT reflect('java.lang.String', 'valueOf', 7)").collect()[0][0] == "7"
     assert not spark.catalog.databaseExists("rill")
 
+
+
+def test_a_database_rill_already_in_the_catalog_is_refused_not_overwritten(spark, cli, recorded, tmp_path):
+    log, _ = recorded
+    spark.sql(f"CREATE DATABASE rill LOCATION '{tmp_path / 'theirs'}'")
+    try:
+        spark.sql("CREATE TABLE rill.runs (mine STRING) USING parquet")
+        code, _, err = sql(cli, log, "--engine", "spark", "SELECT count(*) FROM runs")
+        assert code == 2 and "rill: error: Spark's catalog already has a database 'rill'" in err
+        assert spark.table("rill.runs").columns == ["mine"]
+    finally:
+        spark.sql("DROP DATABASE rill CASCADE")
 
 def test_the_analysed_plan_reads_only_the_runs_files_and_calls_no_user_code(spark, tmp_path):
     from kernel.errors import UsageError

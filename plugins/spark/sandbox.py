@@ -162,6 +162,9 @@ class SqlSandbox:
                              + (f" ({NOT_QUERY[name]})" if name in NOT_QUERY else ""))
         if name == "UnresolvedRelation":
             self._check_relation_name(plan.multipartIdentifier())
+            if not plan.options().isEmpty():  # WITH ('path' = ...): a table is read as registered
+                raise UsageError(f"rill sql reads rill's tables as they are: options on "
+                                 f"{_identifier(plan.multipartIdentifier())} are refused")
         elif name == "UnresolvedTableValuedFunction":
             self._check_function_name(plan.name())
         expressions = list(_items(plan.expressions()))
