@@ -409,19 +409,6 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
     assert answers[0] == answers[1] and len(answers[0].splitlines()) > 4
 
 
-@pytest.mark.parametrize("query, problem", [
-    ("INSERT INTO rill.runs SELECT * FROM rill.runs", "read-only: InsertIntoStatement"),
-    ("WITH r AS (SELECT * FROM rill.runs) INSERT INTO rill.runs SELECT * FROM r", "read-only: InsertIntoStatement"),
-    ("DROP TABLE rill.runs", "read-only: DropTable"),
-    ("CREATE TABLE x AS SELECT 1", "read-only: CreateTableAsSelect"),
-    ("SELECT nothing FROM task_metrics", "SQL error: [UNRESOLVED_COLUMN"),
-])
-def test_sql_on_spark_is_read_only_and_errors_are_clear(cli, query, problem):
-    run_job(lambda env: (env.from_collection([1]).add_sink(lambda v: None), env.execute("one")))
-    code, out, err = cli("sql", "--engine", "spark", query)
-    assert code == 2 and problem in err and "Traceback" not in err
-
-
 def test_an_unknown_sql_engine_names_the_known_ones(cli):
     code, _, err = cli("sql", "--engine", "presto", "SELECT 1")
     assert code == 2 and "unknown SQL engine 'presto' (available: duckdb, spark)" in err

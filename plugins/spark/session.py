@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from typing import Any
 
@@ -10,37 +11,64 @@ from kernel.errors import RillError
 
 LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
+#: PySpark's loggers that print an error it raises, with the JVM's stack trace, as a JSON line:
+#: rill reports the error itself, in one line
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
-def spark_session(options: Any) -> tuple[Any, bool]:
-    """The active SparkSession (a test's, an application's) or a new one: (session, created)."""
+
+def spark_session(options: Any, quiet: bool = False) -> tuple[Any, bool]:
+    """The active SparkSession (a test's, an application's) or a new one: (session, created).
+
+    ``quiet``: a session rill starts keeps all of Spark's own output (its log, the JVM's
+    messages) off the terminal unless rill runs with ``--debug``.
+    """
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    _quiet_query_context_loggers()
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
     if options.master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no hostname lookup, no warning about it
     java_options = f"-Dlog4j.configurationFile=file:{LOG_CONFIG} -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
-    builder = (SparkSession.builder.master(options.master).appName(options.app_name)
-               .config("spark.ui.enabled", str(options.ui).lower())
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.extraJavaOptions", java_options)
-               .config("spark.executor.extraJavaOptions", java_options)
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.executorEnv.PYTHONPATH", _python_path()))
+    conf = (SparkConf().setMaster(options.master).setAppName(options.app_name)
+            .set("spark.ui.enabled", str(options.ui).lower())
+            .set("spark.ui.showConsoleProgress", "false")
+            .set("spark.driver.extraJavaOptions", java_options)
+            .set("spark.executor.extraJavaOptions", java_options)
+            .set("spark.python.worker.reuse", "true")
+            .set("spark.executorEnv.PYTHONPATH", _python_path()))
     if "PYSPARK_PYTHON" not in os.environ:
-        builder = builder.config("spark.pyspark.python", sys.executable)  # the workers run rill's Python
+        conf.set("spark.pyspark.python", sys.executable)  # the workers run rill's Python
     for item in options.conf:
         key, _, value = item.partition("=")
-        builder = builder.config(key.strip(), value.strip())
+        conf.set(key.strip(), value.strip())
+    silent = quiet and not debugging()
     try:
-        session = builder.getOrCreate()
+        if silent and SparkContext._gateway is None:  # no JVM yet: start it with its stderr discarded
+            from pyspark.java_gateway import launch_gateway
+
+            SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"stderr": subprocess.DEVNULL}))
+        session = SparkSession.builder.config(conf=conf).getOrCreate()
     except Exception as exc:  # no Java, a bad master URL or setting
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise RillError(f"cannot start Spark (spark.master = {options.master}): {first} (the spark backend needs "
                         "Java 17 or later on PATH or in JAVA_HOME)") from None
-    session.sparkContext.setLogLevel(options.log_level.upper())
+    session.sparkContext.setLogLevel("OFF" if silent else options.log_level.upper())
     return session, True
+
+
+def debugging() -> bool:
+    """Whether rill runs with ``--debug`` (``RILL_DEBUG=1``): then Spark's own output is shown."""
+    return os.environ.get("RILL_DEBUG", "") not in ("", "0")
+
+
+def _quiet_query_context_loggers() -> None:
+    from pyspark.logger import PySparkLogger
+
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).disabled = not debugging()
 
 
 def _python_path() -> str:

@@ -1,11 +1,12 @@
 """``rill sql --engine spark``: the same tables and views, in Spark SQL over Parquet.
 
 The event log (or a directory ``rill export`` wrote, on any file system Spark reads) is
-registered in a database ``rill`` of the session catalog: a view ``rill.ev_<kind>`` over the
-Parquet files of each event kind the query reads (directly or through a view; an empty one,
-with the event's columns, for kinds never recorded) and ``rill.runs``; the views of
-:mod:`replay.views` it reads are temporary views over them. Only one read statement runs; the
-database is dropped afterwards.
+registered in a database ``rill`` of the session catalog, the current database of the query's
+session (so every name reads unqualified too): a table ``rill.ev_<kind>`` over the Parquet files
+of each event kind the query reads (directly or through a view; an empty view, with the event's
+columns, for kinds never recorded), ``rill.runs`` and ``rill.events``; the views of
+:mod:`replay.views` it reads are temporary views over them. The one query runs in a sandbox
+(:mod:`plugins.spark.sandbox`); the database is dropped afterwards.
 """
 
 from __future__ import annotations
@@ -13,34 +14,41 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from kernel.errors import UsageError
 from kernel.session import Session
+from plugins.spark.sandbox import DATABASE
 
-DATABASE = "rill"
 SPARK_TYPES = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "VARCHAR": "STRING", "BOOLEAN": "BOOLEAN", "BLOB": "BINARY"}
 
 
 class SparkSqlEngine:
     def query(self, session: Session, query: str, parquet: str | None) -> tuple[list[str], list[tuple]]:
         from plugins.spark.options import SparkOptions
+        from plugins.spark.sandbox import SqlSandbox, error_line
         from plugins.spark.session import spark_session
 
-        with tempfile.TemporaryDirectory(prefix="rill-spark-sql-") as scratch:
-            if parquet is None:
-                parquet = _export_log(session, os.path.join(scratch, "log"))
-            spark, created = spark_session(session.config.section(SparkOptions))
-            try:
-                created_db = _register(spark, parquet, scratch, session, query)
-                try:
-                    return _run(spark, query)
-                finally:
-                    if created_db:
-                        spark.sql(f"DROP DATABASE IF EXISTS {DATABASE} CASCADE")
-            finally:
-                if created:
-                    spark.stop()
+        if not query.strip().rstrip(";").strip():
+            raise UsageError("no SQL statement given")
+        spark, created = spark_session(session.config.section(SparkOptions), quiet=True)
+        try:
+            sandbox = SqlSandbox(spark)
+            statement = sandbox.parse(query)  # before anything is exported, registered or read
+            with tempfile.TemporaryDirectory(prefix="rill-spark-sql-") as scratch:
+                exported = parquet or _export_log(session, os.path.join(scratch, "log"))
+                root = _qualified(sandbox.session, exported)
+                prefix = _run_prefix(sandbox.session, root, exported)
+                with _database(sandbox.session, os.path.join(scratch, "catalog")):
+                    try:
+                        _register(sandbox.session, prefix, session, query)
+                    except Exception as exc:  # an unreadable file: what Spark says about it
+                        raise UsageError(f"cannot read the runs in {exported!r}: {error_line(exc)}") from None
+                    return sandbox.run(sandbox.analyse(statement, root))
+        finally:
+            if created:
+                spark.stop()
 
 
 def _export_log(session: Session, directory: str) -> str:
@@ -53,6 +61,33 @@ def _export_log(session: Session, directory: str) -> str:
     return directory
 
 
+@contextmanager
+def _database(spark: Any, location: str) -> Iterator[None]:
+    """The database ``rill``, the session's current one while the query runs, dropped afterwards."""
+    if spark.catalog.databaseExists(DATABASE):
+        raise UsageError(f"Spark's catalog already has a database {DATABASE!r} (rill sql --engine spark "
+                         "registers the runs there)")
+    spark.sql(f"CREATE DATABASE {DATABASE} LOCATION '{_quoted(location)}'")
+    try:
+        spark.catalog.setCurrentDatabase(DATABASE)
+        yield
+    finally:
+        spark.sql(f"DROP DATABASE {DATABASE} CASCADE")
+
+
+def _quoted(text: str) -> str:
+    """``text`` inside a Spark SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _qualified(spark: Any, directory: str) -> str:
+    """``directory`` as a fully qualified Hadoop path (``file:/abs/dir``, ``hdfs://nn/dir``); a local
+    relative one from rill's working directory (the JVM's may be another)."""
+    local = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", directory) is None
+    path = spark._jvm.org.apache.hadoop.fs.Path(os.path.abspath(directory) if local else directory)
+    return str(path.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(path).toString()).rstrip("/")
+
+
 def _glob(spark: Any, pattern: str) -> list[str]:
     jvm = spark._jvm
     path = jvm.org.apache.hadoop.fs.Path(pattern)
@@ -60,82 +95,86 @@ def _glob(spark: Any, pattern: str) -> list[str]:
     return sorted(str(status.getPath().toString()) for status in (statuses or []))
 
 
-def _register(spark: Any, directory: str, scratch: str, session: Session, query: str) -> bool:
-    """The tables and views ``query`` reads; True when the ``rill`` database was created here."""
+def _run_prefix(spark: Any, root: str, directory: str) -> str:
+    """The glob prefix of the runs in an export (``root/*``, or ``root`` for one run)."""
+    prefix = root if _glob(spark, f"{root}/run.parquet") else f"{root}/*"
+    if not _glob(spark, f"{prefix}/run.parquet"):
+        raise UsageError(f"{directory!r} holds no exported run (no run.parquet; write one with "
+                         "`rill export RUN... --parquet DIR`)")
+    return prefix
+
+
+def _register(spark: Any, prefix: str, session: Session, query: str) -> None:
+    """The tables and views ``query`` reads, over the runs under ``prefix``."""
     from kernel.events import tag_of
     from plugins.eventlog.schema import table_for
     from replay.views import view_statements
 
-    single = _glob(spark, f"{directory.rstrip('/')}/run.parquet")
-    prefix = directory.rstrip("/") if single else f"{directory.rstrip('/')}/*"
-    if not _glob(spark, f"{prefix}/run.parquet"):
-        raise UsageError(f"{directory!r} holds no exported run (no run.parquet; write one with "
-                         "`rill export RUN... --parquet DIR`)")
     recorded = {path.rsplit("/", 1)[1][: -len(".parquet")] for path in _glob(spark, f"{prefix}/events/*.parquet")}
     types = {tag_of(event_type): event_type for event_type in session.events.types()}
     views = dict(view_statements(set(types)))
-    view_names, kinds = _needed(query, views, set(types) | recorded)
-    existed = spark.catalog.databaseExists(DATABASE)
-    location = os.path.join(scratch, "catalog").replace("'", "\\'")
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DATABASE} LOCATION '{location}'")
-    spark.conf.set("spark.sql.parquet.mergeSchema", "true")
-    spark.sql(f"CREATE OR REPLACE VIEW {DATABASE}.runs AS SELECT * FROM parquet.`{prefix}/run.parquet`")
+    view_names, kinds, events = _needed(query, views, set(types) | recorded)
+    if events:
+        kinds |= recorded
+    _table(spark, "runs", f"{prefix}/run.parquet", None)
+    fields = {}
     for kind in sorted(kinds):
+        columns = _columns(table_for(types[kind])) if kind in types else None
         if kind in recorded:
-            select = f"SELECT * FROM parquet.`{prefix}/events/{kind}.parquet`"
+            _table(spark, f"ev_{kind}", f"{prefix}/events/{kind}.parquet", columns)
         else:  # never recorded: no rows, the event's columns
-            select = "SELECT CAST(NULL AS STRING) AS run_id, " + ", ".join(
-                f"CAST(NULL AS {SPARK_TYPES[c.sql_type]}) AS `{c.name}`" for c in table_for(types[kind]).columns
-            ) + " WHERE false"
-        spark.sql(f"CREATE OR REPLACE VIEW {DATABASE}.ev_{kind} AS {select}")
+            nulls = ", ".join(f"CAST(NULL AS {sql_type}) AS `{name}`" for name, sql_type in columns)
+            spark.sql(f"CREATE VIEW {DATABASE}.ev_{kind} AS SELECT {nulls} WHERE false")
+        fields[kind] = [name for name, _ in columns] if columns else spark.table(f"{DATABASE}.ev_{kind}").columns
+    if events:
+        _events_view(spark, {kind: fields[kind] for kind in sorted(recorded)})
     for name, select in views.items():
         if name in view_names:
-            spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {name} AS {select}")
-    return not existed
+            spark.sql(f"CREATE TEMPORARY VIEW {name} AS {select}")
 
 
-def _needed(query: str, views: dict[str, str], kinds: set[str]) -> tuple[set[str], set[str]]:
-    """The views and event kinds a query names, directly or through the views it reads
-    (registering only those keeps Spark from reading every table's Parquet footers)."""
+def _columns(table: Any) -> list[tuple[str, str]]:
+    """(name, Spark type) of an event table's columns."""
+    return [("run_id", "STRING")] + [(column.name, SPARK_TYPES[column.sql_type]) for column in table.columns]
+
+
+def _table(spark: Any, name: str, pattern: str, columns: list[tuple[str, str]] | None) -> None:
+    """An external table over the Parquet files ``pattern`` matches. Its columns are declared when
+    known, so that no Spark job reads the files' footers to infer them (files written before a
+    column existed read it as NULL); else inferred, merged from every file."""
+    path = _quoted(pattern)
+    if columns is None:
+        spark.sql(f"CREATE TABLE {DATABASE}.{name} USING parquet OPTIONS (path '{path}', mergeSchema 'true')")
+    else:
+        declared = ", ".join(f"`{column}` {sql_type}" for column, sql_type in columns)
+        spark.sql(f"CREATE TABLE {DATABASE}.{name} ({declared}) USING parquet OPTIONS (path '{path}')")
+
+
+def _events_view(spark: Any, columns: dict[str, list[str]]) -> None:
+    """``rill.events``: every event as (run_id, seq, time, kind, payload JSON), as in the log."""
+    parts = []
+    for kind, names in columns.items():
+        fields = [name for name in names if name not in ("run_id", "seq", "time")]
+        packed = ", ".join(f"'{name}', `{name}`" for name in fields)
+        payload = f"to_json(named_struct({packed}), map('ignoreNullFields', 'false'))" if fields else "'{}'"
+        parts.append(f"SELECT run_id, seq, time, '{kind}' AS kind, {payload} AS payload FROM {DATABASE}.ev_{kind}")
+    if not parts:
+        parts.append("SELECT CAST(NULL AS STRING) AS run_id, CAST(NULL AS BIGINT) AS seq, CAST(NULL AS BIGINT) AS time,"
+                     " CAST(NULL AS STRING) AS kind, CAST(NULL AS STRING) AS payload WHERE false")
+    spark.sql(f"CREATE VIEW {DATABASE}.events AS " + " UNION ALL ".join(parts))
+
+
+def _needed(query: str, views: dict[str, str], kinds: set[str]) -> tuple[set[str], set[str], bool]:
+    """The views, event kinds and whether ``events`` a query names, directly or through the views
+    it reads (registering only those keeps Spark from reading every table's Parquet footers)."""
     view_names: set[str] = set()
     needed: set[str] = set()
     texts = [query]
     while texts:
         text = texts.pop()
-        needed |= {kind for kind in re.findall(r"\bev_(\w+)", text) if kind in kinds}
+        needed |= {kind.lower() for kind in re.findall(r"\bev_(\w+)", text, re.IGNORECASE)} & kinds
         for name in views:
-            if name not in view_names and re.search(rf"\b{name}\b", text):
+            if name not in view_names and re.search(rf"\b{name}\b", text, re.IGNORECASE):
                 view_names.add(name)
                 texts.append(views[name])
-    return view_names, needed
-
-
-def _check_read_only(spark: Any, query: str) -> None:
-    """One read statement (a query, or EXPLAIN of one), judged by Spark's own parser."""
-    jvm = spark._jvm
-    try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(query)
-    except Exception as exc:
-        raise UsageError(f"SQL error: {_first_line(exc)}") from None
-    while plan.getClass().getSimpleName() == "UnresolvedWith":
-        plan = plan.child()
-    name = plan.getClass().getSimpleName()
-    command = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
-    if (command.isInstance(plan) and name != "ExplainCommand") or name.startswith("Insert"):
-        raise UsageError(f"rill sql is read-only: {name} statements are refused (use SELECT)")
-
-
-def _run(spark: Any, query: str) -> tuple[list[str], list[tuple]]:
-    if not query.strip().rstrip(";").strip():
-        raise UsageError("no SQL statement given")
-    _check_read_only(spark, query)
-    try:
-        frame = spark.sql(query)
-        return list(frame.columns), [tuple(row) for row in frame.collect()]
-    except Exception as exc:
-        raise UsageError(f"SQL error: {_first_line(exc)}") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return view_names, needed, re.search(r"\bevents\b", query, re.IGNORECASE) is not None
