@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -160,30 +159,67 @@ def test_a_corrupt_log_is_a_clear_error(tmp_path):
             pass
 
 
-def start_child(path, name, count, flush="1 s"):
+def start_child(path, name, count, flush="1 s", *extra):
+    """A child_emitter.py process, once its run's first batch went through the writer."""
     child = subprocess.Popen(
-        [sys.executable, CHILD, str(path), name, str(count), flush],
+        [sys.executable, CHILD, str(path), name, str(count), flush, *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    assert child.stdout.readline().strip() == "started", child.stderr.read()
-    return child
+    for line in child.stdout:
+        if line.strip() == "started":
+            return child
+    raise AssertionError(child.stderr.read())
 
 
-def test_sigkill_loses_at_most_one_flush_interval_and_marks_the_run_crashed(tmp_path):
-    path = tmp_path / "log.duckdb"
-    child = start_child(path, "doomed", -1)
-    time.sleep(2.5)
-    killed_at = time.time_ns()
-    os.kill(child.pid, signal.SIGKILL)
+def _report(line: str, taken: list[tuple[int, int]], flushed: list[int]) -> None:
+    word, *seqs = line.split()
+    if word == "taking":
+        taken.append((int(seqs[0]), int(seqs[1])))
+    elif word == "flushed":
+        flushed.append(int(seqs[0]))
+
+
+def kill_after_flushes(child, flushes: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """SIGKILL the child right after it reported ``flushes`` batches the writer finished;
+    returns the batches it handed to the writer (first, last seq) and the last seq of each
+    batch the writer finished, as far as it reported them before it died."""
+    taken: list[tuple[int, int]] = []
+    flushed: list[int] = []
+    for line in child.stdout:
+        _report(line, taken, flushed)
+        if len(flushed) == flushes:
+            os.kill(child.pid, signal.SIGKILL)
+            break
     child.wait()
-    store = EventStore(path)
-    with store.read() as con:
+    for line in child.stdout:
+        _report(line, taken, flushed)
+    return taken, flushed
+
+
+@pytest.mark.parametrize("target", ["log", "spool"])
+def test_sigkill_loses_at_most_one_flush_and_marks_the_run_crashed(tmp_path, target):
+    """What a kill -9 loses is counted in flushes, not seconds (a loaded machine stretches
+    both alike): every batch the writer finished — into the log or into the spool — is kept,
+    whole; lost are at most the batch being written and the events no flush took yet."""
+    path = tmp_path / "log.duckdb"
+    if target == "spool":
+        path.mkdir()  # the log cannot be written: every batch goes to the spool
+    child = start_child(path, "doomed", -1, "200 ms")
+    taken, flushed = kill_after_flushes(child, 5)
+    if target == "spool":
+        assert len(list((tmp_path / "log.duckdb.spool").glob("*.rillspool"))) == 1
+        path.rmdir()  # the way out: now the next reader can write a healthy log there
+    with EventStore(path).read() as con:  # ingests the spool, then finds the run's process gone
         status, events, ended = con.execute("SELECT status, events, ended_at IS NOT NULL FROM runs").fetchone()
-        stored, last = con.execute("SELECT count(*), max(time) FROM ev_message_delayed").fetchone()
+        stored, first, last = con.execute("SELECT count(*), min(seq), max(seq) FROM ev_message_delayed").fetchone()
     assert status == "crashed"
     assert ended
-    assert stored > 1000 and events == stored + 1  # + run_started; run_finished never came
-    assert (killed_at - last) / 1e9 <= 1.0  # the flush interval
+    assert (first, events) == (1, stored + 1)  # + run_started (seq 0); run_finished never came
+    assert last == stored  # no gap: whole batches
+    assert len(flushed) >= 5 and last >= flushed[-1]  # every batch the writer finished survived
+    assert last in [batch_last for _, batch_last in taken]  # the log ends where a batch ends
+    assert len([batch for batch in taken if batch[1] > last]) <= 1  # at most the batch in flight is lost
+    assert not list(tmp_path.glob("log.duckdb.spool/*"))
 
 
 def test_two_runs_at_the_same_time_neither_block_nor_corrupt_each_other(tmp_path):
