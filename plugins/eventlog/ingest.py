@@ -18,7 +18,15 @@ from plugins.eventlog.migrations import stored_columns, sync_event_table
 from plugins.eventlog.runs import record_end, record_progress, register_run
 from plugins.eventlog.schema import SCHEMA, to_arrow
 from plugins.eventlog.spool import (
-    BatchSpooled, RunClosed, SpoolOpened, SpoolRead, absolute, lock_spool, pending_spools, read_frames, read_opened,
+    BatchSpooled,
+    RunClosed,
+    SpoolOpened,
+    SpoolRead,
+    absolute,
+    lock_spool,
+    pending_spools,
+    read_frames,
+    read_opened,
     remove_spool,
 )
 

@@ -20,12 +20,12 @@ from kernel.errors import EventLogError
 from plugins.eventlog.damage import LogLocked
 
 
-def _open(path: Path, log: Path) -> int:
+def _open(path: Path) -> int:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise EventLogError(f"cannot use event log {log}: {exc.strerror or exc} ({path})") from None
+        raise EventLogError(f"cannot create {path} ({exc.strerror or exc})") from None
 
 
 def _acquire(fd: int, mode: int, deadline: float) -> bool:
@@ -47,9 +47,9 @@ def log_lock(log: Path, exclusive: bool, timeout: float) -> Iterator[None]:
     """Hold the log's lock (exclusive for a writer); :class:`LogLocked` after ``timeout`` s."""
     mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
     deadline = time.monotonic() + timeout
-    queue = _open(log.with_name(log.name + ".queue"), log)
+    queue = _open(log.with_name(log.name + ".queue"))
     try:
-        lock = _open(log.with_name(log.name + ".lock"), log)
+        lock = _open(log.with_name(log.name + ".lock"))
     except BaseException:
         os.close(queue)
         raise

@@ -212,7 +212,8 @@ def salvage(con: Any, catalog: str, scan: LogScan, out: Path) -> Salvage:
         con.execute(f"USE {target}")
         migrate(con, str(out))
         con.execute("CREATE TEMP TABLE rill_keep (run_id VARCHAR)")
-        con.executemany("INSERT INTO rill_keep VALUES (?)", [[run_id] for run_id in keep])
+        if keep:
+            con.executemany("INSERT INTO rill_keep VALUES (?)", [[run_id] for run_id in keep])
         specs = _event_tables(con, catalog)
         stored: dict[str, dict[str, str]] = {}
         con.execute("BEGIN TRANSACTION")

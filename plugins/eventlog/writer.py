@@ -27,7 +27,14 @@ from plugins.eventlog.migrations import SchemaConflict, stored_columns, sync_eve
 from plugins.eventlog.runs import RunRow, micros, now_micros, record_end, record_progress, register_run, run_row
 from plugins.eventlog.schema import EventTable, TableSpec, column_values, group_by_type, table_for, to_arrow
 from plugins.eventlog.spool import (
-    BatchSpooled, Frame, RunClosed, SpoolOpened, SpoolWriter, TableRows, absolute, remove_spool,
+    BatchSpooled,
+    Frame,
+    RunClosed,
+    SpoolOpened,
+    SpoolWriter,
+    TableRows,
+    absolute,
+    remove_spool,
 )
 from plugins.eventlog.store import EventStore, process_start
 
