@@ -148,7 +148,7 @@ def test_a_log_from_a_newer_rill_is_refused(session_factory, tmp_path):
 def test_a_corrupt_log_is_a_clear_error(tmp_path):
     path = tmp_path / "broken.duckdb"
     path.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(EventLogError, match="cannot open event log .*broken.duckdb"):
+    with pytest.raises(EventLogError, match=r"event log .*broken.duckdb is damaged \(not a DuckDB file\); "):
         with EventStore(path).read():
             pass
 

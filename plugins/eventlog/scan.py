@@ -183,14 +183,17 @@ def scan_log(con: Any, catalog: str, path: Path) -> LogScan:
                 runs.append(RunState(run_id, job, status, events or 0))
                 listed.add(run_id)
     for run in runs:
+        where = []
         for name, scan in tables.items():
-            if name == "runs":
-                continue
-            run.readable += scan.rows.get(run.run_id, 0)
-            if run.run_id in scan.damaged_runs:
-                run.problems.append(f"unreadable rows in {name}")
-        if run.readable < run.events:
-            run.problems.append(f"{run.events - run.readable:,} of {run.events:,} events unreadable")
+            if name != "runs":
+                run.readable += scan.rows.get(run.run_id, 0)
+                if run.run_id in scan.damaged_runs:
+                    where.append(name)
+        missing = run.events - run.readable
+        if missing > 0:
+            run.problems.append(f"{missing:,} of {run.events:,} events unreadable" + (f" ({', '.join(where)})" if where else ""))
+        elif where:
+            run.problems.append(f"rows in {', '.join(where)} unreadable")
     seen = {run_id for name, scan in tables.items() if name != "runs" for run_id in [*scan.rows, *scan.damaged_runs]}
     unlisted = sorted(seen - listed - {None})
     return LogScan(path, tables, runs, notes, unlisted)
