@@ -145,6 +145,10 @@ def test_a_run_that_cannot_write_its_log_spools_and_the_log_gets_every_event_lat
     where = 1 if kind == "unwritable directory" else 0  # next to the log, else under RILL_HOME
     assert spool.parent == spool_dirs(log)[where]
     assert result.stderr == NOTICE.format(run=run_id, log=log, why=why, n=len(reference), spool=spool)
+    if kind == "unwritable directory":  # readers say what waits, and why
+        listed = rill(tmp_path, "runs", "--set", f"eventlog.path={log}", preexec_fn=preexec)
+        assert (listed.returncode, listed.stdout) == (0, f"no runs recorded yet ({log})\n")
+        assert listed.stderr == f"rill: warning: 1 spooled run(s) wait to be ingested: {why}\n"
     if before is not None:
         assert sha256(log) == before  # a damaged log is never written
         refused = rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}")

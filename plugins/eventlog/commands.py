@@ -62,7 +62,7 @@ def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
         click.echo(line)
     waiting = pending_spools(store.path)
     if waiting:
-        click.echo(f"{len(waiting)} spooled run(s) wait to be ingested (`rill log recover` once the log is healthy)")
+        click.echo(f"{len(waiting)} spooled run(s) wait to be ingested (`rill log recover`)")
     intact = len(scan.intact)
     if scan.damaged:
         raise EventLogError(

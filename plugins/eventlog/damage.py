@@ -22,8 +22,7 @@ _LOCKED = ("Could not set lock on file", "Conflicting lock")
 _OUT_OF_REACH = ("Permission denied", "Read-only file system", "No space left", "Too many open files",
                  "No such file or directory", "Disk quota exceeded")
 _DAMAGED = ("not a valid DuckDB database file", "Could not read enough bytes", "Corrupt database file",
-            "checksum", "Is a directory", "Serialization Error", "INTERNAL Error", "failed to deserialize",
-            "database has been invalidated")
+            "checksum", "Is a directory", "Serialization Error", "failed to deserialize")
 
 
 class LogDamaged(EventLogError):

@@ -9,6 +9,7 @@ queue behind it instead of overtaking it forever.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import time
@@ -20,11 +21,15 @@ from kernel.errors import EventLogError
 from plugins.eventlog.damage import LogLocked
 
 
-def _open(path: Path) -> int:
+def _open(path: Path, exclusive: bool) -> int | None:
+    """The lock file's fd; None for a reader in a directory nobody can write (no writer
+    can change the log there either, so it reads without locking)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
+        if not exclusive and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return None
         raise EventLogError(f"cannot create {path} ({exc.strerror or exc})") from None
 
 
@@ -47,18 +52,22 @@ def log_lock(log: Path, exclusive: bool, timeout: float) -> Iterator[None]:
     """Hold the log's lock (exclusive for a writer); :class:`LogLocked` after ``timeout`` s."""
     mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
     deadline = time.monotonic() + timeout
-    queue = _open(log.with_name(log.name + ".queue"))
+    queue = _open(log.with_name(log.name + ".queue"), exclusive)
     try:
-        lock = _open(log.with_name(log.name + ".lock"))
+        lock = _open(log.with_name(log.name + ".lock"), exclusive)
     except BaseException:
-        os.close(queue)
+        if queue is not None:
+            os.close(queue)
         raise
     try:
         try:
-            if not (_acquire(queue, mode, deadline) and _acquire(lock, mode, deadline)):
-                raise LogLocked(f"event log {log} is locked by another process (waited {timeout:g} s)")
+            for fd in (queue, lock):
+                if fd is not None and not _acquire(fd, mode, deadline):
+                    raise LogLocked(f"event log {log} is locked by another process (waited {timeout:g} s)")
         finally:
-            os.close(queue)  # closing releases it
+            if queue is not None:
+                os.close(queue)  # closing releases it
         yield
     finally:
-        os.close(lock)
+        if lock is not None:
+            os.close(lock)

@@ -84,12 +84,14 @@ class EventStore:
         self.path = Path(path)
         #: seconds a run's writer waits for the file before it spools
         self.lock_timeout = lock_timeout
+        #: a recovery before reading failed (the spools wait): not tried again by this store
+        self._recovery_failed = False
 
     def exists(self) -> bool:
         """Whether the log exists, once this process's runs are stored and pending spools
         ingested (which may create it)."""
         drain_buses()
-        if pending_spools(self.path):
+        if not self._recovery_failed and pending_spools(self.path):
             self._recover_pending()
         return self.path.exists()
 
@@ -172,6 +174,7 @@ class EventStore:
         except LogDamaged:
             raise
         except EventLogError as exc:
+            self._recovery_failed = True
             waiting = len(pending_spools(self.path))
             print(f"rill: warning: {waiting} spooled run(s) wait to be ingested: {exc}", file=sys.stderr)
             return
