@@ -2,7 +2,7 @@
 
 DuckDB lets one process write a file, or many read it. Every writer therefore holds the
 file only for one short flush under an exclusive ``flock`` of ``<file>.lock``; readers hold
-a shared lock while they query. Two runs at once take turns for a few milliseconds per
+a shared lock while they query (:mod:`plugins.eventlog.locking`). Two runs at once take turns for a few milliseconds per
 flush interval and never block their runtimes (their flusher threads wait, not the loop).
 
 A run whose process died without ending it (SIGKILL, power cut) is found by the next
@@ -10,8 +10,9 @@ reader or writer — its status is ``running`` but its process is gone — and m
 ``crashed``; everything flushed before the crash stays.
 
 A run's writer waits for the file at most ``eventlog.lock-timeout``, then spools (see
-:mod:`plugins.eventlog.spool`); a command waits at most a minute, then reports the log busy. Before reading, pending spools
-of the log are ingested (:meth:`EventStore.recover`). A damaged log is never written to.
+:mod:`plugins.eventlog.spool`); a command waits at most a minute, then reports the log busy.
+Before reading, pending spools of the log are ingested (:meth:`EventStore.recover`). A damaged
+log (:mod:`plugins.eventlog.damage`) is never written to.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from kernel.errors import EventLogError
 from kernel.eventbus import drain_buses
@@ -31,6 +32,9 @@ from plugins.eventlog.locking import log_lock
 from plugins.eventlog.migrations import LATEST, check_version, migrate, schema_version
 from plugins.eventlog.schema import SCHEMA
 from plugins.eventlog.spool import pending_spools
+
+if TYPE_CHECKING:
+    from plugins.eventlog.ingest import Recovery
 
 #: the name the log's file is attached under in every connection
 CATALOG = "rill_log"
@@ -159,8 +163,8 @@ class EventStore:
             con.close()
             _COMPLETE[str(self.path.resolve())] = _file_state(self.path)  # as this write left it
 
-    def recover(self) -> Any:
-        """Ingest the log's pending spools; returns the :class:`~plugins.eventlog.ingest.Recovery`."""
+    def recover(self) -> Recovery:
+        """Ingest the log's pending spools (see :mod:`plugins.eventlog.ingest`)."""
         from plugins.eventlog.ingest import ingest_pending
 
         with self.write(COMMAND_WAIT) as con:
@@ -245,11 +249,16 @@ class EventStore:
             with self.write(COMMAND_WAIT):  # upgrade a log written by an older rill before reading it
                 pass
         if dead:
-            with self.write(COMMAND_WAIT) as con:
-                con.executemany(
-                    f"UPDATE {SCHEMA}.runs SET status = 'crashed', ended_at = updated_at "
-                    "WHERE run_id = ? AND status = 'running'",
-                    [[run_id] for run_id in dead],
-                )
+            try:
+                with self.write(COMMAND_WAIT) as con:
+                    con.executemany(
+                        f"UPDATE {SCHEMA}.runs SET status = 'crashed', ended_at = updated_at "
+                        "WHERE run_id = ? AND status = 'running'",
+                        [[run_id] for run_id in dead],
+                    )
+            except LogDamaged:
+                raise
+            except EventLogError:
+                return []  # a log nobody may write is read as it is
         return dead
 
