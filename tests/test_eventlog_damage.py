@@ -50,7 +50,8 @@ def blocks_of(log: Path) -> dict[int, set[tuple[str, int, str]]]:
         users: dict[int, set[tuple[str, int, str]]] = {}
         for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
             for row_group, column, block, extra in con.execute(
-                f"SELECT row_group_id, column_name, block_id, additional_block_ids FROM pragma_storage_info('rill.{table}')"
+                "SELECT row_group_id, column_name, block_id, additional_block_ids "
+                f"FROM pragma_storage_info('rill.{table}')"
             ).fetchall():
                 for used in [block, *(extra or [])]:
                     if used >= 0:

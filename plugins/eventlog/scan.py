@@ -191,7 +191,8 @@ def scan_log(con: Any, catalog: str, path: Path) -> LogScan:
                     where.append(name)
         missing = run.events - run.readable
         if missing > 0:
-            run.problems.append(f"{missing:,} of {run.events:,} events unreadable" + (f" ({', '.join(where)})" if where else ""))
+            tables_named = f" ({', '.join(where)})" if where else ""
+            run.problems.append(f"{missing:,} of {run.events:,} events unreadable{tables_named}")
         elif where:
             run.problems.append(f"rows in {', '.join(where)} unreadable")
     seen = {run_id for name, scan in tables.items() if name != "runs" for run_id in [*scan.rows, *scan.damaged_runs]}
