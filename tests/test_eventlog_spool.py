@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from kernel.events import MessageDelayed
 from plugins.eventlog.spool import spool_dirs
 from plugins.eventlog.store import EventStore
 from tests.emitters import start_child
@@ -289,3 +291,63 @@ def test_a_spooling_run_goes_back_to_its_log_once_it_can_write_it_again(tmp_path
     assert list(spool_dir.iterdir()) == []  # it ingested its own spool
     run_id = run_id_of(log, "back")
     assert log_counts(log, run_id) == ("finished", 100_002, 100_002, 0, 100_001)
+
+
+def spool_in_frames(session_factory, log: Path, batches: int) -> tuple[str, Path, list[int]]:
+    """A run (in this process) that could not write ``log``: run_started and ten events per
+    flush, so its spool has one frame per batch. Returns the run id, the spool and where each
+    frame starts."""
+    session = session_factory(f"eventlog.path={log}", "rill.clock=simulated")
+    run = session.new_run("frames")
+    run.start()
+    for batch in range(batches):
+        for i in range(10):
+            run.bus.emit(MessageDelayed(time=batch, sender="a", receiver="b", message=f"{batch}-{i}"))
+        run.bus.flush()
+    run.finish("finished")
+    run.bus.join()
+    spool = only_spool(log)
+    data, starts, offset = spool.read_bytes(), [], 0
+    while offset < len(data):
+        starts.append(offset)
+        offset += 8 + struct.unpack_from("<I", data, offset)[0]
+    assert offset == len(data)
+    return run.id, spool, starts
+
+
+def test_a_torn_last_frame_is_left_out_of_the_ingest(cli, session_factory, tmp_path):
+    log = tmp_path / "log.duckdb"
+    log.mkdir()
+    run_id, spool, starts = spool_in_frames(session_factory, log, 3)
+    assert len(starts) == 6  # opened, three batches, run_finished's batch, closed
+    with open(spool, "r+b") as file:
+        file.truncate(starts[-1] + 5)  # a crash while the last frame was written
+    log.rmdir()
+    code, out, err = cli("log", "recover", "--set", f"eventlog.path={log}")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"ingested run {run_id} (frames, running): 32 events from {spool}",
+        f"recovered 1 run(s), 32 events, into {log}",
+    ]
+    assert not spool.exists()
+    assert log_counts(log, run_id) == ("running", 32, 32, 0, 31)  # its end was in the torn frame
+
+
+def test_a_corrupt_frame_stops_the_ingest_there_and_the_spool_is_kept(cli, session_factory, tmp_path):
+    log = tmp_path / "log.duckdb"
+    log.mkdir()
+    run_id, spool, starts = spool_in_frames(session_factory, log, 3)
+    with open(spool, "r+b") as file:
+        file.seek(starts[3] + 20)
+        file.write(b"\xff\xfe")  # damage inside the third batch
+    log.rmdir()
+    code, out, err = cli("log", "recover", "--set", f"eventlog.path={log}")
+    assert (code, err) == (0, "")
+    kept = spool.with_name(spool.name + ".unreadable")
+    assert out.splitlines() == [
+        f"ingested run {run_id} (frames, running): 21 events from {spool}",
+        f"left {spool}: ingested up to where the frame at byte {starts[3]} fails its checksum (kept as {kept.name})",
+        f"recovered 1 run(s), 21 events, into {log}",
+    ]
+    assert kept.exists() and not spool.exists()
+    assert log_counts(log, run_id) == ("running", 21, 21, 0, 20)

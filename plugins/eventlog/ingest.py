@@ -78,10 +78,10 @@ def ingest_spool(con: Any, path: Path, stored: dict[str, dict[str, str]] | None 
         for spec in opened.tables:
             sync_event_table(con, spec, stored)
         last: BatchSpooled | None = None
+        closed: RunClosed | None = None
         for frame in frames:
             if isinstance(frame, RunClosed):
-                record_end(con, run_id, frame.status, frame.ended_at, frame.updated_at, frame.metadata)
-                continue
+                closed = frame
             if not isinstance(frame, BatchSpooled) or frame.events_total <= present_events:
                 continue  # already in the log
             for rows in frame.tables:
@@ -96,6 +96,8 @@ def ingest_spool(con: Any, path: Path, stored: dict[str, dict[str, str]] | None 
             last = frame
         if last is not None:
             record_progress(con, run_id, last.events_total, last.updated_at, last.clock_start, last.clock_end)
+        if closed is not None:
+            record_end(con, run_id, closed.status, closed.ended_at, closed.updated_at, closed.metadata)
         ((status,),) = con.execute(f"SELECT status FROM {SCHEMA}.runs WHERE run_id = ?", [run_id]).fetchall()
         con.execute("COMMIT")
     except BaseException:
@@ -104,15 +106,13 @@ def ingest_spool(con: Any, path: Path, stored: dict[str, dict[str, str]] | None 
     return IngestedRun(run_id, opened.run.job_name, status, added, path), result.problem
 
 
-def ingest_pending(con: Any, log: Path, exclude: Path | None = None) -> Recovery:
+def ingest_pending(con: Any, log: Path) -> Recovery:
     """Ingest every complete spool of ``log`` (oldest first) through ``con``, an exclusive
     write connection to it. Spools still written by their run are left; a spool that cannot
     be ingested is left and named; a damaged log stops the recovery (its error is raised)."""
     recovery = Recovery(log)
     ready = []
     for path in pending_spools(log):
-        if path == exclude:
-            continue
         fd = lock_spool(path)
         if fd is None:
             if path.exists():
@@ -122,9 +122,12 @@ def ingest_pending(con: Any, log: Path, exclude: Path | None = None) -> Recovery
         if opened is None and os.fstat(fd).st_size == 0:
             remove_spool(path)  # created by a run killed before it wrote anything into it
             os.close(fd)
-        elif opened is None or absolute(Path(opened.log)) != absolute(log):
+        elif opened is None:
             os.close(fd)
-            recovery.left.append(f"{path}: not a spool of this event log")
+            recovery.left.append(f"{path}: its first frame cannot be read")
+        elif absolute(Path(opened.log)) != absolute(log):
+            os.close(fd)
+            recovery.left.append(f"{path}: a spool of another event log, {opened.log}")
         else:
             ready.append((opened.created_ns, str(path), path, fd))
     stored = stored_columns(con)
@@ -133,7 +136,7 @@ def ingest_pending(con: Any, log: Path, exclude: Path | None = None) -> Recovery
             try:
                 run, problem = ingest_spool(con, path, stored)
             except Exception as exc:
-                if damage_in(exc) or isinstance(exc, OSError):
+                if damage_in(exc):
                     raise
                 recovery.left.append(f"{path}: cannot be ingested: {exc}")
                 stored = stored_columns(con)  # forget tables the rolled-back transaction created

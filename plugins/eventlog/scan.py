@@ -100,9 +100,10 @@ def scan_table(con: Any, qualified: str, name: str, by_run: bool = True) -> Tabl
                 try:
                     parts.append((first, upto, _read(con, qualified, first, upto, by_run)))
                 except Exception as inner:
-                    if not damage_in(inner):
+                    why = damage_in(inner)
+                    if not why:
                         raise
-                    scan.bad.append((first, upto, damage_in(inner) or ""))
+                    scan.bad.append((first, upto, why))
                     if by_run:
                         scan.damaged_runs |= _runs_in(con, qualified, first, upto)
         for first, upto, rows in parts:
@@ -110,7 +111,7 @@ def scan_table(con: Any, qualified: str, name: str, by_run: bool = True) -> Tabl
             for run_id, count, _ in rows:
                 scan.rows[run_id] += count
     scan.good = _merge(scan.good)
-    scan.bad = [(a, b, why) for a, b, why in _merge_bad(scan.bad)]
+    scan.bad = _merge_bad(scan.bad)
     return scan
 
 
