@@ -229,3 +229,15 @@ def test_every_command_reading_a_damaged_log_gives_the_same_one_line_error(cli, 
     assert (code, out) == (1, "")
     assert err == f"rill: error: event log {log} is damaged ({detail}); {WAY_OUT}\n"
     assert (sha256(log) if log.is_file() else None) == before
+
+
+@pytest.mark.parametrize("kind", ["bad header", "zero bytes", "directory"])
+@pytest.mark.parametrize("command", [["log", "check"], ["log", "salvage", "saved.duckdb"]])
+def test_check_and_salvage_of_a_file_duckdb_cannot_open(cli, session_factory, tmp_path, kind, command):
+    log = tmp_path / "log.duckdb"
+    record(session_factory, log, {"one": 10})
+    detail = damage(log, kind)
+    code, out, err = cli(*command, "--set", f"eventlog.path={log}")
+    assert (code, out) == (1, "")
+    assert err == f"rill: error: event log {log} is damaged ({detail}): no run in it can be read\n"
+    assert not (tmp_path / "saved.duckdb").exists() and not (tmp_path / "saved.duckdb.partial").exists()

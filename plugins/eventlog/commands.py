@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
 from kernel.cli.common import config_options, format_table, open_session
 from kernel.errors import EventLogError, UsageError
+from plugins.eventlog.damage import LogDamaged
 from plugins.eventlog.plugin import event_store
 from plugins.eventlog.spool import pending_spools
+
+if TYPE_CHECKING:
+    from plugins.eventlog.store import EventStore
 
 
 @click.group("log")
@@ -46,6 +52,16 @@ def _describe_damage(scan) -> list[str]:
     return lines
 
 
+@contextmanager
+def _opened(store: EventStore) -> Iterator[Any]:
+    """The log as it is, for check and salvage; a file DuckDB cannot open has no run to give."""
+    try:
+        with store.inspect() as con:
+            yield con
+    except LogDamaged as exc:
+        raise EventLogError(f"event log {store.path} is damaged ({exc.detail}): no run in it can be read") from None
+
+
 @log_command.command("check")
 @config_options
 def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
@@ -54,7 +70,7 @@ def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
     from plugins.eventlog.store import CATALOG
 
     store = event_store(open_session(config_path, sets).config)
-    with store.inspect() as con:
+    with _opened(store) as con:
         scan = scan_log(con, CATALOG, store.path)
     rows = [(r.run_id, r.job_name, r.status, f"{r.events:,}", _state(r)) for r in scan.runs]
     click.echo(format_table(["run_id", "job", "status", "events", "state"], rows))
@@ -87,7 +103,7 @@ def salvage_command(out: str, config_path: str | None, sets: tuple[str, ...]) ->
         raise UsageError(f"{target} exists: give salvage a new file (it never overwrites one)")
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
-    with store.inspect() as con:
+    with _opened(store) as con:
         scan = scan_log(con, CATALOG, store.path)
         try:
             result = salvage(con, CATALOG, scan, partial)

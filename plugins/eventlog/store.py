@@ -214,14 +214,21 @@ class EventStore:
 
     @contextmanager
     def inspect(self) -> Iterator[Any]:
-        """A read-only connection to the log as it is, damaged or not: nothing is ingested,
-        marked or migrated (``rill log check`` and ``rill log salvage``)."""
+        """The log as it is, damaged or not, attached read-only as ``rill_log`` to a plain
+        in-memory DuckDB (``rill log check`` and ``rill log salvage``, which attaches the new
+        file next to it): nothing is ingested, marked or migrated."""
+        import duckdb
+
         drain_buses()
         if not self.path.exists():
             raise EventLogError(f"no event log at {self.path} (no run has been recorded there yet)")
         with self._locked(exclusive=False):
-            con = self._connect(read_only=True)
+            con = duckdb.connect()
             try:
+                try:
+                    con.execute(f"ATTACH '{str(self.path).replace(chr(39), chr(39) * 2)}' AS {CATALOG} (READ_ONLY)")
+                except duckdb.Error as exc:
+                    raise open_error(self.path, exc) from None
                 yield con
             finally:
                 con.close()
