@@ -123,6 +123,14 @@ class EventStore:
         """A read-write connection, waiting up to ``timeout`` for another process holding
         DuckDB's own lock of the file; a damaged file is refused before anything is written."""
         deadline = time.monotonic() + timeout
+        if self.path.with_name(self.path.name + ".wal").exists():
+            # a crashed writer's WAL is replayed into the file when it is opened for writing:
+            # check the file first, without writing
+            probe = self._connect(read_only=True)
+            try:
+                _check_complete(probe, self.path)
+            finally:
+                probe.close()
         while True:
             try:
                 con = self._connect(read_only=False)
