@@ -261,24 +261,24 @@ def test_a_log_held_by_a_long_writer_is_waited_for_boundedly_then_the_run_spools
 def test_a_run_switching_from_the_log_to_the_spool_mid_run_loses_nothing(tmp_path):
     log = tmp_path / "log.duckdb"
     holder = LongWriter(log)
-    child = start_child(log, "switched", 20_000, "100 ms", "200 ms")  # its first batch is in the log
+    child = start_child(log, "switched", 100_000, "100 ms", "200 ms")  # its first batch is in the log
     holder.hold()
     _, err = child.communicate(timeout=120)
     assert child.returncode == 0, err
     spool = only_spool(log)
     run_id, first = spool.name.split("-")[0], int(spool.name.split("-")[1].split(".")[0])
-    assert 0 < first < 20_001
-    assert err == NOTICE.format(run=run_id, log=log, why="another process holds it", n=20_002 - first,
+    assert 0 < first < 100_001
+    assert err == NOTICE.format(run=run_id, log=log, why="another process holds it", n=100_002 - first,
                                 spool=spool).replace("since seq 0", f"since seq {first}")
     holder.release()
-    assert log_counts(log, run_id) == ("finished", 20_002, 20_002, 0, 20_001)  # the reader ingested the spool
+    assert log_counts(log, run_id) == ("finished", 100_002, 100_002, 0, 100_001)  # the reader ingested the spool
     assert not spool.exists()
 
 
 def test_a_spooling_run_goes_back_to_its_log_once_it_can_write_it_again(tmp_path):
     log = tmp_path / "log.duckdb"
     holder = LongWriter(log)
-    child = start_child(log, "back", 100_000, "100 ms", "200 ms")
+    child = start_child(log, "back", 200_000, "100 ms", "200 ms")
     holder.hold()
     spool_dir = spool_dirs(log)[0]
     deadline = time.monotonic() + 60
@@ -290,7 +290,7 @@ def test_a_spooling_run_goes_back_to_its_log_once_it_can_write_it_again(tmp_path
     assert (child.returncode, err) == (0, "")
     assert list(spool_dir.iterdir()) == []  # it ingested its own spool
     run_id = run_id_of(log, "back")
-    assert log_counts(log, run_id) == ("finished", 100_002, 100_002, 0, 100_001)
+    assert log_counts(log, run_id) == ("finished", 200_002, 200_002, 0, 200_001)
 
 
 def spool_in_frames(session_factory, log: Path, batches: int) -> tuple[str, Path, list[int]]:
