@@ -12,7 +12,6 @@ from kernel.cli.common import config_options, format_table, open_session
 from kernel.errors import EventLogError, UsageError
 from plugins.eventlog.damage import LogDamaged
 from plugins.eventlog.plugin import event_store
-from plugins.eventlog.spool import pending_spools
 
 if TYPE_CHECKING:
     from plugins.eventlog.store import EventStore
@@ -27,6 +26,8 @@ def log_command() -> None:
 @config_options
 def recover_command(config_path: str | None, sets: tuple[str, ...]) -> None:
     """Ingest the runs spooled while the event log could not be written."""
+    from plugins.eventlog.spool import pending_spools
+
     store = event_store(open_session(config_path, sets).config)
     if not pending_spools(store.path):
         click.echo(f"nothing to recover: no spooled runs wait for {store.path}")
@@ -67,6 +68,7 @@ def _opened(store: EventStore) -> Iterator[Any]:
 def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
     """Read every row of the event log: which runs are intact, what is damaged."""
     from plugins.eventlog.scan import scan_log
+    from plugins.eventlog.spool import pending_spools
     from plugins.eventlog.store import CATALOG
 
     store = event_store(open_session(config_path, sets).config)
