@@ -27,7 +27,7 @@ class EventLogOptions(Section):
     lock_timeout: Annotated[
         DurationMs,
         msgspec.Meta(ge=0, description="how long a run waits for a busy event log before it spools its events"),
-    ] = msgspec.field(name="eventlog.lock-timeout", default=1000)
+    ] = msgspec.field(name="eventlog.lock-timeout", default=5000)
 
 
 def rill_home() -> Path:

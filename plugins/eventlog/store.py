@@ -84,7 +84,7 @@ def _check_complete(con: Any, path: Path) -> None:
 
 
 class EventStore:
-    def __init__(self, path: str | os.PathLike, lock_timeout: float = 1.0) -> None:
+    def __init__(self, path: str | os.PathLike, lock_timeout: float = 5.0) -> None:
         self.path = Path(path)
         #: seconds a run's writer waits for the file before it spools
         self.lock_timeout = lock_timeout

@@ -124,7 +124,8 @@ class DuckDBEventWriter:
             metadata=json.dumps(self.run.metadata, default=str),
         )
         if not self._to_log(
-            lambda con: record_end(con, self.run.id, ended.status, ended.ended_at, ended.updated_at, ended.metadata)
+            lambda con: record_end(con, self.run.id, ended.status, ended.ended_at, ended.updated_at, ended.metadata),
+            self.store.lock_timeout,
         ):
             self._to_spool(ended, self.events)
         if self.spool is not None:
@@ -138,13 +139,19 @@ class DuckDBEventWriter:
 
     # -- the log or the spool ---------------------------------------------------------------
 
-    def _to_log(self, action: Callable[[Any], None]) -> bool:
+    def _to_log(self, action: Callable[[Any], None], wait: float | None = None) -> bool:
         """Do ``action`` on the log, after ingesting what is pending; False when the log
-        cannot be written now."""
+        cannot be written now. Waits for a busy log up to ``wait`` seconds: by default
+        ``eventlog.lock-timeout``, and no longer than a flush interval while spooling (each
+        batch is then stored within about one flush interval, in the spool)."""
         import duckdb
 
+        if wait is None:
+            wait = self.store.lock_timeout
+            if self.spool is not None:
+                wait = min(wait, self.run.bus.flush_interval)
         try:
-            with self.store.write() as con:
+            with self.store.write(wait) as con:
                 if self.spool is not None:
                     self._ingest_own_spool(con)
                 elif not self._registered:
