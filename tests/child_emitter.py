@@ -1,8 +1,10 @@
 """A child process for event-log tests: one realtime run emitting events steadily.
 
-    python child_emitter.py LOG_PATH JOB_NAME COUNT FLUSH_INTERVAL
+    python child_emitter.py LOG_PATH JOB_NAME COUNT FLUSH_INTERVAL [LOCK_TIMEOUT]
 
-COUNT < 0 emits until killed. Prints "started" once the run is registered.
+COUNT < 0 emits until killed. Prints "started" once the run's first batch is stored, then,
+for every batch, "taking FIRST LAST" before the event log's writer gets it and "flushed LAST"
+once the writer is done with it (seq numbers).
 """
 
 import sys
@@ -11,10 +13,31 @@ import time
 from kernel.events import MessageDelayed
 from kernel.session import Session
 
+
+class FlushReport:
+    """An observer printing the batches it sees (on the flusher thread)."""
+
+    def __init__(self, word: str, last_only: bool) -> None:
+        self.word = word
+        self.last_only = last_only
+
+    def events_emitted(self, batch) -> None:
+        last = batch.first_seq + len(batch.events) - 1
+        print(f"{self.word} {last}" if self.last_only else f"{self.word} {batch.first_seq} {last}", flush=True)
+
+    def close(self, status: str) -> None:
+        pass
+
+
 path, name, count, flush = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-session = Session.open(sets=[f"eventlog.path={path}", f"rill.events.flush-interval={flush}"], environ={})
+sets = [f"eventlog.path={path}", f"rill.events.flush-interval={flush}"]
+if len(sys.argv) > 5:
+    sets.append(f"eventlog.lock-timeout={sys.argv[5]}")
+session = Session.open(sets=sets, environ={})
 run = session.new_run(name)
 run.start()
+run.bus.observers.insert(0, FlushReport("taking", last_only=False))
+run.bus.observers.append(FlushReport("flushed", last_only=True))
 run.bus.flush()
 print("started", flush=True)
 emit, now = run.bus.emit, run.clock.now

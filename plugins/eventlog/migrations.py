@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from kernel.errors import EventLogError
-from plugins.eventlog.schema import SCHEMA, EventTable
+from plugins.eventlog.schema import SCHEMA, TableSpec
 
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (
@@ -49,10 +49,16 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
 LATEST = MIGRATIONS[-1][0]
 
 
+class SchemaConflict(EventLogError):
+    """An event's Struct no longer matches its table (a retyped field): a bug, not a
+    problem of the file, so its events are not spooled either."""
+
+
 def schema_version(con: Any) -> int:
     """The highest applied migration (0 for an empty database)."""
     exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'migrations'",
+        "SELECT count(*) FROM information_schema.tables WHERE table_catalog = current_database() "
+        "AND table_schema = ? AND table_name = 'migrations'",
         [SCHEMA],
     ).fetchone()[0]
     if not exists:
@@ -96,9 +102,9 @@ def stored_columns(con: Any) -> dict[str, dict[str, str]]:
     return {tag: json.loads(columns) for tag, columns in rows}
 
 
-def sync_event_table(con: Any, table: EventTable, stored: dict[str, dict[str, str]]) -> None:
+def sync_event_table(con: Any, table: TableSpec, stored: dict[str, dict[str, str]]) -> None:
     """Create the table of an event type, or add the columns its Struct gained."""
-    wanted = {c.name: c.sql_type for c in table.columns}
+    wanted = dict(table.columns)
     have = stored.get(table.tag)
     if have == wanted:
         return
@@ -109,20 +115,20 @@ def sync_event_table(con: Any, table: EventTable, stored: dict[str, dict[str, st
             if name not in have:
                 con.execute(f'ALTER TABLE {table.qualified} ADD COLUMN "{name}" {sql_type}')
             elif have[name] != sql_type:
-                raise EventLogError(
+                raise SchemaConflict(
                     f"event {table.tag}.{name} changed type from {have[name]} to {sql_type}; "
                     "a field is never retyped: add a new field instead"
                 )
         wanted = {**have, **wanted}
     con.execute(
         f"INSERT OR REPLACE INTO {SCHEMA}.event_tables VALUES (?, ?, ?, ?)",
-        [table.tag, table.name, f"{table.event_type.__module__}.{table.event_type.__qualname__}", json.dumps(wanted)],
+        [table.tag, table.name, table.event_class, json.dumps(wanted)],
     )
     stored[table.tag] = wanted
-    _refresh_events_view(con, stored)
+    refresh_events_view(con, stored)
 
 
-def _refresh_events_view(con: Any, stored: dict[str, dict[str, str]]) -> None:
+def refresh_events_view(con: Any, stored: dict[str, dict[str, str]]) -> None:
     """``rill.events``: every event of every run as (run_id, seq, time, kind, payload JSON)."""
     parts = []
     for tag in sorted(stored):

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
 from kernel import hookimpl
 from kernel.config import Config, Section
+from kernel.configtypes import DurationMs
+
+if TYPE_CHECKING:
+    from plugins.eventlog.store import EventStore
 
 DEFAULT_HOME = ".rill"
 DEFAULT_FILE = "rill.duckdb"
@@ -20,13 +24,27 @@ class EventLogOptions(Section):
         str,
         msgspec.Meta(description="DuckDB file of the event log (default: $RILL_HOME/rill.duckdb, RILL_HOME=./.rill)"),
     ] = msgspec.field(name="eventlog.path", default="")
+    lock_timeout: Annotated[
+        DurationMs,
+        msgspec.Meta(ge=0, description="how long a run waits for a busy event log before it spools its events"),
+    ] = msgspec.field(name="eventlog.lock-timeout", default=5000)
+
+
+def rill_home() -> Path:
+    return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser()
 
 
 def log_path(config: Config) -> Path:
     configured = config.section(EventLogOptions).path
     if configured:
         return Path(configured).expanduser()
-    return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser() / DEFAULT_FILE
+    return rill_home() / DEFAULT_FILE
+
+
+def event_store(config: Config) -> EventStore:
+    from plugins.eventlog.store import EventStore
+
+    return EventStore(log_path(config), lock_timeout=config.section(EventLogOptions).lock_timeout / 1000)
 
 
 @hookimpl
@@ -35,15 +53,19 @@ def register_config(register):
 
 
 @hookimpl
+def register_commands(register):
+    from plugins.eventlog.commands import log_command
+
+    register(log_command)
+
+
+@hookimpl
 def create_event_observers(run):
-    from plugins.eventlog.store import EventStore
     from plugins.eventlog.writer import DuckDBEventWriter
 
-    return DuckDBEventWriter(EventStore(log_path(run.config)), run)
+    return DuckDBEventWriter(event_store(run.config), run)
 
 
 @hookimpl
 def open_event_store(config):
-    from plugins.eventlog.store import EventStore
-
-    return EventStore(log_path(config))
+    return event_store(config)

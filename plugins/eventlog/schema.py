@@ -29,20 +29,35 @@ class Column:
     json: bool = False
 
 
-@dataclass(frozen=True)
-class EventTable:
+class TableSpec(msgspec.Struct, frozen=True):
+    """What the log knows of an event table: enough to create it and fill it without the
+    event's Struct (spooled batches are ingested by processes that may not have it)."""
+
     tag: str
     name: str
-    event_type: type[Event]
-    columns: tuple[Column, ...]  # run_id excluded (a constant per batch)
+    event_class: str
+    columns: list[tuple[str, str]]  # (name, sql type), run_id excluded
 
     @property
     def qualified(self) -> str:
         return f"{SCHEMA}.{self.name}"
 
     def ddl(self) -> str:
-        cols = ", ".join(f'"{c.name}" {c.sql_type}' for c in self.columns)
+        cols = ", ".join(f'"{name}" {sql_type}' for name, sql_type in self.columns)
         return f"CREATE TABLE IF NOT EXISTS {self.qualified} (run_id VARCHAR, {cols})"
+
+
+@dataclass(frozen=True)
+class EventTable:
+    tag: str
+    name: str
+    event_type: type[Event]
+    columns: tuple[Column, ...]  # run_id excluded (a constant per batch)
+    spec: TableSpec
+
+    @property
+    def qualified(self) -> str:
+        return f"{SCHEMA}.{self.name}"
 
 
 def _sql_type(info: mi.Type) -> tuple[str, bool]:
@@ -78,7 +93,11 @@ def table_for(event_type: type[Event]) -> EventTable:
         sql_type, as_json = _sql_type(field.type)
         columns.append(Column(field.encode_name, field.name, sql_type, as_json))
     tag = tag_of(event_type)
-    return EventTable(tag, TABLE_PREFIX + tag, event_type, tuple(columns))
+    name = TABLE_PREFIX + tag
+    spec = TableSpec(
+        tag, name, f"{event_type.__module__}.{event_type.__qualname__}", [(c.name, c.sql_type) for c in columns]
+    )
+    return EventTable(tag, name, event_type, tuple(columns), spec)
 
 
 _ARROW_TYPES: dict[str, Any] = {}
@@ -94,20 +113,24 @@ def _arrow_type(sql_type: str):
     return _ARROW_TYPES[sql_type]
 
 
-def to_arrow(table: EventTable, events: list[Event]):
-    """Columnar conversion of events of one type into an Arrow table."""
-    import pyarrow as pa
-
-    arrays = []
-    names = []
+def column_values(table: EventTable, events: list[Event]) -> list[list[Any]]:
+    """The values of events of one type, column by column (structured fields as JSON text)."""
+    columns = []
     encode = msgspec.json.encode
     for column in table.columns:
         values = list(map(attrgetter(column.attribute), events))
         if column.json:
             values = [None if v is None else encode(v).decode() for v in values]
-        arrays.append(pa.array(values, type=_arrow_type(column.sql_type)))
-        names.append(column.name)
-    return pa.Table.from_arrays(arrays, names=names)
+        columns.append(values)
+    return columns
+
+
+def to_arrow(spec: TableSpec, columns: list[list[Any]]):
+    """An Arrow table of an event table's columns (as :func:`column_values` gives them)."""
+    import pyarrow as pa
+
+    arrays = [pa.array(values, type=_arrow_type(sql_type)) for (_, sql_type), values in zip(spec.columns, columns)]
+    return pa.Table.from_arrays(arrays, names=[name for name, _ in spec.columns])
 
 
 def group_by_type(events: Iterable[Event]) -> dict[type[Event], list[Event]]:

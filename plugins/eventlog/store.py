@@ -2,31 +2,47 @@
 
 DuckDB lets one process write a file, or many read it. Every writer therefore holds the
 file only for one short flush under an exclusive ``flock`` of ``<file>.lock``; readers hold
-a shared lock while they query. Two runs at once take turns for a few milliseconds per
+a shared lock while they query (:mod:`plugins.eventlog.locking`). Two runs at once take turns for a few milliseconds per
 flush interval and never block their runtimes (their flusher threads wait, not the loop).
 
 A run whose process died without ending it (SIGKILL, power cut) is found by the next
 reader or writer — its status is ``running`` but its process is gone — and marked
 ``crashed``; everything flushed before the crash stays.
+
+A run's writer waits for the file at most ``eventlog.lock-timeout``, then spools (see
+:mod:`plugins.eventlog.spool`); a command waits at most a minute, then reports the log busy.
+Before reading, pending spools of the log are ingested (:meth:`EventStore.recover`). A damaged
+log (:mod:`plugins.eventlog.damage`) is never written to.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
+import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from kernel.errors import EventLogError
 from kernel.eventbus import drain_buses
+from plugins.eventlog.damage import LogDamaged, LogLocked, check_complete, damage_in, open_error
+from plugins.eventlog.locking import log_lock
 from plugins.eventlog.migrations import LATEST, check_version, migrate, schema_version
 from plugins.eventlog.schema import SCHEMA
+from plugins.eventlog.spool import pending_spools
+
+if TYPE_CHECKING:
+    from plugins.eventlog.ingest import Recovery
 
 #: the name the log's file is attached under in every connection
 CATALOG = "rill_log"
 _MIGRATED: set[str] = set()
+#: seconds a command (a reader, a recovery) waits for the log before it gives up
+COMMAND_WAIT = 60.0
+#: resolved path -> (device, inode, size) of the file when it was last found complete (or written)
+_COMPLETE: dict[str, tuple[int, int, int]] = {}
 
 
 def process_start(pid: int) -> int | None:
@@ -51,24 +67,42 @@ def process_alive(pid: int, start: int | None) -> bool:
     return True
 
 
+def _file_state(path: Path) -> tuple[int, int, int]:
+    stat = path.stat()
+    return stat.st_dev, stat.st_ino, stat.st_size
+
+
+def _check_complete(con: Any, path: Path) -> None:
+    """:func:`check_complete`, skipped while the file is the one found complete before and
+    has not shrunk since (checking reads the metadata of every table)."""
+    key = str(path.resolve())
+    device, inode, size = _file_state(path)
+    seen = _COMPLETE.get(key)
+    if seen is None or seen[:2] != (device, inode) or size < seen[2]:
+        check_complete(con, CATALOG, path)
+    _COMPLETE[key] = (device, inode, size)
+
+
 class EventStore:
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, lock_timeout: float = 5.0) -> None:
         self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        #: seconds a run's writer waits for the file before it spools
+        self.lock_timeout = lock_timeout
+        #: a recovery before reading failed (the spools wait): not tried again by this store
+        self._recovery_failed = False
 
     def exists(self) -> bool:
+        """Whether the log exists, once this process's runs are stored and pending spools
+        ingested (which may create it)."""
         drain_buses()
+        if not self._recovery_failed and pending_spools(self.path):
+            self._recover_pending()
         return self.path.exists()
 
     @contextmanager
-    def _locked(self, exclusive: bool) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    def _locked(self, exclusive: bool, timeout: float = COMMAND_WAIT) -> Iterator[None]:
+        with log_lock(self.path, exclusive, timeout):
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
     def _connect(self, read_only: bool) -> Any:
         """An in-memory DuckDB with the log attached as catalog ``rill_log`` (whatever the
@@ -81,26 +115,89 @@ class EventStore:
             con.execute(f"ATTACH '{path}' AS {CATALOG}{' (READ_ONLY)' if read_only else ''}")
         except duckdb.Error as exc:
             con.close()
-            raise EventLogError(
-                f"cannot open event log {self.path} (corrupt, or not a DuckDB file?): "
-                f"{str(exc).splitlines()[0]}"
-            ) from None
+            raise open_error(self.path, exc) from None
         con.execute(f"USE {CATALOG}")
         return con
 
-    @contextmanager
-    def write(self) -> Iterator[Any]:
-        """An exclusive read-write connection, migrated to the latest schema."""
-        with self._locked(exclusive=True):
-            con = self._connect(read_only=False)
+    def _attach_writable(self, timeout: float) -> Any:
+        """A read-write connection, waiting up to ``timeout`` for another process holding
+        DuckDB's own lock of the file; a damaged file is refused before anything is written."""
+        deadline = time.monotonic() + timeout
+        if self.path.with_name(self.path.name + ".wal").exists():
+            # a crashed writer's WAL is replayed into the file when it is opened for writing:
+            # check the file first, without writing
+            probe = self._connect(read_only=True)
             try:
-                key = str(self.path.resolve())
-                if key not in _MIGRATED:
-                    migrate(con, str(self.path))
-                    _MIGRATED.add(key)
-                yield con
+                _check_complete(probe, self.path)
             finally:
+                probe.close()
+        while True:
+            try:
+                con = self._connect(read_only=False)
+                break
+            except LogLocked:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
+        try:
+            _check_complete(con, self.path)
+            key = str(self.path.resolve())
+            if key not in _MIGRATED:
+                migrate(con, str(self.path))
+                _MIGRATED.add(key)
+        except BaseException as exc:
+            con.close()
+            detail = damage_in(exc)
+            if detail and not isinstance(exc, LogDamaged):
+                raise LogDamaged(self.path, detail) from None
+            raise
+        return con
+
+    @contextmanager
+    def write(self, timeout: float | None = None) -> Iterator[Any]:
+        """An exclusive read-write connection, migrated to the latest schema, waiting up to
+        ``timeout`` seconds for the file (a run's writer: ``lock_timeout``)."""
+        timeout = self.lock_timeout if timeout is None else timeout
+        with self._locked(exclusive=True, timeout=timeout):
+            con = self._attach_writable(timeout)
+            try:
+                yield con
+            except BaseException as exc:
                 con.close()
+                detail = damage_in(exc)
+                if detail and not isinstance(exc, LogDamaged):
+                    raise LogDamaged(self.path, detail) from exc
+                raise
+            con.close()
+            _COMPLETE[str(self.path.resolve())] = _file_state(self.path)  # as this write left it
+
+    def recover(self) -> Recovery:
+        """Ingest the log's pending spools (see :mod:`plugins.eventlog.ingest`)."""
+        from plugins.eventlog.ingest import ingest_pending
+
+        with self.write(COMMAND_WAIT) as con:
+            return ingest_pending(con, self.path)
+
+    def _recover_pending(self) -> None:
+        """Ingest pending spools before reading, saying so on stderr. A damaged log is
+        reported as such; a log that cannot be written now keeps them waiting."""
+        try:
+            recovery = self.recover()
+        except LogDamaged:
+            raise
+        except EventLogError as exc:
+            self._recovery_failed = True
+            waiting = len(pending_spools(self.path))
+            print(f"rill: warning: {waiting} spooled run(s) wait to be ingested: {exc}", file=sys.stderr)
+            return
+        if recovery.ingested:
+            print(
+                f"rill: ingested {recovery.runs} spooled run(s), {recovery.events:,} events, into {self.path}",
+                file=sys.stderr,
+            )
+        for problem in recovery.left:
+            if "still writing" not in problem:
+                print(f"rill: warning: spool {problem}", file=sys.stderr)
 
     @contextmanager
     def read(self) -> Iterator[Any]:
@@ -115,6 +212,32 @@ class EventStore:
                 check_version(schema_version(con), str(self.path))
                 con.execute(f"SET search_path = '{CATALOG}.{SCHEMA},{CATALOG}.main'")
                 yield con
+            except Exception as exc:
+                detail = damage_in(exc)
+                if detail:
+                    raise LogDamaged(self.path, detail) from None
+                raise
+            finally:
+                con.close()
+
+    @contextmanager
+    def inspect(self) -> Iterator[Any]:
+        """The log as it is, damaged or not, attached read-only as ``rill_log`` to a plain
+        in-memory DuckDB (``rill log check`` and ``rill log salvage``, which attaches the new
+        file next to it): nothing is ingested, marked or migrated."""
+        import duckdb
+
+        drain_buses()
+        if not self.path.exists():
+            raise EventLogError(f"no event log at {self.path} (no run has been recorded there yet)")
+        with self._locked(exclusive=False):
+            con = duckdb.connect()
+            try:
+                try:
+                    con.execute(f"ATTACH '{str(self.path).replace(chr(39), chr(39) * 2)}' AS {CATALOG} (READ_ONLY)")
+                except duckdb.Error as exc:
+                    raise open_error(self.path, exc) from None
+                yield con
             finally:
                 con.close()
 
@@ -124,6 +247,7 @@ class EventStore:
         with self._locked(exclusive=False):
             con = self._connect(read_only=True)
             try:
+                _check_complete(con, self.path)
                 version = schema_version(con)
                 check_version(version, str(self.path))
                 if version == 0:
@@ -137,14 +261,19 @@ class EventStore:
                 con.close()
         dead = [run_id for run_id, pid, start in rows if not process_alive(pid, start)]
         if 0 < version < LATEST:
-            with self.write():  # upgrade a log written by an older rill before reading it
+            with self.write(COMMAND_WAIT):  # upgrade a log written by an older rill before reading it
                 pass
         if dead:
-            with self.write() as con:
-                con.executemany(
-                    f"UPDATE {SCHEMA}.runs SET status = 'crashed', ended_at = updated_at "
-                    "WHERE run_id = ? AND status = 'running'",
-                    [[run_id] for run_id in dead],
-                )
+            try:
+                with self.write(COMMAND_WAIT) as con:
+                    con.executemany(
+                        f"UPDATE {SCHEMA}.runs SET status = 'crashed', ended_at = updated_at "
+                        "WHERE run_id = ? AND status = 'running'",
+                        [[run_id] for run_id in dead],
+                    )
+            except LogDamaged:
+                raise
+            except EventLogError:
+                return []  # a log nobody may write is read as it is
         return dead
 

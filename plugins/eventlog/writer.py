@@ -1,38 +1,63 @@
-"""The event observer that stores batches in the DuckDB event log.
+"""The event observer that stores batches in the DuckDB event log, or spools them.
 
-Runs on the event bus's flusher thread: the conversion to Arrow columns and the insert never
-touch the runtime's thread. Each batch is one transaction, so a crash leaves whole batches.
+Runs on the event bus's flusher thread: the conversion to columns, the insert and the spool
+never touch the runtime's thread. Each batch is one transaction, so a crash leaves whole batches.
+
+When the log cannot be written — damaged, a directory, in a directory rill may not write,
+held by another process longer than ``eventlog.lock-timeout`` — the batch goes to the run's
+spool file instead (fsynced: a crash keeps it, see :mod:`plugins.eventlog.spool`). At every
+later flush the writer tries the log again; once it can write it, it first ingests its own
+spool, then writes the log again. A spool still there when the run ends is
+named in one line on stderr; the next command that can write the log ingests it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
+from kernel.errors import EventLogError
 from kernel.eventbus import EventBatch
-from plugins.eventlog.migrations import stored_columns, sync_event_table
-from plugins.eventlog.schema import SCHEMA, EventTable, group_by_type, table_for, to_arrow
+from plugins.eventlog.damage import reason
+from plugins.eventlog.ingest import ingest_pending, ingest_spool
+from plugins.eventlog.migrations import SchemaConflict, stored_columns, sync_event_table
+from plugins.eventlog.runs import RunRow, micros, now_micros, record_end, record_progress, register_run, run_row
+from plugins.eventlog.schema import EventTable, TableSpec, column_values, group_by_type, table_for, to_arrow
+from plugins.eventlog.spool import (
+    BatchSpooled,
+    Frame,
+    RunClosed,
+    SpoolOpened,
+    SpoolWriter,
+    TableRows,
+    absolute,
+    remove_spool,
+)
 from plugins.eventlog.store import EventStore, process_start
 
 if TYPE_CHECKING:
     from kernel.run import Run
 
 
-def _micros(epoch_seconds: float | None) -> int | None:
-    return None if epoch_seconds is None else int(epoch_seconds * 1_000_000)
-
-
 class DuckDBEventWriter:
     def __init__(self, store: EventStore, run: Run) -> None:
         self.store = store
         self.run = run
+        #: events of the run delivered so far (stored or spooled)
         self.events = 0
         self._tables: dict[type, EventTable] = {}
         self._stored: dict[str, dict[str, str]] | None = None
         self._registered = False
+        self._row: RunRow | None = None
         self._clock_start: int | None = None
         self._clock_end: int | None = None
+        #: the spool file batches go to while the log cannot be written
+        self.spool: SpoolWriter | None = None
+        #: why the log could not be written, the last time it could not
+        self.problem = ""
 
     def _table(self, event_type: type) -> EventTable:
         table = self._tables.get(event_type)
@@ -40,60 +65,134 @@ class DuckDBEventWriter:
             table = self._tables[event_type] = table_for(event_type)
         return table
 
-    def _register_run(self, con) -> None:
-        info = self.run.info()
-        con.execute(
-            f"""INSERT OR REPLACE INTO {SCHEMA}.runs (run_id, job_name, status, clock, seed, config, plugins,
-                rill_version, started_at, updated_at, pid, pid_start, host, events, metadata)
-                VALUES (?, ?, 'running', ?, ?, ?, ?, ?, make_timestamp(?), make_timestamp(?), ?, ?, ?, 0, ?)""",
-            [
-                info["run_id"], info["job_name"], info["clock"], info["seed"],
-                json.dumps(info["config"], default=str), json.dumps(info["plugins"]), info["rill_version"],
-                _micros(info["started_at"]), _micros(time.time()), info["pid"], process_start(info["pid"]),
-                info["host"], json.dumps(info["metadata"], default=str),
-            ],
-        )
-        self._registered = True
+    def _run_row(self) -> RunRow:
+        if self._row is None:
+            self._row = run_row(self.run, process_start(os.getpid()))
+        return self._row
+
+    def _all_tables(self) -> list[TableSpec]:
+        """Every table a view may read, so each exists once the run is in the log."""
+        return [self._table(event_type).spec for event_type in self.run.session.events.types()]
+
+    # -- batches ------------------------------------------------------------------------------
 
     def events_emitted(self, batch: EventBatch) -> None:
-        converted = [(self._table(kind), events) for kind, events in group_by_type(batch.events).items()]
-        converted = [(table, to_arrow(table, events)) for table, events in converted]
+        tables = []
+        for kind, events in group_by_type(batch.events).items():
+            table = self._table(kind)
+            tables.append((table.spec, column_values(table, events)))
         if self._clock_start is None:
             self._clock_start = batch.events[0].time
         self._clock_end = max(self._clock_end or batch.events[-1].time, batch.events[-1].time)
-        with self.store.write() as con:
-            if self._stored is None:
-                self._stored = stored_columns(con)
-            con.execute("BEGIN TRANSACTION")
-            if not self._registered:
-                self._register_run(con)
-                for event_type in self.run.session.events.types():  # every table a view may read exists
-                    sync_event_table(con, self._table(event_type), self._stored)
-            for table, data in converted:
-                sync_event_table(con, table, self._stored)
-                con.register("rill_batch", data)
-                con.execute(
-                    f"INSERT INTO {table.qualified} BY NAME SELECT ?::VARCHAR AS run_id, * FROM rill_batch",
-                    [batch.run_id],
-                )
-                con.unregister("rill_batch")
-            self.events += len(batch.events)
+        self.events += len(batch.events)
+        updated_at = now_micros()
+        if self._to_log(lambda con: self._insert(con, tables, updated_at)):
+            return
+        self._to_spool(
+            BatchSpooled(
+                first_seq=batch.first_seq, count=len(batch.events), events_total=self.events,
+                clock_start=self._clock_start, clock_end=self._clock_end, updated_at=updated_at,
+                tables=[TableRows(spec, columns) for spec, columns in tables],
+            ),
+            batch.first_seq,
+        )
+
+    def _insert(self, con: Any, tables: list[tuple[TableSpec, list[list[Any]]]], updated_at: int) -> None:
+        if self._stored is None:
+            self._stored = stored_columns(con)
+        con.execute("BEGIN TRANSACTION")
+        if not self._registered:
+            register_run(con, self._run_row(), updated_at)
+            for spec in self._all_tables():
+                sync_event_table(con, spec, self._stored)
+        for spec, columns in tables:
+            sync_event_table(con, spec, self._stored)
+            con.register("rill_batch", to_arrow(spec, columns))
             con.execute(
-                f"""UPDATE {SCHEMA}.runs SET events = ?, updated_at = make_timestamp(?), clock_start = ?,
-                    clock_end = ? WHERE run_id = ?""",
-                [self.events, _micros(time.time()), self._clock_start, self._clock_end, batch.run_id],
+                f"INSERT INTO {spec.qualified} BY NAME SELECT ?::VARCHAR AS run_id, * FROM rill_batch", [self.run.id]
             )
-            con.execute("COMMIT")
+            con.unregister("rill_batch")
+        record_progress(con, self.run.id, self.events, updated_at, self._clock_start, self._clock_end)
+        con.execute("COMMIT")
+        self._registered = True
 
     def close(self, status: str) -> None:
-        if not self._registered:
+        if not self._registered and self.spool is None:
             return
-        with self.store.write() as con:
-            con.execute(
-                f"""UPDATE {SCHEMA}.runs SET status = ?, ended_at = make_timestamp(?), updated_at = make_timestamp(?),
-                    metadata = ? WHERE run_id = ?""",
-                [
-                    status, _micros(self.run.ended_at), _micros(time.time()),
-                    json.dumps(self.run.metadata, default=str), self.run.id,
-                ],
+        ended = RunClosed(
+            status=status, ended_at=micros(self.run.ended_at), updated_at=now_micros(),
+            metadata=json.dumps(self.run.metadata, default=str),
+        )
+        if not self._to_log(
+            lambda con: record_end(con, self.run.id, ended.status, ended.ended_at, ended.updated_at, ended.metadata),
+            self.store.lock_timeout,
+        ):
+            self._to_spool(ended, self.events)
+        if self.spool is not None:
+            self.spool.close()
+            print(
+                f"rill: warning: run {self.run.id}: event log {self.store.path} cannot be written ({self.problem}); "
+                f"its {self.spool.events:,} events since seq {self.spool.first_seq} are spooled in {self.spool.path}, "
+                "and the next command that can write the log ingests them (`rill log recover`)",
+                file=sys.stderr, flush=True,
             )
+
+    # -- the log or the spool ---------------------------------------------------------------
+
+    def _to_log(self, action: Callable[[Any], None], wait: float | None = None) -> bool:
+        """Do ``action`` on the log, after ingesting what is pending; False when the log
+        cannot be written now. Waits for a busy log up to ``wait`` seconds: by default
+        ``eventlog.lock-timeout``, and no longer than a flush interval while spooling (each
+        batch is then stored within about one flush interval, in the spool)."""
+        import duckdb
+
+        if wait is None:
+            wait = self.store.lock_timeout
+            if self.spool is not None:
+                wait = min(wait, self.run.bus.flush_interval)
+        try:
+            with self.store.write(wait) as con:
+                if self.spool is not None:
+                    self._ingest_own_spool(con)
+                elif not self._registered:
+                    self._ingest_others(con)
+                action(con)
+            return True
+        except SchemaConflict:
+            raise
+        except (EventLogError, OSError, duckdb.Error) as exc:
+            self._stored = None  # a rolled-back transaction may have created tables
+            self.problem = reason(exc)
+            return False
+
+    def _ingest_own_spool(self, con: Any) -> None:
+        assert self.spool is not None
+        ingest_spool(con, self.spool.path)
+        remove_spool(self.spool.path)
+        self.spool.close()
+        self.spool = None
+        self._registered = True
+        self._stored = None
+
+    def _ingest_others(self, con: Any) -> None:
+        recovery = ingest_pending(con, self.store.path)
+        if recovery.ingested:
+            print(
+                f"rill: ingested {recovery.runs} spooled run(s), {recovery.events:,} events, into {self.store.path}",
+                file=sys.stderr, flush=True,
+            )
+
+    def _to_spool(self, frame: Frame, first_seq: int) -> None:
+        try:
+            if self.spool is None:
+                opened = SpoolOpened(
+                    log=str(absolute(self.store.path)), run_id=self.run.id, created_ns=time.time_ns(),
+                    run=self._run_row(), tables=self._all_tables(),
+                )
+                self.spool = SpoolWriter.create(self.store.path, opened, first_seq)
+            self.spool.append(frame)
+        except (EventLogError, OSError) as exc:
+            raise EventLogError(
+                f"run {self.run.id}: event log {self.store.path} cannot be written ({self.problem}) and its events "
+                f"cannot be spooled ({exc}): events from seq {first_seq} on are lost"
+            ) from None

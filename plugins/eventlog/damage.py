@@ -1,0 +1,118 @@
+"""Telling a damaged event log from one that is only busy or out of reach.
+
+A damaged log (not a DuckDB file, empty, a directory, truncated, corrupt blocks) is one error
+whatever the damage, naming the file and the way out; rill never writes to it. A log locked
+by another process, or in a directory rill may not write, is not damaged: runs spool their
+events until it can be written again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from kernel.errors import EventLogError
+
+#: DuckDB's file header: the main header and two database headers of 4 KiB each
+HEADER_BYTES = 3 * 4096
+
+_LOCKED = ("Could not set lock on file", "Conflicting lock")
+_OUT_OF_REACH = ("Permission denied", "Read-only file system", "No space left", "Too many open files",
+                 "No such file or directory", "Disk quota exceeded")
+_DAMAGED = ("not a valid DuckDB database file", "Could not read enough bytes", "Corrupt database file",
+            "checksum", "Is a directory", "Serialization Error", "failed to deserialize")
+
+
+class LogDamaged(EventLogError):
+    """The event log is damaged: readers stop, writers spool, ``rill log salvage`` copies."""
+
+    def __init__(self, path: str | os.PathLike, detail: str) -> None:
+        self.path = Path(path)
+        self.detail = detail
+        super().__init__(
+            f"event log {path} is damaged ({detail}); rill leaves it as it is: `rill log check` lists "
+            "the intact runs, `rill log salvage OUT.duckdb` copies them into a new file"
+        )
+
+
+class LogLocked(EventLogError):
+    """Another process holds the event log longer than ``eventlog.lock-timeout``."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def reason(exc: BaseException) -> str:
+    """Why the log could not be written, in a few words."""
+    if isinstance(exc, LogDamaged):
+        return f"it is damaged: {exc.detail}"
+    if isinstance(exc, LogLocked):
+        return "another process holds it"
+    return _first_line(exc)
+
+
+def describe(message: str) -> str:
+    """A short description of DuckDB's words for a damaged file."""
+    if "not a valid DuckDB database file" in message:
+        return "not a DuckDB file"
+    found = re.search(r"Could not read enough bytes.*location (\d+)", message)
+    if found:
+        return f"truncated: the data at byte {found[1]} is missing"
+    found = re.search(r"checksum.*location (\d+)", message)
+    if found:
+        return f"corrupt data at byte {found[1]}"
+    if "Is a directory" in message:
+        return "a directory, not a DuckDB file"
+    return message
+
+
+def damage_in(exc: BaseException) -> str | None:
+    """The damage an error (or the error it was raised from) reports, if any."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, LogDamaged):
+            return seen.detail
+        message = _first_line(seen)
+        if type(seen).__module__.startswith(("duckdb", "_duckdb")) and any(m in message for m in _DAMAGED):
+            return describe(message)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def open_error(path: Path, exc: BaseException) -> EventLogError:
+    """The error for a log DuckDB could not attach."""
+    message = _first_line(exc)
+    if any(marker in message for marker in _LOCKED):
+        return LogLocked(f"event log {path} is in use by another process: {message}")
+    if path.is_dir():
+        return LogDamaged(path, "a directory, not a DuckDB file")
+    if path.is_file() and path.stat().st_size == 0:
+        return LogDamaged(path, "an empty file (0 bytes), not a DuckDB file")
+    if any(marker in message for marker in _OUT_OF_REACH) or "version number" in message:
+        return EventLogError(f"cannot open event log {path}: {message}")
+    return LogDamaged(path, describe(message))
+
+
+def check_complete(con: Any, catalog: str, path: Path) -> None:
+    """Raise :class:`LogDamaged` if the file is shorter than the blocks its metadata uses
+    (a truncated log DuckDB would still open, and fill with new blocks on the next write)."""
+    block_size = con.execute(
+        "SELECT block_size FROM pragma_database_size() WHERE database_name = ?", [catalog]
+    ).fetchone()[0]
+    highest = con.execute(f"SELECT coalesce(max(block_id), -1) FROM pragma_metadata_info('{catalog}')").fetchone()[0]
+    tables = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ?", [catalog]
+    ).fetchall()
+    for schema, table in tables:
+        used = con.execute(
+            f"""SELECT max(greatest(block_id, coalesce(list_max(additional_block_ids), -1)))
+                FROM pragma_storage_info('{catalog}.{schema}.{table}') WHERE persistent"""
+        ).fetchone()[0]
+        highest = max(highest, -1 if used is None else used)
+    needed = HEADER_BYTES + (highest + 1) * block_size
+    size = path.stat().st_size
+    if size < needed:
+        raise LogDamaged(path, f"truncated: {size:,} bytes, its blocks need {needed:,}")
