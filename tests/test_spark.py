@@ -448,6 +448,8 @@ def failing_job(kind: str):
         if value == 3:
             if kind == "raise":
                 raise ValueError("no threes")
+            if kind == "system-exit":
+                raise SystemExit("leaving")
             if kind == "unpicklable":
                 return threading.Lock()
             if kind == "crash":
@@ -465,6 +467,7 @@ def failing_job(kind: str):
 
 @pytest.mark.parametrize("kind, message", [
     ("raise", "Risky (1/2) failed in operator 'Risky': ValueError: no threes"),
+    ("system-exit", "Risky (1/2) failed in operator 'Risky': SystemExit: leaving"),
     ("unpicklable", "Risky (1/2) failed in operator 'Risky': the spark backend cannot serialise a record of "
                     "'Risky': TypeError: cannot pickle '_thread.lock' object"),
     ("crash", "Risky (1/2) failed in Spark: SparkException: Python worker exited unexpectedly (crashed)"),

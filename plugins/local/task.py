@@ -27,6 +27,7 @@ from kernel.streaming.outputs import blame
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
 from kernel.streaming.sources import InputStatus
+from kernel.tracebacks import describe
 from plugins.local.metrics import TaskIOMetrics
 from plugins.local.network import InputGate, RecordWriterOutput, ResultPartition
 
@@ -264,7 +265,7 @@ class StreamTask:
         self._set_state("INITIALIZING")
         try:
             self._initialize()
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit or KeyboardInterrupt of a user function too
             self.fail(exc)
             return
         self._set_state("RUNNING")
@@ -412,7 +413,7 @@ class StreamTask:
                     (head.process_batch1 if index == 0 else head.process_batch2)(item.values, item.timestamps)
                 else:
                     head.process_batch(item.values, item.timestamps)
-            except Exception as exc:
+            except BaseException as exc:
                 blame(exc, head.name)
                 raise
             channel.recycle()
@@ -435,7 +436,7 @@ class StreamTask:
                 head.process_watermark_input(index, timestamp)
             else:
                 head.process_watermark(timestamp)
-        except Exception as exc:
+        except BaseException as exc:
             blame(exc, head.name)
             raise
 
@@ -468,7 +469,7 @@ class StreamTask:
             return
         operator = getattr(exc, "rill_operator", None) or (self.chain.head.name if self.chain else self.vertex.name)
         self.failure = (
-            f"{self.name} failed in operator {operator!r}: {type(exc).__name__}: {exc}\n"
+            f"{self.name} failed in operator {operator!r}: {describe(exc)}\n"
             + "".join(traceback.format_exception(exc))
         )
         self._teardown()
@@ -487,7 +488,7 @@ class StreamTask:
         if self.chain is not None:
             try:
                 self.chain.close()
-            except Exception:  # the task already ended badly; closing must not hide that
+            except BaseException:  # the task already ended badly; closing must not hide that
                 pass
         for partition in self.partitions:
             partition.release()
