@@ -19,6 +19,7 @@ from kernel.events import (
 )
 from kernel.program import PipelineExecutor, Program
 from kernel.summary import RunOutcome, render
+from kernel.tracebacks import debugging, user_frames
 
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient
@@ -117,7 +118,8 @@ class SessionExecutor(PipelineExecutor):
         if not self.quiet:
             print(render(outcome), file=sys.stderr)
             if outcome.failure:
-                print(outcome.failure.rstrip(), file=sys.stderr)
+                failure = outcome.failure if debugging() else user_frames(outcome.failure)
+                print(failure.rstrip(), file=sys.stderr)
         return outcome
 
     def execute(self, program: Program) -> JobExecutionResult:

@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 def test_help_lists_builtin_and_plugin_commands(cli):
     code, out, _ = cli("--help")
     assert code == 0
@@ -50,10 +52,60 @@ def test_broken_config_file_is_a_clear_error(cli, tmp_path):
     assert err.startswith(f"rill: error: config file '{tmp_path / 'rill.toml'}' is not valid TOML")
 
 
-def test_unknown_command_is_a_usage_error(cli):
-    code, _, err = cli("frobnicate")
-    assert code == 2
-    assert "No such command 'frobnicate'" in err
+@pytest.mark.parametrize("args, line", [
+    (("frobnicate",), "rill: error: no such command 'frobnicate' (see 'rill --help')"),
+    (("run",), "rill: error: rill run: missing argument 'JOB_FILE' (see 'rill run --help')"),
+    (("run", "--bogus", "job.py"), "rill: error: rill run: no such option '--bogus' (see 'rill run --help')"),
+    (("run", "--clock", "fast", "job.py"), "rill: error: rill run: invalid value for '--clock': 'fast' is not one of "
+                                           "'realtime', 'simulated' (see 'rill run --help')"),
+    (("metrics",), "rill: error: rill metrics: missing argument 'RUN' (see 'rill metrics --help')"),
+    (("--verbose", "runs"), "rill: error: no such option '--verbose'. Did you mean '--version'? (see 'rill --help')"),
+])
+def test_usage_errors_are_one_line_with_exit_code_2(cli, args, line):
+    code, out, err = cli(*args)
+    assert (code, out, err) == (2, "", line + "\n")
+
+
+USER_FAILURE_JOB = """
+from kernel.common import Types
+from kernel.datastream import StreamExecutionEnvironment
+
+def check(value):
+    if value == 3:
+        raise ValueError(f"bad value {value}")
+    return value
+
+def double(value):
+    return check(value) * 2
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1, 2, 3], Types.INT()).map(double).name("Doubler").print()
+env.execute("failing")
+"""
+
+
+def test_a_failed_job_shows_the_users_frames_and_rills_only_with_debug(cli, tmp_path):
+    job = tmp_path / "failing.py"
+    job.write_text(USER_FAILURE_JOB)
+    code, _, err = cli("run", "--clock", "simulated", str(job))
+    assert code == 1
+    report = err[err.index("Traceback"):err.index("JobException")].splitlines()
+    assert report == [
+        "Traceback (most recent call last):",
+        f'  File "{job}", line 11, in double',
+        "    return check(value) * 2",
+        "           ^^^^^^^^^^^^",
+        f'  File "{job}", line 7, in check',
+        '    raise ValueError(f"bad value {value}")',
+        "ValueError: bad value 3",
+        "",
+    ]
+    code, _, err = cli("--debug", "run", "--clock", "simulated", str(job))
+    assert code == 1
+    report = err[err.index("Traceback"):err.index("JobException")]
+    frames = [line.split('"')[1] for line in report.splitlines() if line.startswith('  File "')]
+    assert frames[-2:] == [str(job), str(job)]
+    assert any(frame.endswith(os.path.join("plugins", "local", "task.py")) for frame in frames[:-2])
 
 
 def test_console_script_runs_without_traceback(tmp_path):
