@@ -107,7 +107,7 @@ class RuntimeOptions(Section):
     latency_interval: Annotated[DurationMs, msgspec.Meta(description="latency markers from sources this often (0: off)")] = (
         msgspec.field(name="metrics.latency.interval", default=0)
     )
-    duration: Annotated[DurationMs, msgspec.Meta(description="stop the job after this much clock time (0: run until it ends)")] = (
+    duration: Annotated[DurationMs, msgspec.Meta(ge=0, description="stop the job after this much clock time (0: run until it ends)")] = (
         msgspec.field(name="rill.duration", default=0)
     )
     requirement_check_delay: Annotated[

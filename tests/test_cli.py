@@ -135,3 +135,16 @@ def test_a_closed_stdout_ends_the_output_not_the_job(tmp_path):
     assert b"FINISHED" in err and b"Traceback" not in err
     runs = subprocess.run(["rill", "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert json.loads(runs.stdout)[0]["status"] == "finished"
+
+
+def test_a_negative_duration_is_refused(cli, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(USER_FAILURE_JOB)
+    for value in ("-5s", "-1"):
+        code, out, err = cli("run", "--duration", value, str(job))
+        assert (code, out, err) == (2, "", f"rill: error: --duration {value!r}: must not be negative "
+                                           "(0 runs the job until it ends)\n")
+    code, out, err = cli("run", "--set", "rill.duration=-2 s", str(job))
+    assert (code, out, err) == (2, "", "rill: error: config key 'rill.duration' (--set): Expected `int` >= 0 "
+                                       "(e.g. '10 s'), got -2000\n")
+    assert cli("runs")[1].startswith("No runs recorded yet")

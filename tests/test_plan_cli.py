@@ -102,3 +102,21 @@ def test_an_invalid_graph_names_the_operators(cli, tmp_path):
 def test_a_missing_job_file(cli, tmp_path):
     code, _, err = cli("plan", str(tmp_path / "nope.py"))
     assert code == 2 and "does not exist" in err
+
+
+def test_last_means_the_last_executed_run_not_a_planned_one(cli, tmp_path):
+    cli("plan", WORDCOUNT)
+    code, _, err = cli("metrics", "last")
+    assert (code, err) == (2, "rill: error: no executed run (only runs planned by `rill plan`) (recent runs: "
+                              f"{json.loads(cli('runs', '--format', 'json')[1])[0]['run_id']}; `rill runs` lists them)\n")
+    code, _, err = cli("run", "--quiet", "--clock", "simulated", WORDCOUNT)
+    assert code == 0, err
+    cli("plan", WORDCOUNT)
+    runs = json.loads(cli("runs", "--format", "json")[1])
+    assert [run["status"] for run in runs] == ["planned", "finished", "planned"]
+    for command in (("metrics", "last"), ("replay", "last", "--at", "1")):
+        code, out, err = cli(*command)
+        assert code == 0, err
+        assert out.startswith(f"run {runs[1]['run_id']} ")
+    code, out, _ = cli("metrics", runs[0]["run_id"])  # a planned run by its id
+    assert code == 0 and out.startswith(f"run {runs[0]['run_id']} (Window WordCount): planned")

@@ -363,6 +363,11 @@ def test_unknown_runs_and_conflicting_options_are_clear_errors(cli, fault_run):
     assert code == 2 and "give exactly one of --at T, --events, --rerun" in err
     code, _, err = cli("metrics", "zzz")
     assert code == 2 and "no recorded run 'zzz'" in err
+    for option, value in (("--at", "-3s"), ("--at", "-0.5"), ("--from", "-1"), ("--to", "-1 min")):
+        extra = () if option == "--at" else ("--events",)
+        code, out, err = cli("replay", "last", *extra, f"{option}={value}")
+        assert (code, out, err) == (2, "", f"rill: error: {option} {value!r}: must not be negative "
+                                           "(a time after the run's start)\n")
 
 
 def test_a_changed_job_file_is_refused_unless_allowed(cli, fault_run):

@@ -8,9 +8,19 @@ import click
 
 from kernel.cli.common import config_options, open_session
 from kernel.cli.progress import LiveProgress
-from kernel.errors import JobDefinitionError
+from kernel.configtypes import parse_duration_ms
+from kernel.errors import JobDefinitionError, UsageError
 from kernel.execution import SessionExecutor
 from kernel.jobfile import run_script
+
+
+def check_duration(duration: str) -> None:
+    try:
+        milliseconds = parse_duration_ms(duration)
+    except ValueError as exc:
+        raise UsageError(f"--duration {duration!r}: {exc}") from None
+    if milliseconds < 0:
+        raise UsageError(f"--duration {duration!r}: must not be negative (0 runs the job until it ends)")
 
 
 @click.command("run")
@@ -36,6 +46,7 @@ def run_command(job_file: str, clock: str | None, seed: int | None, duration: st
     if seed is not None:
         overrides.append(f"rill.seed={seed}")
     if duration is not None:
+        check_duration(duration)
         overrides.append(f"rill.duration={duration}")
     if backend is not None:
         overrides.append(f"plugins.backend={backend}")

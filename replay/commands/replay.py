@@ -17,9 +17,12 @@ def _seconds(value: str | None, option: str) -> float | None:
     if value is None:
         return None
     try:
-        return parse_duration_ms(value if any(c.isalpha() for c in value) else f"{value} s") / 1000
+        seconds = parse_duration_ms(value if any(c.isalpha() for c in value) else f"{value} s") / 1000
     except ValueError as exc:
         raise UsageError(f"{option} {value!r}: {exc}") from None
+    if seconds < 0:
+        raise UsageError(f"{option} {value!r}: must not be negative (a time after the run's start)")
+    return seconds
 
 
 @click.command("replay")
