@@ -147,4 +147,4 @@ def test_a_negative_duration_is_refused(cli, tmp_path):
     code, out, err = cli("run", "--set", "rill.duration=-2 s", str(job))
     assert (code, out, err) == (2, "", "rill: error: config key 'rill.duration' (--set): Expected `int` >= 0 "
                                        "(e.g. '10 s'), got -2000\n")
-    assert cli("runs")[1].startswith("No runs recorded yet")
+    assert cli("runs")[1].lower().startswith("no runs recorded yet")
