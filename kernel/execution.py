@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.compiler import CompiledJob, build_execution_graph, compile_program
 from kernel.errors import JobFailed
+from kernel.faults import check_operators
 from kernel.events import (
     ExecutionGraphCompiled,
     JobEdgeDefined,
@@ -108,6 +109,7 @@ class SessionExecutor(PipelineExecutor):
             program.source_file = self.source_file
         session = self.session_for(program)
         compiled = compile_program(session, program)
+        check_operators(session.config.faults, [node.name for node in compiled.stream_graph.nodes.values()])
         session.plugin_manager.require("create_execution_backend", "backend")
         backend = session.plugin_manager.hook.create_execution_backend(config=session.config)
         outcome = backend.execute(compiled, session)

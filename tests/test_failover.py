@@ -282,6 +282,21 @@ def test_bad_fault_specifications_are_clear_errors(cli, tmp_path):
     assert code == 2 and "fault #1 (partition): start: expected a duration like '10 s'" in err
 
 
+def test_a_raise_fault_naming_no_operator_of_the_job_is_refused(cli, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from kernel.common import Types\n"
+        "from kernel.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection([1, 2], Types.INT()).map(lambda v: v).name('Times Ten').print()\n"
+        "env.execute('named')\n")
+    code, out, err = cli("run", str(job), "--inject", "raise:operator=Times Tne")
+    assert (code, out) == (2, "")
+    assert err == ("rill: error: fault #1 (raise): the job has no operator 'Times Tne'. Valid operators: "
+                   "'Sink: Print to Std. Out', 'Source: Collection Source', 'Times Ten'\n")
+    assert cli("runs")[1].startswith("no runs recorded yet")
+
+
 def test_faults_from_a_config_file(cli, tmp_path):
     job = tmp_path / "job.py"
     job.write_text('''
