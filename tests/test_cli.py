@@ -28,6 +28,20 @@ def test_config_prints_values_and_sources(cli, tmp_path):
     assert data["plugins.eventlog"] == {"value": "duckdb", "source": "default"}
 
 
+def test_config_shows_where_the_event_log_is(cli, tmp_path, monkeypatch):
+    code, out, _ = cli("config", "--json")
+    assert json.loads(out)["eventlog.path"] == {"value": str(tmp_path / ".rill" / "rill.duckdb"),
+                                                "source": "default: $RILL_HOME/rill.duckdb"}
+    monkeypatch.delenv("RILL_HOME")
+    rows = {line.split()[0]: line.split(maxsplit=2)[1:] for line in cli("config")[1].splitlines()[1:]}
+    assert rows["eventlog.path"] == [str(tmp_path / ".rill" / "rill.duckdb"), "default: ./.rill/rill.duckdb"]
+    code, out, _ = cli("config", "--json", "--set", "eventlog.path=logs/runs.duckdb")
+    assert json.loads(out)["eventlog.path"] == {"value": str(tmp_path / "logs" / "runs.duckdb"),
+                                                "source": "--set, made absolute"}
+    code, out, _ = cli("config", "--json", "--set", f"eventlog.path={tmp_path / 'x.duckdb'}")
+    assert json.loads(out)["eventlog.path"] == {"value": str(tmp_path / "x.duckdb"), "source": "--set"}
+
+
 def test_errors_are_one_line_with_exit_code_2(cli):
     code, out, err = cli("config", "--set", "rill.sead=1")
     assert code == 2

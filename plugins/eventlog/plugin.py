@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 
@@ -21,12 +21,21 @@ class EventLogOptions(Section):
         msgspec.Meta(description="DuckDB file of the event log (default: $RILL_HOME/rill.duckdb, RILL_HOME=./.rill)"),
     ] = msgspec.field(name="eventlog.path", default="")
 
+    def file(self) -> Path:
+        if self.path:
+            return Path(self.path).expanduser()
+        return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser() / DEFAULT_FILE
+
+    def resolved(self) -> dict[str, tuple[Any, str]]:
+        absolute = os.path.abspath(self.file())
+        if self.path:
+            return {} if absolute == self.path else {"eventlog.path": (absolute, "made absolute")}
+        home = "$RILL_HOME" if "RILL_HOME" in os.environ else f"./{DEFAULT_HOME}"
+        return {"eventlog.path": (absolute, f"default: {home}/{DEFAULT_FILE}")}
+
 
 def log_path(config: Config) -> Path:
-    configured = config.section(EventLogOptions).path
-    if configured:
-        return Path(configured).expanduser()
-    return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser() / DEFAULT_FILE
+    return config.section(EventLogOptions).file()
 
 
 @hookimpl
