@@ -103,6 +103,8 @@ class SessionExecutor(PipelineExecutor):
         #: a live status line (``kernel.cli.progress.LiveProgress``), cleared before the summary
         self.progress = progress
         self.outcomes: list[RunOutcome] = []
+        #: the jobs submitted with ``execute_async``
+        self.clients: list[JobClient] = []
 
     def run(self, program: Program) -> RunOutcome:
         if program.source_file is None:
@@ -136,4 +138,14 @@ class SessionExecutor(PipelineExecutor):
     def execute_async(self, program: Program) -> JobClient:
         from kernel.common.job_client import JobClient
 
-        return JobClient(program.job_name, lambda: self.execute(program), lambda: None)
+        client = JobClient(program.job_name, lambda: self.execute(program), lambda: None)
+        self.clients.append(client)
+        return client
+
+    def wait_for_jobs(self) -> None:
+        """The jobs run in this process: wait for every one submitted; the failure of one whose
+        result the script did not ask for fails the script (as ``execute()`` would have)."""
+        for client in self.clients:
+            error = client.join()
+            if error is not None:
+                raise error

@@ -42,7 +42,7 @@ def _script(path: str) -> Iterator[str]:
 
 def run_script(path: str, executor: PipelineExecutor) -> None:
     """Run a job script with ``executor`` handling its ``execute()`` calls (the programs it
-    executes know their script)."""
+    executes know their script); when it ends, wait for the jobs it submitted asynchronously."""
     with _script(path) as absolute, use_executor(executor):
         executor.source_file = absolute
         try:
@@ -58,6 +58,7 @@ def run_script(path: str, executor: PipelineExecutor) -> None:
             raise JobDefinitionError(
                 f"job file {path} raised {type(exc).__name__}: {exc}{_where(exc, absolute)}"
             ) from exc
+        executor.wait_for_jobs()
 
 
 def load_program(path: str, session: Session) -> Program:
@@ -67,4 +68,4 @@ def load_program(path: str, session: Session) -> Program:
     except ProgramCaptured as captured:
         captured.program.source_file = os.path.abspath(path)
         return captured.program
-    raise JobDefinitionError(f"job file {path} defines no job: it never calls env.execute()")
+    raise JobDefinitionError(f"job file {path} defines no job: it never calls env.execute() or env.execute_async()")

@@ -82,6 +82,10 @@ class PipelineExecutor:
     def execute_async(self, program: Program) -> JobClient:
         raise NotImplementedError
 
+    def wait_for_jobs(self) -> None:
+        """Called when the job script ended: wait for the jobs it submitted with
+        ``execute_async`` that still run."""
+
 
 class CapturingExecutor(PipelineExecutor):
     """Stops the script at the first ``execute()`` and keeps its program (``rill plan``)."""

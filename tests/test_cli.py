@@ -162,3 +162,30 @@ def test_a_negative_duration_is_refused(cli, tmp_path):
     assert (code, out, err) == (2, "", "rill: error: config key 'rill.duration' (--set): Expected `int` >= 0 "
                                        "(e.g. '10 s'), got -2000\n")
     assert cli("runs")[1].lower().startswith("no runs recorded yet")
+
+
+ASYNC_JOB = """
+from kernel.common import Types
+from kernel.datastream import StreamExecutionEnvironment
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1, 2, 3], Types.INT()).map(lambda v: 6 // (v - DIVISOR)).name("Divide").print()
+client = env.execute_async("submitted")
+print("submitted", client.get_job_id())
+"""
+
+
+def test_a_job_submitted_with_execute_async_is_a_job_the_run_waits_for(cli, tmp_path):
+    job = tmp_path / "async_job.py"
+    job.write_text("DIVISOR = 0\n" + ASYNC_JOB)
+    code, out, err = cli("run", "--clock", "simulated", str(job))
+    assert code == 0, err
+    assert sorted(out.splitlines()) == ["2", "3", "6", "submitted submitted"]  # the job runs on a thread of its own
+    assert json.loads(cli("runs", "--format", "json")[1])[0]["status"] == "finished"
+    job.write_text("DIVISOR = 2\n" + ASYNC_JOB)  # it fails, and the script never asks for its result
+    code, _, err = cli("run", "--clock", "simulated", "--quiet", str(job))
+    assert code == 1
+    assert err.startswith("rill: error: job 'submitted' failed (run ") and "ZeroDivisionError" in err
+    job.write_text("DIVISOR = 2\n" + ASYNC_JOB + "try:\n    client.get_job_execution_result()\n"
+                   "except Exception as exc:\n    print('handled', type(exc).__name__)\n")
+    code, out, err = cli("run", "--clock", "simulated", "--quiet", str(job))
+    assert (code, out.splitlines()[-1], err) == (0, "handled JobFailed", "")

@@ -72,7 +72,7 @@ def test_a_job_that_raises_names_file_and_line(cli, tmp_path):
 def test_a_job_that_never_executes(cli, tmp_path):
     code, _, err = cli("plan", write(tmp_path, "env.from_collection([1]).print()\n"))
     assert code == 2
-    assert err.endswith("defines no job: it never calls env.execute()\n")
+    assert err.endswith("defines no job: it never calls env.execute() or env.execute_async()\n")
 
 
 def test_a_job_with_a_syntax_error(cli, tmp_path):

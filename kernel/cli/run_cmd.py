@@ -55,4 +55,5 @@ def run_command(job_file: str, clock: str | None, seed: int | None, duration: st
     executor = SessionExecutor(session, quiet=quiet, progress=progress)
     run_script(job_file, executor)
     if not executor.outcomes:
-        raise JobDefinitionError(f"job file {job_file} defines no job: it never calls env.execute()")
+        raise JobDefinitionError(f"job file {job_file} defines no job: it never calls env.execute() or "
+                                 "env.execute_async()")

@@ -18,6 +18,7 @@ class JobClient:
         self._status = JobStatus.RUNNING
         self._result: JobExecutionResult | None = None
         self._error: BaseException | None = None
+        self._retrieved = False
         self._thread = threading.Thread(target=self._execute, args=(run,), name=f"rill-job-{job_id}", daemon=True)
         self._thread.start()
 
@@ -43,7 +44,14 @@ class JobClient:
     def get_job_execution_result(self) -> JobExecutionResult:
         """Wait for the job to end; raises its failure."""
         self._thread.join()
+        self._retrieved = True
         if self._error is not None:
             raise self._error
         assert self._result is not None
         return self._result
+
+    def join(self) -> BaseException | None:
+        """Wait for the job to end (the process running it must not end first); its failure,
+        unless the program already got it from :meth:`get_job_execution_result`."""
+        self._thread.join()
+        return None if self._retrieved else self._error
