@@ -82,9 +82,10 @@ def plan_run(session: Session, compiled: CompiledJob) -> tuple[Run, ExecutionGra
 
 
 def program_metadata(program: Program) -> dict[str, Any]:
-    """What a run records about its program: the job file with its content and hash (for
-    re-execution) and the runtime mode."""
-    metadata: dict[str, Any] = {"job_file": program.source_file, "runtime_mode": program.runtime_mode}
+    """What a run records about its program: the job file with its arguments, content and hash
+    (for re-execution) and the runtime mode."""
+    metadata: dict[str, Any] = {"job_file": program.source_file, "job_args": program.arguments,
+                                "runtime_mode": program.runtime_mode}
     if program.source_file is not None and os.path.isfile(program.source_file):
         with open(program.source_file, "rb") as handle:
             source = handle.read()
@@ -109,6 +110,7 @@ class SessionExecutor(PipelineExecutor):
     def run(self, program: Program) -> RunOutcome:
         if program.source_file is None:
             program.source_file = self.source_file
+            program.arguments = list(self.arguments)
         session = self.session_for(program)
         compiled = compile_program(session, program)
         check_operators(session.config.faults, [node.name for node in compiled.stream_graph.nodes.values()])

@@ -43,8 +43,9 @@ class Program:
     env: Any
     #: config keys the job set through its Configuration (validated when executed)
     config_overrides: dict[str, str] = field(default_factory=dict)
-    #: the job script, when the program came from one
+    #: the job script, when the program came from one, and the arguments it was given
     source_file: str | None = None
+    arguments: list[str] = field(default_factory=list)
 
     def sets(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.config_overrides.items() if not k.startswith(BRIDGE_KEY_PREFIXES)]
@@ -63,8 +64,9 @@ class PipelineExecutor:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        #: the job script whose ``execute()`` calls this executor handles, if any
+        #: the job script whose ``execute()`` calls this executor handles, if any, and its arguments
         self.source_file: str | None = None
+        self.arguments: list[str] = []
 
     def defaults(self) -> CoreOptions:
         from kernel.options import CoreOptions

@@ -189,3 +189,30 @@ def test_a_job_submitted_with_execute_async_is_a_job_the_run_waits_for(cli, tmp_
                    "except Exception as exc:\n    print('handled', type(exc).__name__)\n")
     code, out, err = cli("run", "--clock", "simulated", "--quiet", str(job))
     assert (code, out.splitlines()[-1], err) == (0, "handled JobFailed", "")
+
+
+ARGS_JOB = """
+import sys
+from kernel.common import Types
+from kernel.datastream import StreamExecutionEnvironment
+print("argv", sys.argv)
+count = int(sys.argv[sys.argv.index("--count") + 1])
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection(list(range(count)), Types.INT()).print()
+env.execute("with arguments")
+"""
+
+
+def test_rill_run_passes_the_program_arguments_after_the_job_file(cli, tmp_path):
+    job = tmp_path / "args_job.py"
+    job.write_text(ARGS_JOB)
+    code, out, err = cli("run", "--clock", "simulated", "--quiet", str(job), "--count", "3", "--clock", "x", "--", "-h")
+    assert code == 0, err
+    assert out.splitlines() == [f"argv {[str(job), '--count', '3', '--clock', 'x', '--', '-h']}", "0", "1", "2"]
+    code, out, err = cli("replay", "last", "--rerun")  # the recorded arguments are given again
+    assert code == 0, err
+    assert "identical sequence" in out
+    code, out, _ = cli("plan", str(job), "--count", "2")
+    assert code == 0 and out.splitlines()[0] == f"argv {[str(job), '--count', '2']}"
+    code, out, _ = cli("run", "--help")
+    assert "Usage: rill run [OPTIONS] JOB_FILE [ARGS]..." in out

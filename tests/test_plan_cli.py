@@ -19,23 +19,23 @@ def test_plan_prints_the_job_graph(cli):
 
 
 def test_plan_levels_and_formats(cli):
-    code, out, _ = cli("plan", WORDCOUNT, "--level", "stream", "--format", "json")
+    code, out, _ = cli("plan", "--level", "stream", "--format", "json", WORDCOUNT)
     assert code == 0
     nodes = json.loads(out)["nodes"]
     assert [(n["id"], n["type"], n["parallelism"]) for n in nodes] == [
         (1, "Source: Text File", 1), (2, "Flat Map", 4), (4, "TumblingEventTimeWindows", 3),
         (5, "Sink: Print to Std. Out", 3),
     ]
-    code, out, _ = cli("plan", WORDCOUNT, "--level", "job", "--format", "json")
+    code, out, _ = cli("plan", "--level", "job", "--format", "json", WORDCOUNT)
     plan = json.loads(out)
     assert [n["parallelism"] for n in plan["nodes"]] == [1, 4, 3]
     assert plan["nodes"][2]["inputs"][0]["ship_strategy"] == "HASH"
-    code, out, _ = cli("plan", WORDCOUNT, "--level", "execution")
+    code, out, _ = cli("plan", "--level", "execution", WORDCOUNT)
     assert out.splitlines()[0] == (
         'ExecutionGraph "Window WordCount": 3 job vertices, 8 execution vertices, 2 intermediate results'
     )
     assert "    Flat Map (4/4)  CREATED  reads REBALANCE <- 0" in out.splitlines()
-    code, out, _ = cli("plan", WORDCOUNT, "--format", "dot")
+    code, out, _ = cli("plan", "--format", "dot", WORDCOUNT)
     assert out.startswith('digraph "Window WordCount" {') and '[label="HASH"]' in out
 
 

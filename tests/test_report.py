@@ -94,7 +94,7 @@ class Elements(HTMLParser):
 def record(cli, tmp_path, name: str, source: str, *args: str) -> dict:
     path = tmp_path / name
     path.write_text(source)
-    code, _, err = cli("run", str(path), "--clock", "simulated", "--quiet", *args)
+    code, _, err = cli("run", "--clock", "simulated", "--quiet", *args, str(path))
     assert code == 0, err
     code, out, err = cli("metrics", "last", "--json")
     assert code == 0, err
@@ -237,8 +237,8 @@ def run_with_terminal(tmp_path, *args: str, stderr_tty: bool = True) -> tuple[in
     job = tmp_path / "progress.py"
     job.write_text(PROGRESS_JOB)
     env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
-    command = [sys.executable, "-m", "kernel.cli.main", "run", str(job), "--set", "rill.events.flush-interval=200ms",
-               *args]
+    command = [sys.executable, "-m", "kernel.cli.main", "run", "--set", "rill.events.flush-interval=200ms", *args,
+               str(job)]
     if not stderr_tty:
         result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
         return result.returncode, result.stderr

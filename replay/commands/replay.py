@@ -81,7 +81,7 @@ def _rerun(run_ref: str, sets: tuple[str, ...], allow_changed: bool, as_json: bo
     with read_log(session) as con:
         run = find_run(con, run_ref)
         path, raw, overrides, notes = prepare(con, run, sets, allow_changed)
-    result = execute(path, raw, overrides, notes)
+    result = execute(path, raw, overrides, notes, run.metadata.get("job_args", []))
     with read_log(session) as con:
         new = find_run(con, result.run_id)
         check = run.clock == "simulated" and not sets
