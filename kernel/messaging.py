@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kernel.loop import EventLoop, TimerHandle
+from kernel.loop import EventLoop, TimerGroup, TimerHandle
 
 
 class RecipientUnreachable(Exception):
@@ -271,7 +271,7 @@ class Component:
         self.stopped = True
         self._inbox: deque[Envelope] = deque()
         self._scheduled = False
-        self._timers: set[TimerHandle] = set()
+        self._timers = TimerGroup()
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -285,9 +285,7 @@ class Component:
         if self.stopped:
             return
         self.stopped = True
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
+        self._timers.cancel_all()
         self._inbox.clear()
         self.messaging.unregister(self.address)
         self.on_stop()
@@ -318,16 +316,11 @@ class Component:
     def schedule(self, delay: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` on this component after ``delay`` ns, unless stopped first
         (a ``daemon`` timer does not keep the loop running: periodic background work)."""
-        handle: TimerHandle
-
         def fire() -> None:
-            self._timers.discard(handle)
             if not self.stopped:
                 callback(*args)
 
-        handle = self.loop.call_later(delay, fire, daemon=daemon)
-        self._timers.add(handle)
-        return handle
+        return self._timers.add(self.loop.call_later(delay, fire, daemon=daemon))
 
     # -- receiving --------------------------------------------------------------------------
 

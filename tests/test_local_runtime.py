@@ -279,6 +279,40 @@ def test_unbounded_generator_runs_until_the_duration_then_cancels_cleanly():
     assert finals == ["CANCELING", "CANCELED"]
 
 
+def test_a_long_unbounded_run_holds_only_the_timers_still_pending():
+    """The issue-13 leak: a rate-limited source task kept a timer handle (and a suspension)
+    for every wait it ever made. Over 60 s of simulated time a task holds a few timers."""
+    from kernel import hookimpl
+    from kernel.datastream.window import TumblingProcessingTimeWindows
+    from kernel.common import Time
+
+    class Tasks:
+        def __init__(self):
+            self.tasks = []
+            self.held = []
+
+        @hookimpl(tryfirst=True)
+        def create_mailbox_processor(self, task, run):
+            self.tasks.append(task)  # the default plugin creates the processor
+
+    tasks = Tasks()
+
+    def sample(value):
+        tasks.held.append(max(len(task._timers) for task in tasks.tasks))
+
+    def build(env):
+        env.set_parallelism(2)
+        env.from_source(DataGeneratorSource(lambda i: (i % 500, 1), records_per_second=2000),
+                        WatermarkStrategy.no_watermarks(), "Keys") \
+            .key_by(lambda t: t[0]).window(TumblingProcessingTimeWindows.of(Time.seconds(1))) \
+            .reduce(lambda a, b: (a[0], a[1] + b[1])).add_sink(sample)
+        env.execute()
+
+    job = run_job(build, "rill.duration=60 s", plugins=(tasks,))
+    assert job.outcome.status == "CANCELED" and len(tasks.held) == 60 * 500  # a window per second and key
+    assert max(tasks.held) <= 64
+
+
 def test_generator_randomness_is_seeded():
     from kernel.datastream.connectors.datagen import GeneratorFunction
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kernel.cluster_events import SinkOutputPrinted, SourceFileOpened, WatermarkAdvanced, WatermarkStatusChanged
 from kernel.graph.job import JobGraph, JobVertex
 from kernel.graph.stream import StreamEdge
+from kernel.loop import TimerGroup
 from kernel.streaming.alignment import AlignmentMember
 from kernel.streaming.chain import OperatorChain
 from kernel.streaming.elements import MIN_LONG, EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
@@ -236,7 +237,7 @@ class StreamTask:
         self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now())
         self.last_sample: dict[str, Any] | None = None  # the metrics of the latest sample
         self.watermark_reporter = WatermarkReporter(self)
-        self._timers: list[Any] = []
+        self._timers = TimerGroup()
         self.partitions: list[ResultPartition] = []
         self.gates: list[InputGate] = []
         self.valves: list[Any] = []
@@ -311,11 +312,11 @@ class StreamTask:
     def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
         """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
         mailbox = self.mailbox
-        handle = self.run.loop.call_at(when_ns, lambda: mailbox.execute(callback, description))
-        self._timers.append(handle)
-        if len(self._timers) > 256:
-            self._timers = [t for t in self._timers if not t.cancelled]
-        return handle
+        return self._call_at(when_ns, lambda: mailbox.execute(callback, description))
+
+    def _call_at(self, when_ns: int, callback: Callable[[], None]) -> Any:
+        """A timer of this task: cancelled when the task ends."""
+        return self._timers.add(self.run.loop.call_at(when_ns, callback))
 
     def _start_flusher(self) -> None:
         options = self.options
@@ -330,9 +331,9 @@ class StreamTask:
             if self.state == "RUNNING":
                 for partition in self.partitions:
                     partition.flush_all()
-                self._timers.append(self.run.loop.call_later(period, flush))
+                self._call_at(self.run.clock.now() + period, flush)
 
-        self._timers.append(self.run.loop.call_later(period, flush))
+        self._call_at(self.run.clock.now() + period, flush)
 
     def vertex_buffer_timeout(self) -> int:
         graph = self.deployment.job_graph.stream_graph
@@ -389,7 +390,7 @@ class StreamTask:
             if not head.when_available(suspension.resume):
                 when = head.reader.available_at()
                 wake_ms = when if when is not None else self.run.clock.now_ms() + 100
-                self._timers.append(self.run.loop.call_at(wake_ms * 1_000_000, suspension.resume))
+                self._call_at(wake_ms * 1_000_000, suspension.resume)
 
     def _process_input(self, mailbox: Any) -> None:
         for gate in self.gates:
@@ -457,9 +458,7 @@ class StreamTask:
         self._set_state("FINISHED")
 
     def _stop_timers(self) -> None:
-        for handle in self._timers:
-            handle.cancel()
-        self._timers.clear()
+        self._timers.cancel_all()
 
     def fail_from_mailbox(self, exc: BaseException) -> None:
         self.fail(exc)
