@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.compiler import CompiledJob, build_execution_graph, compile_program
 from kernel.errors import JobFailed
-from kernel.faults import check_operators
 from kernel.events import (
     ExecutionGraphCompiled,
     JobEdgeDefined,
@@ -18,6 +17,7 @@ from kernel.events import (
     JobVertexDefined,
     StreamGraphCompiled,
 )
+from kernel.faults import check_operators
 from kernel.program import PipelineExecutor, Program
 from kernel.summary import RunOutcome, render
 from kernel.tracebacks import debugging, user_frames

@@ -121,10 +121,6 @@ class EventLoop:
             heapq.heapify(timers)
             self._cancelled = 0
 
-    def timers_held(self) -> int:
-        """Timers in the heap, pending or cancelled (bounded by the pending ones)."""
-        return len(self._timers)
-
     def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any) -> None:
         """Schedule from another thread (signal handlers, I/O threads); wakes the loop."""
         self._external.append((callback, args))
