@@ -21,7 +21,8 @@ wall-clock time. An event observer in the job's process reads the process's resi
 (Linux ``/proc/self/status``) whenever the run's clock passes a minute; they are printed per
 minute, and the growth from the end of the warm-up to the end of the run (target: at most 5 %).
 ``--trace`` also compares tracemalloc snapshots taken then and prints the allocation sites that
-grew most (slower). Exit status 1 when a growth exceeds the target.
+grew most (slower; the RSS figures then include the snapshot kept since the warm-up). Exit
+status 1 when a growth exceeds the target.
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ class MinuteSampler:
             return
         import tracemalloc
 
-        for stat in tracemalloc.take_snapshot().compare_to(self.snapshot, "lineno")[:15]:
+        grown = [stat for stat in tracemalloc.take_snapshot().compare_to(self.snapshot, "lineno") if stat.size_diff > 0]
+        for stat in sorted(grown, key=lambda stat: -stat.size_diff)[:15]:
             print(f"trace {stat}", flush=True)
 
 
