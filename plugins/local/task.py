@@ -312,11 +312,7 @@ class StreamTask:
     def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
         """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
         mailbox = self.mailbox
-        return self._call_at(when_ns, lambda: mailbox.execute(callback, description))
-
-    def _call_at(self, when_ns: int, callback: Callable[[], None]) -> Any:
-        """A timer of this task: cancelled when the task ends."""
-        return self._timers.add(self.run.loop.call_at(when_ns, callback))
+        return self._timers.add(self.run.loop.call_at(when_ns, lambda: mailbox.execute(callback, description)))
 
     def _start_flusher(self) -> None:
         options = self.options
@@ -331,9 +327,9 @@ class StreamTask:
             if self.state == "RUNNING":
                 for partition in self.partitions:
                     partition.flush_all()
-                self._call_at(self.run.clock.now() + period, flush)
+                self._timers.add(self.run.loop.call_later(period, flush))
 
-        self._call_at(self.run.clock.now() + period, flush)
+        self._timers.add(self.run.loop.call_later(period, flush))
 
     def vertex_buffer_timeout(self) -> int:
         graph = self.deployment.job_graph.stream_graph
@@ -390,7 +386,7 @@ class StreamTask:
             if not head.when_available(suspension.resume):
                 when = head.reader.available_at()
                 wake_ms = when if when is not None else self.run.clock.now_ms() + 100
-                self._call_at(wake_ms * 1_000_000, suspension.resume)
+                self._timers.add(self.run.loop.call_at(wake_ms * 1_000_000, suspension.resume))
 
     def _process_input(self, mailbox: Any) -> None:
         for gate in self.gates:
