@@ -1,8 +1,9 @@
 """Jobs submitted with ``execute_async``: each runs on a thread of its own while the script
 goes on, and is watched through a :class:`~kernel.common.job_client.JobClient`.
 
-As with PyFlink's local cluster, a job still running when the script's process ends is
-cancelled (and waited for, so its run is recorded to the end).
+``rill run`` waits for the jobs its script submitted, as for ``execute()``. A job still running
+when a plain Python process ends is cancelled, as with PyFlink's local cluster (and waited for,
+so its run is recorded to the end).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class AsyncExecution:
         self.job_name = job_name
         self.cancellation = cancellation
         self.status = JobStatus.RUNNING
+        #: the script asked for the result (so it handles a failure itself)
+        self.retrieved = False
         #: the JobExecutionResult, or the job's failure
         self.result = CompletableFuture()
         #: the final JobStatus

@@ -48,6 +48,12 @@ class Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     def check(self) -> None:
         """Validate relations between this section's values; raise ``ValueError``."""
 
+    def resolved(self) -> dict[str, tuple[Any, str]]:
+        """Values the section's keys take in effect where they differ from the configured
+        ones (a default worked out from the environment, a relative path made absolute):
+        key -> (value, how it was worked out). ``rill config`` shows them."""
+        return {}
+
 
 @dataclass(frozen=True)
 class KeyInfo:
@@ -266,6 +272,19 @@ class Config:
     def effective(self) -> list[tuple[str, Any, str]]:
         """(key, value, source) for every key, sorted by key."""
         return [(info.key, self.get(info.key), self.source(info.key)) for info in self.keys()]
+
+    def resolved(self) -> list[tuple[str, Any, str]]:
+        """As :meth:`effective`, with the values sections work out in effect (``Section.resolved``)."""
+        worked_out: dict[str, tuple[Any, str]] = {}
+        for section in self._sections.values():
+            worked_out.update(section.resolved())
+        rows = []
+        for key, value, source in self.effective():
+            if key in worked_out:
+                value, how = worked_out[key]
+                source = how if source == "default" else f"{source}, {how}"
+            rows.append((key, value, source))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         """Effective flat values (JSON-friendly), with the plugin choices."""

@@ -55,6 +55,10 @@ class EventObserver(Protocol):
         """The run ended with ``status``; flush and release resources."""
 
 
+def _discard(event: Event) -> None:
+    """``emit`` of a bus without observers."""
+
+
 class EventBus:
     def __init__(
         self,
@@ -86,7 +90,10 @@ class EventBus:
         return self._next_seq
 
     def start(self) -> None:
-        if self._thread is None and self.observers:
+        if not self.observers:  # nobody would ever take them: events are not kept
+            self.emit = _discard
+            return
+        if self._thread is None:
             _live.add(self)
             self._thread = threading.Thread(target=self._run, name=f"rill-eventbus-{self.run_id}", daemon=True)
             self._thread.start()

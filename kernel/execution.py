@@ -19,10 +19,13 @@ from kernel.clock import NS_PER_S
 from kernel.compiler import CompiledJob, compile_program
 from kernel.errors import JobFailed
 from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
+from kernel.faults import check_operators
 from kernel.program import PipelineExecutor, Program
 from kernel.summary import RunOutcome, render
+from kernel.tracebacks import debugging, user_frames
 
 if TYPE_CHECKING:
+    from kernel.async_execution import AsyncExecution
     from kernel.common.job_client import JobClient
     from kernel.common.job_execution_result import JobExecutionResult
     from kernel.contracts.backend import ExecutionBackend
@@ -102,9 +105,10 @@ def execute_job(session: Session, compiled: CompiledJob) -> RunOutcome:
 
 
 def program_metadata(program: Program) -> dict[str, Any]:
-    """What a run records about its program: the job file with its content and hash (for
-    re-execution) and the runtime mode."""
-    metadata: dict[str, Any] = {"job_file": program.source_file, "runtime_mode": program.runtime_mode}
+    """What a run records about its program: the job file with its arguments, content and hash
+    (for re-execution) and the runtime mode."""
+    metadata: dict[str, Any] = {"job_file": program.source_file, "job_args": program.arguments,
+                                "runtime_mode": program.runtime_mode}
     if program.source_file is not None and os.path.isfile(program.source_file):
         with open(program.source_file, "rb") as handle:
             source = handle.read()
@@ -123,12 +127,17 @@ class SessionExecutor(PipelineExecutor):
         #: a live status line (``kernel.cli.progress.LiveProgress``), cleared before the summary
         self.progress = progress
         self.outcomes: list[RunOutcome] = []
+        #: the jobs submitted with ``execute_async``
+        self.executions: list[AsyncExecution] = []
 
     def compile(self, program: Program) -> tuple[Session, CompiledJob]:
         if program.source_file is None:
             program.source_file = self.source_file
+            program.arguments = list(self.arguments)
         session = self.session_for(program)
-        return session, compile_program(session, program)
+        compiled = compile_program(session, program)
+        check_operators(session.config.faults, [node.name for node in compiled.stream_graph.nodes.values()])
+        return session, compiled
 
     def run_compiled(self, session: Session, compiled: CompiledJob) -> RunOutcome:
         outcome = execute_job(session, compiled)
@@ -139,7 +148,8 @@ class SessionExecutor(PipelineExecutor):
         if not self.quiet:
             print(render(outcome), file=sys.stderr)
             if outcome.failure:
-                print(outcome.failure.rstrip(), file=sys.stderr)
+                failure = outcome.failure if debugging() else user_frames(outcome.failure)
+                print(failure.rstrip(), file=sys.stderr)
         return outcome
 
     def run(self, program: Program) -> RunOutcome:
@@ -162,4 +172,14 @@ class SessionExecutor(PipelineExecutor):
         session, compiled = self.compile(program)
         execution = AsyncExecution(compiled.job_graph.job_id, program.job_name, program.cancellation,
                                    lambda: self.run_compiled(session, compiled))
+        self.executions.append(execution)
         return JobClient(execution.start())
+
+    def wait_for_jobs(self) -> None:
+        """The jobs run in this process: wait for every one submitted with ``execute_async``;
+        the failure of one whose result the script did not ask for fails the script (as
+        ``execute()`` would have)."""
+        for execution in self.executions:
+            execution.join()
+            if not execution.retrieved and execution.result.exception() is not None:
+                raise execution.result.exception()

@@ -141,6 +141,15 @@ def parse_inject(spec: str) -> dict[str, Any]:
     return table
 
 
+def check_operators(faults: list[Fault], operators: list[str]) -> None:
+    """Every ``raise`` fault names an operator of the job about to run."""
+    for fault in faults:
+        if isinstance(fault, Raise) and fault.operator not in operators:
+            valid = ", ".join(repr(name) for name in sorted(set(operators)))
+            raise ConfigError(f"fault #{fault.index + 1} (raise): the job has no operator {fault.operator!r}. "
+                              f"Valid operators: {valid}")
+
+
 def build_faults(tables: list[Any]) -> list[Fault]:
     """Validate fault tables into faults; a clear error names the bad one."""
     faults = []

@@ -8,7 +8,7 @@ import runpy
 import sys
 import traceback
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from kernel.errors import JobDefinitionError, RillError
 from kernel.program import CapturingExecutor, PipelineExecutor, Program, ProgramCaptured, use_executor
@@ -23,14 +23,14 @@ def _where(exc: BaseException, path: str) -> str:
 
 
 @contextmanager
-def _script(path: str) -> Iterator[str]:
+def _script(path: str, arguments: Sequence[str]) -> Iterator[str]:
     if not os.path.isfile(path):
         raise JobDefinitionError(f"job file {path!r} does not exist")
     if not path.endswith(".py"):
         raise JobDefinitionError(f"job file {path!r} is not a Python file")
     absolute = os.path.abspath(path)
     saved_argv, saved_path = sys.argv, sys.path
-    sys.argv = [absolute]
+    sys.argv = [absolute, *arguments]
     # new lists, never changed in place: other threads (the event log's flusher) may be
     # importing, iterating over the old one
     sys.path = [os.path.dirname(absolute), *saved_path]
@@ -40,11 +40,14 @@ def _script(path: str) -> Iterator[str]:
         sys.argv, sys.path = saved_argv, saved_path
 
 
-def run_script(path: str, executor: PipelineExecutor) -> None:
+def run_script(path: str, executor: PipelineExecutor, arguments: Sequence[str] = ()) -> None:
     """Run a job script with ``executor`` handling its ``execute()`` calls (the programs it
-    executes know their script)."""
-    with _script(path) as absolute, use_executor(executor):
+    executes know their script and arguments); ``sys.argv`` is the script's path followed by
+    ``arguments``, as ``python JOB ARGS...`` (and ``flink run``) give them. When the script
+    ends, wait for the jobs it submitted asynchronously."""
+    with _script(path, arguments) as absolute, use_executor(executor):
         executor.source_file = absolute
+        executor.arguments = list(arguments)
         try:
             runpy.run_path(absolute, run_name="__main__")
         except JobDefinitionError as exc:
@@ -61,13 +64,15 @@ def run_script(path: str, executor: PipelineExecutor) -> None:
             raise JobDefinitionError(
                 f"job file {path} raised {type(exc).__name__}: {exc}{_where(exc, absolute)}"
             ) from exc
+        executor.wait_for_jobs()
 
 
-def load_program(path: str, session: Session) -> Program:
+def load_program(path: str, session: Session, arguments: Sequence[str] = ()) -> Program:
     """The program a job script builds, captured at its first ``execute()``."""
     try:
-        run_script(path, CapturingExecutor(session))
+        run_script(path, CapturingExecutor(session), arguments)
     except ProgramCaptured as captured:
         captured.program.source_file = os.path.abspath(path)
+        captured.program.arguments = list(arguments)
         return captured.program
-    raise JobDefinitionError(f"job file {path} defines no job: it never calls env.execute()")
+    raise JobDefinitionError(f"job file {path} defines no job: it never calls env.execute() or env.execute_async()")

@@ -7,6 +7,8 @@ simulated run is a deterministic sequence.
 
 Invariants: callbacks never run concurrently; a callback scheduled with ``call_soon`` runs
 after every callback already ready; timers with equal deadlines fire in creation order.
+Cancelled timers leave the timer heap when their deadline comes, or earlier when they make up
+most of it (the heap is rebuilt): what the loop holds is bounded by what is pending.
 """
 
 from __future__ import annotations
@@ -21,28 +23,62 @@ from kernel.clock import Clock, SimulatedClock
 
 class TimerHandle:
     """A scheduled callback; ``cancel()`` prevents it from running. A daemon timer (periodic
-    background work such as heartbeats and metric sampling) does not keep ``run`` going."""
+    background work such as heartbeats and metric sampling) does not keep ``run`` going.
+    ``done`` once it fired or was cancelled (whoever keeps handles to cancel them later can
+    forget those)."""
 
-    __slots__ = ("when", "callback", "args", "cancelled", "daemon", "_loop")
+    __slots__ = ("when", "callback", "args", "cancelled", "done", "daemon", "_loop")
 
-    def __init__(self, when: int, callback: Callable[..., Any], args: tuple, daemon: bool = False,
-                 loop: EventLoop | None = None) -> None:
+    def __init__(self, when: int, callback: Callable[..., Any], args: tuple, daemon: bool,
+                 loop: EventLoop) -> None:
         self.when = when
         self.callback = callback
         self.args = args
         self.cancelled = False
+        self.done = False
         self.daemon = daemon
-        self._loop = loop  # set while a non-daemon timer is pending
+        self._loop: EventLoop | None = loop  # while pending
 
     def cancel(self) -> None:
-        if not self.cancelled:
+        if not self.done:
             self.cancelled = True
+            loop = self._loop
             self._done()
+            loop._timer_cancelled()
 
     def _done(self) -> None:
-        if self._loop is not None:
+        self.done = True
+        if not self.daemon:
             self._loop._live -= 1
-            self._loop = None
+        self._loop = None
+
+
+class TimerGroup:
+    """The handles of the timers an owner (a component, a task) cancels when it stops. Those
+    done (fired or cancelled) are forgotten as new ones come, so the group holds about as many
+    handles as are pending, however long the owner lives."""
+
+    __slots__ = ("_handles", "_limit")
+
+    def __init__(self) -> None:
+        self._handles: list[TimerHandle] = []
+        self._limit = 64
+
+    def add(self, handle: TimerHandle) -> TimerHandle:
+        handles = self._handles
+        handles.append(handle)
+        if len(handles) > self._limit:
+            self._handles = [h for h in handles if not h.done]
+            self._limit = max(64, 2 * len(self._handles))
+        return handle
+
+    def cancel_all(self) -> None:
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            handle.cancel()
+
+    def __len__(self) -> int:
+        return len(self._handles)
 
 
 class EventLoop:
@@ -56,6 +92,7 @@ class EventLoop:
         self._wakeup = threading.Event()
         self._simulated = isinstance(clock, SimulatedClock)
         self._live = 0  # pending non-daemon timers
+        self._cancelled = 0  # cancelled timers still in the heap
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -65,10 +102,8 @@ class EventLoop:
 
     def call_at(self, when: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` once the clock reaches ``when`` (ns)."""
-        if daemon:
-            handle = TimerHandle(when, callback, args, True)
-        else:
-            handle = TimerHandle(when, callback, args, False, self)
+        handle = TimerHandle(when, callback, args, daemon, self)
+        if not daemon:
             self._live += 1
         self._timer_seq += 1
         heapq.heappush(self._timers, (when, self._timer_seq, handle))
@@ -77,6 +112,14 @@ class EventLoop:
     def call_later(self, delay: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` after ``delay`` nanoseconds of clock time."""
         return self.call_at(self.clock.now() + max(0, delay), callback, *args, daemon=daemon)
+
+    def _timer_cancelled(self) -> None:
+        self._cancelled += 1
+        timers = self._timers
+        if self._cancelled > 64 and 2 * self._cancelled > len(timers):
+            timers[:] = [entry for entry in timers if not entry[2].cancelled]  # in place: ``run`` holds the list
+            heapq.heapify(timers)
+            self._cancelled = 0
 
     def call_soon_threadsafe(self, callback: Callable[..., Any], *args: Any) -> None:
         """Schedule from another thread (signal handlers, I/O threads); wakes the loop."""
@@ -113,7 +156,9 @@ class EventLoop:
                 now = clock.now()
                 while timers and timers[0][0] <= now:
                     handle = heapq.heappop(timers)[2]
-                    if not handle.cancelled:
+                    if handle.cancelled:
+                        self._cancelled -= 1
+                    else:
                         handle._done()
                         ready.append((handle.callback, handle.args))
             if ready:
@@ -125,6 +170,7 @@ class EventLoop:
                 continue
             while timers and timers[0][2].cancelled:
                 heapq.heappop(timers)
+                self._cancelled -= 1
             if not timers or (not daemons and self._live == 0 and not self._external):
                 return
             deadline = timers[0][0]

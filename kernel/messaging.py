@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernel.clock import MAX_LONG
-from kernel.loop import EventLoop, TimerHandle
+from kernel.loop import EventLoop, TimerGroup, TimerHandle
 
 
 class RecipientUnreachable(Exception):
@@ -272,7 +272,7 @@ class Component:
         self.stopped = True
         self._inbox: deque[Envelope] = deque()
         self._scheduled = False
-        self._timers: set[TimerHandle] = set()
+        self._timers = TimerGroup()
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -286,9 +286,7 @@ class Component:
         if self.stopped:
             return
         self.stopped = True
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
+        self._timers.cancel_all()
         self._inbox.clear()
         self.messaging.unregister(self.address)
         self.on_stop()
@@ -319,16 +317,11 @@ class Component:
     def schedule(self, delay: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` on this component after ``delay`` ns, unless stopped first
         (a ``daemon`` timer does not keep the loop running: periodic background work)."""
-        handle: TimerHandle
-
         def fire() -> None:
-            self._timers.discard(handle)
             if not self.stopped:
                 callback(*args)
 
-        handle = self.loop.call_later(delay, fire, daemon=daemon)
-        self._timers.add(handle)
-        return handle
+        return self._timers.add(self.loop.call_later(delay, fire, daemon=daemon))
 
     # -- receiving --------------------------------------------------------------------------
 

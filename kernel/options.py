@@ -23,7 +23,7 @@ class RillOptions(Section):
     seed: Annotated[
         int, msgspec.Meta(description="seed of the kernel's RNG (all runtime randomness)")
     ] = msgspec.field(name="rill.seed", default=0)
-    duration: Annotated[DurationMs, msgspec.Meta(description="stop the job after this much clock time (0: run until it ends)")] = (
+    duration: Annotated[DurationMs, msgspec.Meta(ge=0, description="stop the job after this much clock time (0: run until it ends)")] = (
         msgspec.field(name="rill.duration", default=0)
     )
 

@@ -77,8 +77,9 @@ class Program:
     job_parameters: dict[str, str] = field(default_factory=dict)
     #: config keys the job set through its Configuration (validated when executed)
     config_overrides: dict[str, str] = field(default_factory=dict)
-    #: the job script, when the program came from one
+    #: the job script, when the program came from one, and the arguments it was given
     source_file: str | None = None
+    arguments: list[str] = field(default_factory=list)
     #: cancel requests while the program runs (``execute_async``)
     cancellation: JobCancellation = field(default_factory=JobCancellation)
 
@@ -99,8 +100,9 @@ class PipelineExecutor:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        #: the job script whose ``execute()`` calls this executor handles, if any
+        #: the job script whose ``execute()`` calls this executor handles, if any, and its arguments
         self.source_file: str | None = None
+        self.arguments: list[str] = []
 
     def defaults(self) -> CoreOptions:
         from kernel.options import CoreOptions
@@ -117,6 +119,10 @@ class PipelineExecutor:
 
     def execute_async(self, program: Program) -> JobClient:
         raise NotImplementedError
+
+    def wait_for_jobs(self) -> None:
+        """Called when the job script ended: wait for the jobs it submitted with
+        ``execute_async`` that still run."""
 
 
 class CapturingExecutor(PipelineExecutor):

@@ -1,6 +1,6 @@
 """Re-executing a recorded run, and comparing the two.
 
-A run records what it needs to run again: the job file (path, content, SHA-256), the
+A run records what it needs to run again: the job file (path, arguments, content, SHA-256), the
 effective configuration (with plugin choices and faults), seed and clock mode, and the files
 its sources read (``source_file_opened`` events, with their content). ``--rerun`` executes the
 job file again with that configuration — the recorded copy of an input that changed or
@@ -145,9 +145,10 @@ def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> t
     return path, raw, overrides, notes + config_notes + input_notes
 
 
-def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[str]) -> Rerun:
-    """Run the job again (its print output is recorded in the log, not shown)."""
-    from kernel.async_execution import end_running_jobs
+def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[str],
+            arguments: list[str] | None = None) -> Rerun:
+    """Run the job again with the ``arguments`` it was given (its print output is recorded in
+    the log, not shown)."""
     from kernel.execution import SessionExecutor
     from kernel.jobfile import run_script
     from kernel.session import Session
@@ -158,12 +159,12 @@ def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[st
     executor = SessionExecutor(session, quiet=True)
     with contextlib.redirect_stdout(io.StringIO()):
         try:
-            run_script(path, executor)
+            run_script(path, executor, arguments or [])
+            executor.wait_for_jobs()  # jobs started with execute_async, as under rill run
         except Exception as exc:
             if not executor.outcomes:
                 raise
             notes.append(f"the re-execution raised {type(exc).__name__}: {exc}")
-        end_running_jobs()  # jobs started with execute_async end with their script, as under rill run
     session.close()
     if not executor.outcomes:
         raise UsageError(f"job file {path} defined no job when re-executed")

@@ -55,16 +55,22 @@ class RunRecord:
 
 
 def find_run(con: Any, ref: str) -> RunRecord:
-    """A recorded run by id, unique id prefix, or ``last``."""
+    """A recorded run by id, unique id prefix, or ``last``: the last run executed (``rill plan``
+    records runs ``planned``, which an id or prefix still finds)."""
     columns = "run_id, job_name, status, clock, seed, config, plugins, metadata, clock_start, clock_end, events"
-    if ref in ("last", "latest"):
-        rows = con.execute(f"SELECT {columns} FROM rill.runs ORDER BY started_at DESC LIMIT 1").fetchall()
+    last = ref in ("last", "latest")
+    if last:
+        rows = con.execute(f"SELECT {columns} FROM rill.runs WHERE status <> 'planned' "
+                           "ORDER BY started_at DESC LIMIT 1").fetchall()
     else:
         rows = con.execute(f"SELECT {columns} FROM rill.runs WHERE starts_with(run_id, ?)", [ref]).fetchall()
     if len(rows) != 1:
         recent = [r[0] for r in con.execute(
             "SELECT run_id FROM rill.runs ORDER BY started_at DESC LIMIT 5").fetchall()]
-        problem = f"several runs start with {ref!r}" if rows else f"no recorded run {ref!r}"
+        if last:
+            problem = "no executed run (only runs planned by `rill plan`)" if recent else "no recorded run"
+        else:
+            problem = f"several runs start with {ref!r}" if rows else f"no recorded run {ref!r}"
         raise UsageError(f"{problem} (recent runs: {', '.join(recent) or 'none'}; `rill runs` lists them)")
     (run_id, job_name, status, clock, seed, config, plugins, metadata, start, end, events) = rows[0]
     return RunRecord(run_id, job_name, status, clock, seed, json.loads(config or "{}"), json.loads(plugins or "{}"),

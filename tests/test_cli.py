@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+
+import pytest
 
 def test_help_lists_builtin_and_plugin_commands(cli):
     code, out, _ = cli("--help")
@@ -24,6 +27,20 @@ def test_config_prints_values_and_sources(cli, tmp_path):
     data = json.loads(out)
     assert data["rill.seed"] == {"value": 3, "source": str(tmp_path / "rill.toml")}
     assert data["plugins.eventlog"] == {"value": "duckdb", "source": "default"}
+
+
+def test_config_shows_where_the_event_log_is(cli, tmp_path, monkeypatch):
+    code, out, _ = cli("config", "--json")
+    assert json.loads(out)["eventlog.path"] == {"value": str(tmp_path / ".rill" / "rill.duckdb"),
+                                                "source": "default: $RILL_HOME/rill.duckdb"}
+    monkeypatch.delenv("RILL_HOME")
+    rows = {line.split()[0]: line.split(maxsplit=2)[1:] for line in cli("config")[1].splitlines()[1:]}
+    assert rows["eventlog.path"] == [str(tmp_path / ".rill" / "rill.duckdb"), "default: ./.rill/rill.duckdb"]
+    code, out, _ = cli("config", "--json", "--set", "eventlog.path=logs/runs.duckdb")
+    assert json.loads(out)["eventlog.path"] == {"value": str(tmp_path / "logs" / "runs.duckdb"),
+                                                "source": "--set, made absolute"}
+    code, out, _ = cli("config", "--json", "--set", f"eventlog.path={tmp_path / 'x.duckdb'}")
+    assert json.loads(out)["eventlog.path"] == {"value": str(tmp_path / "x.duckdb"), "source": "--set"}
 
 
 def test_errors_are_one_line_with_exit_code_2(cli):
@@ -50,10 +67,60 @@ def test_broken_config_file_is_a_clear_error(cli, tmp_path):
     assert err.startswith(f"rill: error: config file '{tmp_path / 'rill.toml'}' is not valid TOML")
 
 
-def test_unknown_command_is_a_usage_error(cli):
-    code, _, err = cli("frobnicate")
-    assert code == 2
-    assert "No such command 'frobnicate'" in err
+@pytest.mark.parametrize("args, line", [
+    (("frobnicate",), "rill: error: no such command 'frobnicate' (see 'rill --help')"),
+    (("run",), "rill: error: rill run: missing argument 'JOB_FILE' (see 'rill run --help')"),
+    (("run", "--bogus", "job.py"), "rill: error: rill run: no such option '--bogus' (see 'rill run --help')"),
+    (("run", "--clock", "fast", "job.py"), "rill: error: rill run: invalid value for '--clock': 'fast' is not one of "
+                                           "'realtime', 'simulated' (see 'rill run --help')"),
+    (("metrics",), "rill: error: rill metrics: missing argument 'RUN' (see 'rill metrics --help')"),
+    (("--verbose", "runs"), "rill: error: no such option '--verbose'. Did you mean '--version'? (see 'rill --help')"),
+])
+def test_usage_errors_are_one_line_with_exit_code_2(cli, args, line):
+    code, out, err = cli(*args)
+    assert (code, out, err) == (2, "", line + "\n")
+
+
+USER_FAILURE_JOB = """
+from kernel.common import Types
+from kernel.datastream import StreamExecutionEnvironment
+
+def check(value):
+    if value == 3:
+        raise ValueError(f"bad value {value}")
+    return value
+
+def double(value):
+    return check(value) * 2
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1, 2, 3], Types.INT()).map(double).name("Doubler").print()
+env.execute("failing")
+"""
+
+
+def test_a_failed_job_shows_the_users_frames_and_rills_only_with_debug(cli, tmp_path):
+    job = tmp_path / "failing.py"
+    job.write_text(USER_FAILURE_JOB)
+    code, _, err = cli("run", "--clock", "simulated", str(job))
+    assert code == 1
+    report = err[err.index("Traceback"):err.index("JobException")].splitlines()
+    assert report == [
+        "Traceback (most recent call last):",
+        f'  File "{job}", line 11, in double',
+        "    return check(value) * 2",
+        "           ^^^^^^^^^^^^",
+        f'  File "{job}", line 7, in check',
+        '    raise ValueError(f"bad value {value}")',
+        "ValueError: bad value 3",
+        "",
+    ]
+    code, _, err = cli("--debug", "run", "--clock", "simulated", str(job))
+    assert code == 1
+    report = err[err.index("Traceback"):err.index("JobException")]
+    frames = [line.split('"')[1] for line in report.splitlines() if line.startswith('  File "')]
+    assert frames[-2:] == [str(job), str(job)]
+    assert any(frame.endswith(os.path.join("plugins", "local", "tasks", "streamtask.py")) for frame in frames[:-2])
 
 
 def test_console_script_runs_without_traceback(tmp_path):
@@ -83,3 +150,71 @@ def test_a_closed_stdout_ends_the_output_not_the_job(tmp_path):
     assert b"FINISHED" in err and b"Traceback" not in err
     runs = subprocess.run(["rill", "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert json.loads(runs.stdout)[0]["status"] == "finished"
+
+
+def test_a_negative_duration_is_refused(cli, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(USER_FAILURE_JOB)
+    for value in ("-5s", "-1"):
+        code, out, err = cli("run", "--duration", value, str(job))
+        assert (code, out, err) == (2, "", f"rill: error: --duration {value!r}: must not be negative "
+                                           "(0 runs the job until it ends)\n")
+    code, out, err = cli("run", "--set", "rill.duration=-2 s", str(job))
+    assert (code, out, err) == (2, "", "rill: error: config key 'rill.duration' (--set): Expected `int` >= 0 "
+                                       "(e.g. '10 s'), got -2000\n")
+    assert cli("runs")[1].lower().startswith("no runs recorded yet")
+
+
+ASYNC_JOB = """
+from kernel.common import Types
+from kernel.datastream import StreamExecutionEnvironment
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1, 2, 3], Types.INT()).map(lambda v: 6 // (v - DIVISOR)).name("Divide").print()
+client = env.execute_async("submitted")
+print("submitted", client.get_job_id())
+"""
+
+
+def test_a_job_submitted_with_execute_async_is_a_job_the_run_waits_for(cli, tmp_path):
+    job = tmp_path / "async_job.py"
+    job.write_text("DIVISOR = 0\n" + ASYNC_JOB)
+    code, out, err = cli("run", "--clock", "simulated", str(job))
+    assert code == 0, err
+    lines = sorted(out.splitlines())  # the job runs on a thread of its own
+    assert lines[:3] == ["2", "3", "6"] and re.fullmatch(r"submitted [0-9a-f]{32}", lines[3])
+    assert json.loads(cli("runs", "--format", "json")[1])[0]["status"] == "finished"
+    job.write_text("DIVISOR = 2\n" + ASYNC_JOB)  # it fails, and the script never asks for its result
+    code, _, err = cli("run", "--clock", "simulated", "--quiet", str(job))
+    assert code == 1
+    assert err.startswith("rill: error: job 'submitted' failed (run ") and "ZeroDivisionError" in err
+    job.write_text("DIVISOR = 2\n" + ASYNC_JOB + "try:\n    client.get_job_execution_result().result()\n"
+                   "except Exception as exc:\n    print('handled', type(exc).__name__)\n")
+    code, out, err = cli("run", "--clock", "simulated", "--quiet", str(job))
+    assert (code, out.splitlines()[-1], err) == (0, "handled JobFailed", "")
+
+
+ARGS_JOB = """
+import sys
+from kernel.common import Types
+from kernel.datastream import StreamExecutionEnvironment
+print("argv", sys.argv)
+count = int(sys.argv[sys.argv.index("--count") + 1])
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection(list(range(count)), Types.INT()).print()
+env.execute("with arguments")
+"""
+
+
+def test_rill_run_passes_the_program_arguments_after_the_job_file(cli, tmp_path):
+    job = tmp_path / "args_job.py"
+    job.write_text(ARGS_JOB)
+    code, out, err = cli("run", "--clock", "simulated", "--quiet", str(job), "--count", "3", "--clock", "x", "--", "-h")
+    assert code == 0, err
+    assert out.splitlines() == [f"argv {[str(job), '--count', '3', '--clock', 'x', '--', '-h']}", "0", "1", "2"]
+    code, out, err = cli("replay", "last", "--rerun")  # the recorded arguments are given again
+    assert code == 0, err
+    assert "identical sequence" in out
+    code, out, _ = cli("plan", str(job), "--count", "2")
+    assert code == 0 and out.splitlines()[0] == f"argv {[str(job), '--count', '2']}"
+    code, out, _ = cli("run", "--help")
+    assert "Usage: rill run [OPTIONS] JOB_FILE [ARGS]..." in out

@@ -83,3 +83,12 @@ def test_emit_is_list_append():
     assert bus.emit.__self__ is bus._pending
     with pytest.raises(TypeError):
         bus.emit()
+
+
+def test_a_bus_without_observers_keeps_no_events():
+    bus = EventBus("r6")
+    bus.start()
+    for t in range(10_000):
+        bus.emit(RunStarted(time=t))
+    assert bus._pending == []
+    bus.close("finished")

@@ -37,7 +37,7 @@ def rill(tmp_path, *args, preexec_fn=None) -> subprocess.CompletedProcess:
 
 
 def run_wordcount(tmp_path, log: Path, preexec_fn=None) -> subprocess.CompletedProcess:
-    return rill(tmp_path, "run", WORDCOUNT, "--clock", "simulated", "--quiet", "--set", f"eventlog.path={log}",
+    return rill(tmp_path, "run", "--clock", "simulated", "--quiet", "--set", f"eventlog.path={log}", WORDCOUNT,
                 preexec_fn=preexec_fn)
 
 

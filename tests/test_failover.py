@@ -254,8 +254,8 @@ numbers.print()
 numbers.sink_to(FileSink.for_row_format({str(out)!r}, Encoder.simple_string_encoder()).build())
 env.execute("sinks")
 ''')
-    code, stdout, stderr = cli("run", str(job), "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-                               "--inject", "raise:operator=Plus,record=20")
+    code, stdout, stderr = cli("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
+                               "--inject", "raise:operator=Plus,record=20", str(job))
     assert code == 0, stderr
     assert stdout.splitlines() == [str(x) for x in range(1, 51)]  # no duplicates of the failed attempt
     assert "failures: 1, restarts: 1" in stderr and "fault #1 at 1.050 s: raise in 'Plus' at record 20" in stderr
@@ -282,12 +282,27 @@ def test_every_injected_fault_is_an_event():
 def test_bad_fault_specifications_are_clear_errors(cli, tmp_path):
     job = tmp_path / "job.py"
     job.write_text("raise SystemExit('never runs')\n")
-    code, _, err = cli("run", str(job), "--inject", "explode:target=x")
+    code, _, err = cli("run", "--inject", "explode:target=x", str(job))
     assert code == 2 and "fault #1: unknown kind 'explode' (one of kill, partition, drop, delay, slow, raise)" in err
-    code, _, err = cli("run", str(job), "--inject", "kill:at=10s")
+    code, _, err = cli("run", "--inject", "kill:at=10s", str(job))
     assert code == 2 and "fault #1 (kill): missing required field `target`" in err
-    code, _, err = cli("run", str(job), "--inject", "partition:from=a,to=b,start=soon")
+    code, _, err = cli("run", "--inject", "partition:from=a,to=b,start=soon", str(job))
     assert code == 2 and "fault #1 (partition): start: expected a duration like '10 s'" in err
+
+
+def test_a_raise_fault_naming_no_operator_of_the_job_is_refused(cli, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from kernel.common import Types\n"
+        "from kernel.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection([1, 2], Types.INT()).map(lambda v: v).name('Times Ten').print()\n"
+        "env.execute('named')\n")
+    code, out, err = cli("run", "--inject", "raise:operator=Times Tne", str(job))
+    assert (code, out) == (2, "")
+    assert err == ("rill: error: fault #1 (raise): the job has no operator 'Times Tne'. Valid operators: "
+                   "'Sink: Print to Std. Out', 'Source: Collection Source', 'Times Ten'\n")
+    assert cli("runs")[1].startswith("no runs recorded yet")
 
 
 def test_faults_from_a_config_file(cli, tmp_path):
@@ -314,7 +329,7 @@ kind = "raise"
 operator = "Same"
 record = 7
 ''')
-    code, stdout, stderr = cli("run", str(job), "--config", str(config))
+    code, stdout, stderr = cli("run", "--config", str(config), str(job))
     assert code == 0, stderr
     assert stdout.splitlines() == [str(x) for x in range(30)]
     assert "restarts: 1" in stderr

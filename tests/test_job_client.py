@@ -133,6 +133,6 @@ def test_a_job_still_running_when_the_script_ends_is_cancelled_and_recorded(tmp_
     done = subprocess.run([sys.executable, str(job)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("submitted ")
     assert "CANCELED" in done.stderr.splitlines()[0]
-    code, out, err = cli("run", str(job), "--set", "rill.clock=simulated")
+    code, out, err = cli("run", "--set", "rill.clock=simulated", "--duration", "3s", str(job))  # rill run waits
     assert code == 0 and out.startswith("submitted ")
     assert " CANCELED " in err.splitlines()[0]

@@ -7,6 +7,8 @@ import mmh3
 import struct
 from collections import Counter
 
+import pytest
+
 from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged
 from kernel.common import Row, Types, WatermarkStrategy
 from kernel.common.javavalues import string_hash
@@ -207,6 +209,65 @@ def test_user_function_failure_fails_the_job_with_operator_and_traceback():
     assert statuses == [("CREATED", "RUNNING"), ("RUNNING", "FAILING"), ("FAILING", "FAILED")]
 
 
+@pytest.mark.parametrize("clock", ["simulated", "realtime"])
+@pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt()], ids=["SystemExit", "KeyboardInterrupt"])
+def test_system_exit_and_keyboard_interrupt_of_a_user_function_fail_its_operator(error, clock):
+    """Not the run: the job fails naming the chained operator whose function raised."""
+    def quit_on_two(value):
+        if value == 2:
+            raise error
+        return value
+
+    def build(env):
+        env.from_collection([1, 2, 3], Types.INT()).map(quit_on_two, Types.INT()).name("Quitter").print()
+        env.execute("quitting")
+
+    job = run_job(build, f"rill.clock={clock}")
+    assert job.outcome.status == "FAILED"
+    described = "SystemExit: 3" if isinstance(error, SystemExit) else "KeyboardInterrupt"
+    assert job.outcome.failure.splitlines()[0] == (
+        f"Source: Collection Source -> Quitter -> Sink: Print to Std. Out (1/1) failed in operator 'Quitter': {described}")
+    assert [e.new_status for e in job.events(JobStatusChanged)] == ["RUNNING", "FAILING", "FAILED"]
+
+
+def test_a_chained_operator_failing_in_open_or_in_a_timer_output_is_the_one_named():
+    class Opening(MapFunction):
+        def open(self, runtime_context):
+            raise SystemExit("no open")
+
+        def map(self, value):
+            return value
+
+    def build_open(env):
+        env.from_collection([1], Types.INT()).map(lambda v: v, Types.INT()).name("First") \
+            .map(Opening(), Types.INT()).name("Opening").print()
+        env.execute()
+
+    failure = run_job(build_open).outcome.failure.splitlines()[0]
+    assert failure.endswith("failed in operator 'Opening': SystemExit: no open")
+
+    class Later(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 50)
+
+        def on_timer(self, timestamp, ctx):
+            yield ctx.get_current_key()
+
+    def stop(value):
+        raise KeyboardInterrupt
+
+    def build_timer(env):
+        env.from_source(DataGeneratorSource(lambda i: i, records_per_second=10, type_info=Types.LONG()),
+                        WatermarkStrategy.no_watermarks(), "Numbers") \
+            .key_by(lambda v: v % 2, Types.LONG()).process(Later(), Types.LONG()).name("Later") \
+            .map(stop, Types.LONG()).name("Stop").print()
+        env.execute()
+
+    job = run_job(build_timer, "rill.duration=5 s")
+    assert job.outcome.failure.splitlines()[0] == (
+        "Later -> Stop -> Sink: Print to Std. Out (1/1) failed in operator 'Stop': KeyboardInterrupt")
+
+
 def test_unbounded_generator_runs_until_the_duration_then_cancels_cleanly():
     def build(env):
         env.from_source(DataGeneratorSource(lambda i: i, records_per_second=10, type_info=Types.LONG()),
@@ -219,6 +280,40 @@ def test_unbounded_generator_runs_until_the_duration_then_cancels_cleanly():
     assert job.outcome.clock_seconds == 3.0
     finals = [e.new_state for e in job.events(ExecutionStateChanged)][-2:]
     assert finals == ["CANCELING", "CANCELED"]
+
+
+def test_a_long_unbounded_run_holds_only_the_timers_still_pending():
+    """The issue-13 leak: a rate-limited source task kept a timer handle (and a suspension)
+    for every wait it ever made. Over 60 s of simulated time a task holds a few timers."""
+    from kernel import hookimpl
+    from kernel.datastream.window import TumblingProcessingTimeWindows
+    from kernel.common import Time
+
+    class Tasks:
+        def __init__(self):
+            self.tasks = []
+            self.held = []
+
+        @hookimpl(tryfirst=True)
+        def create_mailbox_processor(self, task, run):
+            self.tasks.append(task)  # the default plugin creates the processor
+
+    tasks = Tasks()
+
+    def sample(value):
+        tasks.held.append(max(len(task._timers) for task in tasks.tasks))
+
+    def build(env):
+        env.set_parallelism(2)
+        env.from_source(DataGeneratorSource(lambda i: (i % 500, 1), records_per_second=2000),
+                        WatermarkStrategy.no_watermarks(), "Keys") \
+            .key_by(lambda t: t[0]).window(TumblingProcessingTimeWindows.of(Time.seconds(1))) \
+            .reduce(lambda a, b: (a[0], a[1] + b[1])).add_sink(sample)
+        env.execute()
+
+    job = run_job(build, "rill.duration=60 s", plugins=(tasks,))
+    assert job.outcome.status == "CANCELED" and len(tasks.held) == 60 * 500  # a window per second and key
+    assert max(tasks.held) <= 64
 
 
 def test_generator_randomness_is_seeded():

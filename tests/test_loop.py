@@ -114,3 +114,42 @@ def test_simulated_runs_with_the_same_seed_give_identical_event_sequences(sessio
     assert len(first) == 53  # run_started, 51 steps, run_finished
     assert first == second
     assert simulate(session_factory, 12) != first
+
+
+def test_cancelled_timers_leave_the_heap_before_their_deadline():
+    """A long-lived loop where timers are set far ahead and cancelled (request timeouts,
+    heartbeat suspicions) holds about as many timers as are pending, not every one ever set."""
+    clock = SimulatedClock()
+    loop = EventLoop(clock)
+    seen = []
+    for i in range(10_000):
+        handle = loop.call_later(3600 * NS_PER_S + i, seen.append, i)
+        if i % 1000:
+            handle.cancel()
+    assert len(loop._timers) <= 128
+    loop.run()
+    assert seen == list(range(0, 10_000, 1000))
+
+
+def test_a_timer_group_forgets_the_timers_that_fired_or_were_cancelled():
+    from kernel.loop import TimerGroup
+
+    clock = SimulatedClock()
+    loop = EventLoop(clock)
+    group = TimerGroup()
+    seen = []
+
+    def tick(n):
+        seen.append(n)
+        if n < 5_000:
+            group.add(loop.call_later(NS_PER_MS, tick, n + 1))
+
+    group.add(loop.call_later(NS_PER_MS, tick, 1))
+    far = group.add(loop.call_later(3600 * NS_PER_S, seen.append, "far"))
+    loop.call_later(4 * NS_PER_S + NS_PER_MS // 2, loop.stop)
+    loop.run()
+    assert seen[-1] == 4000 and len(group) <= 64  # 4,000 fired: only the pending two are needed
+    group.cancel_all()
+    assert far.cancelled and len(group) == 0
+    loop.run()
+    assert seen[-1] == 4000

@@ -19,23 +19,23 @@ def test_plan_prints_the_job_graph(cli):
 
 
 def test_plan_levels_and_formats(cli):
-    code, out, _ = cli("plan", WORDCOUNT, "--level", "stream", "--format", "json")
+    code, out, _ = cli("plan", "--level", "stream", "--format", "json", WORDCOUNT)
     assert code == 0
     nodes = json.loads(out)["nodes"]
     assert [(n["id"], n["type"], n["parallelism"]) for n in nodes] == [
         (1, "Source: Text File", 1), (2, "Flat Map", 4), (4, "TumblingEventTimeWindows", 3),
         (5, "Sink: Print to Std. Out", 3),
     ]
-    code, out, _ = cli("plan", WORDCOUNT, "--level", "job", "--format", "json")
+    code, out, _ = cli("plan", "--level", "job", "--format", "json", WORDCOUNT)
     plan = json.loads(out)
     assert [n["parallelism"] for n in plan["nodes"]] == [1, 4, 3]
     assert plan["nodes"][2]["inputs"][0]["ship_strategy"] == "HASH"
-    code, out, _ = cli("plan", WORDCOUNT, "--level", "execution")
+    code, out, _ = cli("plan", "--level", "execution", WORDCOUNT)
     assert out.splitlines()[0] == (
         'ExecutionGraph "Window WordCount": 3 job vertices, 8 execution vertices, 2 intermediate results'
     )
     assert "    Flat Map (4/4)  CREATED  reads REBALANCE <- 0" in out.splitlines()
-    code, out, _ = cli("plan", WORDCOUNT, "--format", "dot")
+    code, out, _ = cli("plan", "--format", "dot", WORDCOUNT)
     assert out.startswith('digraph "Window WordCount" {') and '[label="HASH"]' in out
 
 
@@ -72,7 +72,7 @@ def test_a_job_that_raises_names_file_and_line(cli, tmp_path):
 def test_a_job_that_never_executes(cli, tmp_path):
     code, _, err = cli("plan", write(tmp_path, "env.from_collection([1]).print()\n"))
     assert code == 2
-    assert err.endswith("defines no job: it never calls env.execute()\n")
+    assert err.endswith("defines no job: it never calls env.execute() or env.execute_async()\n")
 
 
 def test_a_job_with_a_syntax_error(cli, tmp_path):
@@ -102,3 +102,21 @@ def test_an_invalid_graph_names_the_operators(cli, tmp_path):
 def test_a_missing_job_file(cli, tmp_path):
     code, _, err = cli("plan", str(tmp_path / "nope.py"))
     assert code == 2 and "does not exist" in err
+
+
+def test_last_means_the_last_executed_run_not_a_planned_one(cli, tmp_path):
+    cli("plan", WORDCOUNT)
+    code, _, err = cli("metrics", "last")
+    assert (code, err) == (2, "rill: error: no executed run (only runs planned by `rill plan`) (recent runs: "
+                              f"{json.loads(cli('runs', '--format', 'json')[1])[0]['run_id']}; `rill runs` lists them)\n")
+    code, _, err = cli("run", "--quiet", "--clock", "simulated", WORDCOUNT)
+    assert code == 0, err
+    cli("plan", WORDCOUNT)
+    runs = json.loads(cli("runs", "--format", "json")[1])
+    assert [run["status"] for run in runs] == ["planned", "finished", "planned"]
+    for command in (("metrics", "last"), ("replay", "last", "--at", "1")):
+        code, out, err = cli(*command)
+        assert code == 0, err
+        assert out.startswith(f"run {runs[1]['run_id']} ")
+    code, out, _ = cli("metrics", runs[0]["run_id"])  # a planned run by its id
+    assert code == 0 and out.startswith(f"run {runs[0]['run_id']} (Window WordCount): planned")

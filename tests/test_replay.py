@@ -141,8 +141,8 @@ def test_the_replayed_state_equals_the_live_state_at_instants_of_a_fault_run(cli
 
     monkeypatch.setattr(StreamTask, "__init__", init)
     monkeypatch.setattr(MiniCluster, "execute", execute)
-    code, _, err = cli("run", path, "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-                       "--inject", "kill:target=taskexecutor-2,at=30s")
+    code, _, err = cli("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
+                       "--inject", "kill:target=taskexecutor-2,at=30s", path)
     assert code == 0, err
     assert set(captured) == set(INSTANTS)
     session = Session.open()
@@ -173,8 +173,8 @@ def test_the_replayed_state_equals_the_live_state_at_instants_of_a_fault_run(cli
 @pytest.fixture
 def fault_run(cli, tmp_path):
     path = job_file(tmp_path, "fault.py", FAULT_JOB)
-    code, _, err = cli("run", path, "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-                       "--inject", "kill:target=taskexecutor-2,at=30s")
+    code, _, err = cli("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
+                       "--inject", "kill:target=taskexecutor-2,at=30s", path)
     assert code == 0, err
     return path
 
@@ -259,7 +259,7 @@ def test_export_writes_parquet(cli, fault_run, tmp_path):
 @pytest.mark.parametrize("example", ["window_wordcount.py", "wordcount.py"])
 def test_rerun_of_every_example_reproduces_the_event_sequence(cli, example):
     path = os.path.join(os.path.dirname(__file__), "..", "examples", example)
-    code, _, err = cli("run", path, "--clock", "simulated")
+    code, _, err = cli("run", "--clock", "simulated", path)
     assert code == 0, err
     code, out, err = cli("replay", "last", "--rerun")
     assert code == 0, err
@@ -282,7 +282,7 @@ def test_a_nondeterministic_job_is_caught_at_its_first_divergence(cli, tmp_path)
         env.from_collection([1, 2, 3], Types.INT()).map(lambda x: x + random.random()).print()
         env.execute("random")
     """)
-    assert cli("run", path, "--clock", "simulated")[0] == 0
+    assert cli("run", "--clock", "simulated", path)[0] == 0
     recorded = last_run().run_id
     code, out, _ = cli("replay", recorded, "--rerun")
     assert code == 1
@@ -294,7 +294,7 @@ def test_a_nondeterministic_job_is_caught_at_its_first_divergence(cli, tmp_path)
 
 def test_what_if_aligned_watermarks_show_a_smaller_skew(cli, tmp_path):
     path = job_file(tmp_path, "skew.py", SKEW_JOB)
-    assert cli("run", path, "--clock", "simulated")[0] == 0
+    assert cli("run", "--clock", "simulated", path)[0] == 0
     code, out, err = cli("replay", "last", "--rerun", "--set", "plugins.watermarking=aligned", "--set",
                          "watermarking.aligned.max-drift=1 s", "--json")
     assert code == 0, err
@@ -345,7 +345,7 @@ def test_inputs_that_changed_are_read_from_the_recording(cli, tmp_path):
         env.from_source(source, WatermarkStrategy.no_watermarks(), "Lines").map(lambda s: s.upper()).print()
         env.execute("files")
     """)
-    assert cli("run", path, "--clock", "simulated")[0] == 0
+    assert cli("run", "--clock", "simulated", path)[0] == 0
     data.write_text("something else entirely\n")
     code, out, err = cli("replay", "last", "--rerun")
     assert code == 0, err
@@ -363,6 +363,11 @@ def test_unknown_runs_and_conflicting_options_are_clear_errors(cli, fault_run):
     assert code == 2 and "give exactly one of --at T, --events, --rerun" in err
     code, _, err = cli("metrics", "zzz")
     assert code == 2 and "no recorded run 'zzz'" in err
+    for option, value in (("--at", "-3s"), ("--at", "-0.5"), ("--from", "-1"), ("--to", "-1 min")):
+        extra = () if option == "--at" else ("--events",)
+        code, out, err = cli("replay", "last", *extra, f"{option}={value}")
+        assert (code, out, err) == (2, "", f"rill: error: {option} {value!r}: must not be negative "
+                                           "(a time after the run's start)\n")
 
 
 def test_a_changed_job_file_is_refused_unless_allowed(cli, fault_run):

@@ -140,7 +140,7 @@ def recorded(tmp_path_factory) -> Path:
     ``BASE/export``, next to files a query must not read (``secret.csv``)."""
     base = tmp_path_factory.mktemp("sandbox")
     log = f"eventlog.path={base / 'log' / 'rill.duckdb'}"
-    rill("run", str(WORDCOUNT), "--clock", "simulated", "--quiet", "--set", log, cwd=base)
+    rill("run", "--clock", "simulated", "--quiet", "--set", log, str(WORDCOUNT), cwd=base)
     rill("export", "last", "--parquet", str(base / "export"), "--set", log, cwd=base)
     (base / "secret.csv").write_text("secret\n42\n")
     rill("runs", "--set", log, cwd=base)  # the reader's lock file exists before the attacks

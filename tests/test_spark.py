@@ -300,16 +300,16 @@ def test_every_partitioning_gives_the_same_records_per_subtask(partitioning):
 
 
 def test_the_examples_print_the_same_on_spark(cli):
-    code, local, _ = cli("run", os.path.join(EXAMPLES, "window_wordcount.py"), "--quiet")
+    code, local, _ = cli("run", "--quiet", os.path.join(EXAMPLES, "window_wordcount.py"))
     assert code == 0
-    code, spark, err = cli("run", os.path.join(EXAMPLES, "window_wordcount.py"), "--backend", "spark", "--quiet")
+    code, spark, err = cli("run", "--backend", "spark", "--quiet", os.path.join(EXAMPLES, "window_wordcount.py"))
     assert code == 0, err
     assert local.splitlines() and Counter(spark.splitlines()) == Counter(local.splitlines())
 
     # a rolling sum: BATCH prints each word's final count, the local run's last line per word
-    code, local, _ = cli("run", os.path.join(EXAMPLES, "wordcount.py"), "--quiet")
+    code, local, _ = cli("run", "--quiet", os.path.join(EXAMPLES, "wordcount.py"))
     assert code == 0
-    code, spark, err = cli("run", os.path.join(EXAMPLES, "wordcount.py"), "--backend", "spark", "--quiet")
+    code, spark, err = cli("run", "--backend", "spark", "--quiet", os.path.join(EXAMPLES, "wordcount.py"))
     assert code == 0, err
     word = lambda line: line.split("> (", 1)[1].rsplit(",", 1)[0]  # noqa: E731  "2> (be,2)" -> "be"
     assert sorted(spark.splitlines()) == sorted(last_per_key(local.splitlines(), word).values())
@@ -385,8 +385,8 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
 
     path = tmp_path / "fault.py"
     path.write_text(FAULT_JOB)
-    code, _, err = cli("run", str(path), "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-                       "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet")
+    code, _, err = cli("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
+                       "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", str(path))
     assert code == 0, err
     for view in VIEW_NAMES:
         results = []
@@ -426,7 +426,7 @@ def test_an_unbounded_source_is_a_clear_error(cli, tmp_path):
         "env = StreamExecutionEnvironment.get_execution_environment()\n"
         "env.from_source(DataGeneratorSource(lambda i: i), WatermarkStrategy.no_watermarks(), 'Forever').print()\n"
         "env.execute('forever')\n")
-    code, _, err = cli("run", str(path), "--backend", "spark")
+    code, _, err = cli("run", "--backend", "spark", str(path))
     assert code == 2 and "source 'Source: Forever' is unbounded: the spark backend runs bounded jobs only" in err
 
 
@@ -435,6 +435,8 @@ def failing_job(kind: str):
         if value == 3:
             if kind == "raise":
                 raise ValueError("no threes")
+            if kind == "system-exit":
+                raise SystemExit("leaving")
             if kind == "unpicklable":
                 return threading.Lock()
             if kind == "crash":
@@ -452,6 +454,7 @@ def failing_job(kind: str):
 
 @pytest.mark.parametrize("kind, message", [
     ("raise", "Risky (1/2) failed in operator 'Risky': ValueError: no threes"),
+    ("system-exit", "Risky (1/2) failed in operator 'Risky': SystemExit: leaving"),
     ("unpicklable", "Risky (1/2) failed in operator 'Risky': the spark backend cannot serialise a record of "
                     "'Risky': TypeError: cannot pickle '_thread.lock' object"),
     ("crash", "Risky (1/2) failed in Spark: SparkException: Python worker exited unexpectedly (crashed)"),
@@ -477,8 +480,8 @@ def test_spark_settings_are_validated(cli):
 
 def test_spark_starts_quietly_and_stops(tmp_path):
     env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
-    result = subprocess.run([sys.executable, "-m", "kernel.cli.main", "run", os.path.join(EXAMPLES, "wordcount.py"),
-                             "--backend", "spark", "--set", "spark.master=local[1]"],
+    result = subprocess.run([sys.executable, "-m", "kernel.cli.main", "run", "--backend", "spark",
+                             "--set", "spark.master=local[1]", os.path.join(EXAMPLES, "wordcount.py")],
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() and all("> (" in line for line in result.stdout.splitlines())

@@ -46,8 +46,8 @@ def recorded(tmp_path_factory):
     job.write_text(FAULT_JOB)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RILL_HOME", str(base / ".rill"))
-        _rill("run", str(job), "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-              "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", "--set", f"eventlog.path={log}")
+        _rill("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
+              "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", "--set", f"eventlog.path={log}", str(job))
         _rill("export", "last", "--parquet", str(base / "export"), "--set", f"eventlog.path={log}")
     return log, base / "export"
 

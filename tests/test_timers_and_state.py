@@ -60,6 +60,74 @@ def test_timers_are_unique_per_key_namespace_and_timestamp_and_fire_in_order():
     assert timers.pending() == 0
 
 
+class Wakeup:
+    """A timer handle as a runtime's ``schedule`` returns it."""
+
+    def __init__(self, when, callback):
+        self.when, self.callback, self.cancelled = when, callback, False
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def test_one_processing_time_wake_up_is_scheduled_at_a_time():
+    backend = KeyedStateBackend(lambda: now[0])
+    fired: list = []
+    wakeups: list[Wakeup] = []
+    now = [0]
+
+    def schedule(when, callback):
+        wakeups.append(Wakeup(when, callback))
+        return wakeups[-1]
+
+    timers = InternalTimerService(backend, None, lambda t, k, n: fired.append((t, k)), schedule, lambda: now[0])
+    backend.current_key = "a"
+    timers.register_processing_time_timer(None, 500)
+    timers.register_processing_time_timer(None, 300)  # earlier: the wake-up at 500 is cancelled
+    assert [(w.when, w.cancelled) for w in wakeups] == [(500, True), (300, False)]
+    now[0] = 500
+    wakeups[0].callback()  # fired before it could be cancelled (its mail was queued): superseded
+    assert fired == [] and len(wakeups) == 2
+    wakeups[1].callback()
+    assert fired == [(300, "a"), (500, "a")] and len(wakeups) == 2  # nothing left: no wake-up
+    for i in range(200):  # timers registered in no particular order
+        backend.current_key = i
+        timers.register_processing_time_timer(None, 1000 + (i * 37) % 200)
+    called = 2
+    while len(fired) < 202:
+        live = [w for w in wakeups[called:] if not w.cancelled]
+        assert len(live) == 1
+        now[0] = live[0].when
+        called = len(wakeups)
+        live[0].callback()
+    assert [t for t, _ in fired[2:]] == sorted(1000 + (i * 37) % 200 for i in range(200))
+    assert all(w.cancelled for w in wakeups[called:]) or len(wakeups) == called
+
+
+def test_deleted_timers_do_not_pile_up_and_firing_order_is_kept():
+    """A timeout moved at every record (delete, register later) leaves one heap entry per
+    live timer, not one per record; a timer deleted and registered again fires where it did."""
+    backend = KeyedStateBackend(lambda: 0)
+    fired: list = []
+    timers = InternalTimerService(backend, lambda t, k, n: fired.append((t, k)), None, lambda w, c: None, lambda: 0)
+    for key in ("a", "b"):
+        backend.current_key = key
+        timers.register_event_time_timer(None, 10)
+    backend.current_key = "a"
+    timers.delete_event_time_timer(None, 10)
+    timers.register_event_time_timer(None, 10)
+    for i in range(10_000):
+        backend.current_key = i % 100
+        if i >= 100:
+            timers.delete_event_time_timer(None, 60_000 + i - 100)
+        timers.register_event_time_timer(None, 60_000 + i)
+    assert len(timers.event_timers.heap) <= 2 * 102 + 65
+    timers.advance_watermark(10)
+    assert fired == [(10, "a"), (10, "b")]
+    timers.advance_watermark(MAX)
+    assert fired[2:] == [(60_000 + i, i % 100) for i in range(9_900, 10_000)]
+
+
 # -- in a job ------------------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ def config_command(as_json: bool, config_path: str | None, sets: tuple[str, ...]
     session = open_session(config_path, sets)
     config = session.config
     selection = config.plugins
-    entries = [(key, value, source) for key, value, source in config.effective()]
+    entries = config.resolved()
     for concern, name in sorted(session.selected_plugins().items()):
         entries.append((f"plugins.{concern}", name, selection.sources.get(concern, "default")))
     if selection.disabled:

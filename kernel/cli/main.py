@@ -73,6 +73,16 @@ def _report_event_log_errors() -> None:
         click.echo(f"rill: warning: run {run_id}: event log observer failed: {error}", err=True)
 
 
+def usage_error_line(exc: click.UsageError) -> str:
+    """One line for a usage error click found: the command, the problem, where help is."""
+    command = exc.ctx.command_path if exc.ctx is not None else "rill"
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]
+    where = "" if command == "rill" else f"{command}: "
+    return f"rill: error: {where}{message} (see '{command} --help')"
+
+
 def main(argv: list[str] | None = None) -> Any:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -82,8 +92,11 @@ def main(argv: list[str] | None = None) -> Any:
             _report_event_log_errors()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        click.echo(usage_error_line(exc), err=True)
+        sys.exit(2)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"rill: error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("rill: aborted", err=True)

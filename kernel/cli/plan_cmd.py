@@ -11,17 +11,19 @@ from kernel.graph.render import render
 from kernel.jobfile import load_program
 
 
-@click.command("plan")
+@click.command("plan", context_settings={"allow_interspersed_args": False})
 @click.argument("job_file", type=click.Path(dir_okay=False))
+@click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
 @click.option("--level", type=click.Choice(["stream", "job", "execution"]), default="job", show_default=True,
               help="Which graph to print.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text", show_default=True,
               help="text: one line per node; json: Flink's plan JSON (stream level) or REST plan shape; dot: Graphviz.")
 @config_options
-def plan_command(job_file: str, level: str, fmt: str, config_path: str | None, sets: tuple[str, ...]) -> None:
-    """Compile JOB_FILE (up to its env.execute()) and print its StreamGraph, JobGraph or ExecutionGraph."""
+def plan_command(job_file: str, job_args: tuple[str, ...], level: str, fmt: str, config_path: str | None, sets: tuple[str, ...]) -> None:
+    """Compile JOB_FILE (up to its env.execute(), given ARGS as ``sys.argv[1:]``; options of rill
+    come before JOB_FILE) and print its StreamGraph, JobGraph or ExecutionGraph."""
     session = open_session(config_path, sets)
-    program = load_program(job_file, session)
+    program = load_program(job_file, session, job_args)
     job_session = session.with_sets(program.sets()) if program.sets() else session
     compiled = compile_program(job_session, program)
     _, execution = plan_run(job_session, compiled)

@@ -6,16 +6,26 @@ import sys
 
 import click
 
-from kernel.async_execution import end_running_jobs
 from kernel.cli.common import config_options, open_session
 from kernel.cli.progress import LiveProgress
-from kernel.errors import JobDefinitionError
+from kernel.configtypes import parse_duration_ms
+from kernel.errors import JobDefinitionError, UsageError
 from kernel.execution import SessionExecutor
 from kernel.jobfile import run_script
 
 
-@click.command("run")
+def check_duration(duration: str) -> None:
+    try:
+        milliseconds = parse_duration_ms(duration)
+    except ValueError as exc:
+        raise UsageError(f"--duration {duration!r}: {exc}") from None
+    if milliseconds < 0:
+        raise UsageError(f"--duration {duration!r}: must not be negative (0 runs the job until it ends)")
+
+
+@click.command("run", context_settings={"allow_interspersed_args": False})
 @click.argument("job_file", type=click.Path(dir_okay=False))
+@click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
 @click.option("--clock", type=click.Choice(["realtime", "simulated"]), default=None,
               help="realtime (wall clock) or simulated (virtual time jumps to the next timer).")
 @click.option("--seed", type=int, default=None, help="Seed of the kernel's RNG (rill.seed).")
@@ -27,23 +37,26 @@ from kernel.jobfile import run_script
               help="Inject a fault (repeatable), e.g. kill:target=taskexecutor-1,at=30s; kinds: kill, partition, "
                    "drop, delay, slow, raise (see README).")
 @config_options
-def run_command(job_file: str, clock: str | None, seed: int | None, duration: str | None, backend: str | None,
+def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, seed: int | None, duration: str | None, backend: str | None,
                 quiet: bool, inject: tuple[str, ...], config_path: str | None, sets: tuple[str, ...]) -> None:
-    """Run JOB_FILE: print sinks write to stdout, a summary of the run goes to stderr (on a terminal,
-    a live status line while it runs)."""
+    """Run JOB_FILE with ARGS as its arguments (``sys.argv[1:]``; options of rill come before
+    JOB_FILE, everything after it goes to the job): print sinks write to stdout, a summary of
+    the run goes to stderr (on a terminal, a live status line while it runs)."""
     overrides = []
     if clock is not None:
         overrides.append(f"rill.clock={clock}")
     if seed is not None:
         overrides.append(f"rill.seed={seed}")
     if duration is not None:
+        check_duration(duration)
         overrides.append(f"rill.duration={duration}")
     if backend is not None:
         overrides.append(f"plugins.backend={backend}")
     progress = LiveProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
     session = open_session(config_path, [*overrides, *sets], inject, plugins=[progress] if progress else [])
     executor = SessionExecutor(session, quiet=quiet, progress=progress)
-    run_script(job_file, executor)
-    end_running_jobs()
+    run_script(job_file, executor, job_args)
+    executor.wait_for_jobs()
     if not executor.outcomes:
-        raise JobDefinitionError(f"job file {job_file} defines no job: it never calls env.execute()")
+        raise JobDefinitionError(f"job file {job_file} defines no job: it never calls env.execute() or "
+                                 "env.execute_async()")

@@ -39,7 +39,9 @@ class JobClient:
         return CompletableFuture.completed({})
 
     def get_job_execution_result(self) -> CompletableFuture:
-        """A future of the JobExecutionResult; it fails with the job's failure (or cancellation)."""
+        """A future of the JobExecutionResult; it fails with the job's failure (or cancellation).
+        A script that asks for it handles the failure itself (``rill run`` does not fail for it)."""
+        self._execution.retrieved = True
         return self._execution.result
 
     def wait(self) -> None:

@@ -19,6 +19,7 @@ from kernel.streaming.outputs import (
     EndOfChainOutput,
     OperatorOutput,
     Output,
+    blame,
     combine,
 )
 from kernel.streaming.runtime import OperatorRuntime
@@ -66,20 +67,29 @@ class OperatorChain:
     def open(self) -> None:
         """Open operators from the tail towards the head (downstream ready first)."""
         for operator in reversed(self.operators):
-            operator.open()
+            try:
+                operator.open()
+            except BaseException as exc:
+                blame(exc, operator.name)
+                raise
 
     def finish(self) -> None:
         """End of input: each operator, head to tail, gets ``end_input`` then ``finish``."""
         for operator in self.operators:
-            operator.end_input()
-            operator.finish()
+            try:
+                operator.end_input()
+                operator.finish()
+            except BaseException as exc:
+                blame(exc, operator.name)
+                raise
 
     def close(self) -> None:
         errors = []
         for operator in self.operators:
             try:
                 operator.close()
-            except Exception as exc:  # close every operator; report the first failure
+            except BaseException as exc:  # close every operator; report the first failure
+                blame(exc, operator.name)
                 errors.append(exc)
         if errors:
             raise errors[0]

@@ -57,7 +57,10 @@ class EndOfChainOutput(DiscardingOutput):
 
 
 def blame(exc: BaseException, operator_name: str) -> None:
-    """Remember the innermost operator an exception came from (for the failure report)."""
+    """Remember the innermost operator an exception came from (for the failure report).
+
+    Every ``BaseException`` counts: a user function raising ``SystemExit`` or
+    ``KeyboardInterrupt`` fails its task like any other error, naming its operator."""
     if not hasattr(exc, "rill_operator"):
         try:
             exc.rill_operator = operator_name  # type: ignore[attr-defined]
@@ -77,7 +80,7 @@ class ChainingOutput(Output):
         if values:
             try:
                 self.target.process_batch(values, timestamps)
-            except Exception as exc:
+            except BaseException as exc:
                 blame(exc, self.target.name)
                 raise
 

@@ -2,8 +2,9 @@
 
 Timers are unique per (key, namespace, timestamp). Event-time timers fire when a watermark
 reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
-fire from a task mail when the processing clock reaches them. Deleting a timer removes it
-from the set; its heap entry is skipped when reached.
+fire from a task mail when the processing clock reaches them (one wake-up scheduled at a time,
+for the earliest). Deleting a timer removes it from the set; its heap entry is skipped when
+reached, or dropped earlier when such entries make up most of the heap.
 
 In BATCH execution (Flink's ``BatchExecutionInternalTimeService``) processing time does not
 advance: processing-time timers are not scheduled, and all of them fire when the final
@@ -38,7 +39,21 @@ class _TimerQueue:
         return True
 
     def delete(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self.live.discard((timestamp, key, namespace))
+        live = self.live
+        live.discard((timestamp, key, namespace))
+        if len(self.heap) > 2 * len(live) + 64:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the entries of deleted timers; of a timer deleted and registered again, keep
+        the entry that would fire (the first one), so the firing order does not change."""
+        first: dict[tuple[int, Any, Any], int] = {}
+        for timestamp, seq, key, namespace in self.heap:
+            entry = (timestamp, key, namespace)
+            if entry in self.live and seq < first.get(entry, seq + 1):
+                first[entry] = seq
+        self.heap = [(timestamp, seq, key, namespace) for (timestamp, key, namespace), seq in first.items()]
+        heapq.heapify(self.heap)
 
     def pop_due(self, limit: int) -> tuple[int, Any, Any] | None:
         heap, live = self.heap, self.live
@@ -73,7 +88,9 @@ class InternalTimerService:
         self.event_timers = _TimerQueue()
         self.processing_timers = _TimerQueue()
         self.current_watermark = MIN_LONG
-        self._wakeup: int | None = None
+        self._wakeup: int | None = None  # when the scheduled wake-up fires
+        self._wakeup_handle: Any = None
+        self._wakeups = 0  # numbers the wake-ups: one superseded by an earlier one does nothing
         self.fired = 0
 
     # -- registration (for the current key) ---------------------------------------------------
@@ -91,8 +108,7 @@ class InternalTimerService:
             return
         if self.processing_timers.add(timestamp, self.backend.current_key, namespace) and not self.batch:
             if self._wakeup is None or timestamp < self._wakeup:
-                self._wakeup = timestamp
-                self._schedule(timestamp, self._fire_processing_time)
+                self._wake_at(timestamp)
 
     def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
         self.processing_timers.delete(timestamp, self.backend.current_key, namespace)
@@ -119,13 +135,22 @@ class InternalTimerService:
             fired += 1
             fire(timestamp, key, namespace)
 
-    def _fire_processing_time(self) -> None:
-        self._wakeup = None
+    def _wake_at(self, timestamp: int) -> None:
+        if self._wakeup_handle is not None:
+            self._wakeup_handle.cancel()
+        self._wakeups += 1
+        number = self._wakeups
+        self._wakeup = timestamp
+        self._wakeup_handle = self._schedule(timestamp, lambda: self._fire_processing_time(number))
+
+    def _fire_processing_time(self, number: int) -> None:
+        if number != self._wakeups:
+            return  # superseded (it fired before it could be cancelled)
+        self._wakeup = self._wakeup_handle = None
         self.fire_processing_time(self._now_ms())
         earliest = self.processing_timers.earliest()
         if earliest is not None:
-            self._wakeup = earliest
-            self._schedule(earliest, self._fire_processing_time)
+            self._wake_at(earliest)
 
     def fire_processing_time(self, now: int) -> None:
         """Fire every processing-time timer <= ``now`` in timestamp order."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
@@ -30,15 +30,25 @@ class EventLogOptions(Section):
     ] = msgspec.field(name="eventlog.lock-timeout", default=5000)
 
 
+    def file(self) -> Path:
+        if self.path:
+            return Path(self.path).expanduser()
+        return rill_home() / DEFAULT_FILE
+
+    def resolved(self) -> dict[str, tuple[Any, str]]:
+        absolute = os.path.abspath(self.file())
+        if self.path:
+            return {} if absolute == self.path else {"eventlog.path": (absolute, "made absolute")}
+        home = "$RILL_HOME" if "RILL_HOME" in os.environ else f"./{DEFAULT_HOME}"
+        return {"eventlog.path": (absolute, f"default: {home}/{DEFAULT_FILE}")}
+
+
 def rill_home() -> Path:
     return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser()
 
 
 def log_path(config: Config) -> Path:
-    configured = config.section(EventLogOptions).path
-    if configured:
-        return Path(configured).expanduser()
-    return rill_home() / DEFAULT_FILE
+    return config.section(EventLogOptions).file()
 
 
 def event_store(config: Config) -> EventStore:

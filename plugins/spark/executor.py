@@ -42,6 +42,7 @@ from kernel.streaming.outputs import Output
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo
 from kernel.streaming.sources import InputStatus
+from kernel.tracebacks import describe
 
 BLOCK = 8192
 FAILURE_MARK = "RILL_SUBTASK_FAILED "
@@ -216,7 +217,7 @@ class SubtaskRunner:
             chain.close()
         except SubtaskFailure:
             raise
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit or KeyboardInterrupt of a user function too
             raise self._failure(exc, chain) from None
         yield from self.out
         self.out = []
@@ -310,7 +311,7 @@ class SubtaskRunner:
         return SubtaskFailure(FAILURE_MARK + json.dumps({
             "vertex": self.vertex.name, "subtask": self.subtask, "parallelism": self.vertex.parallelism,
             "operator": operator,
-            "error": f"{type(exc).__name__}: {exc}", "traceback": "".join(traceback.format_exception(exc)),
+            "error": describe(exc), "traceback": "".join(traceback.format_exception(exc)),
         }))
 
 

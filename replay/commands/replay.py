@@ -17,9 +17,12 @@ def _seconds(value: str | None, option: str) -> float | None:
     if value is None:
         return None
     try:
-        return parse_duration_ms(value if any(c.isalpha() for c in value) else f"{value} s") / 1000
+        seconds = parse_duration_ms(value if any(c.isalpha() for c in value) else f"{value} s") / 1000
     except ValueError as exc:
         raise UsageError(f"{option} {value!r}: {exc}") from None
+    if seconds < 0:
+        raise UsageError(f"{option} {value!r}: must not be negative (a time after the run's start)")
+    return seconds
 
 
 @click.command("replay")
@@ -78,7 +81,7 @@ def _rerun(run_ref: str, sets: tuple[str, ...], allow_changed: bool, as_json: bo
     with read_log(session) as con:
         run = find_run(con, run_ref)
         path, raw, overrides, notes = prepare(con, run, sets, allow_changed)
-    result = execute(path, raw, overrides, notes)
+    result = execute(path, raw, overrides, notes, run.metadata.get("job_args", []))
     with read_log(session) as con:
         new = find_run(con, result.run_id)
         check = run.clock == "simulated" and not sets

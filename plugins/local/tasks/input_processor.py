@@ -79,7 +79,7 @@ class StreamInputProcessor:
                     (head.process_batch1 if index == 0 else head.process_batch2)(item.values, item.timestamps)
                 else:
                     head.process_batch(item.values, item.timestamps)
-            except Exception as exc:
+            except BaseException as exc:
                 blame(exc, head.name)
                 raise
             channel.recycle()
@@ -102,6 +102,6 @@ class StreamInputProcessor:
                 head.process_watermark_input(index, timestamp)
             else:
                 head.process_watermark(timestamp)
-        except Exception as exc:
+        except BaseException as exc:
             blame(exc, head.name)
             raise

@@ -17,12 +17,14 @@ import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS
+from kernel.loop import TimerGroup
 from kernel.options import ExecutionOptions
 from kernel.streaming.chain import OperatorChain
 from kernel.streaming.elements import LatencyMarker
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import TaskInfo
 from kernel.streaming.sources import InputStatus
+from kernel.tracebacks import describe
 from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
@@ -58,7 +60,7 @@ class StreamTask:
         self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now())
         self.last_sample: dict[str, Any] | None = None  # the metrics of the latest sample
         self.watermark_reporter = WatermarkReporter(self)
-        self._timers: list[Any] = []
+        self._timers = TimerGroup()
         self.partitions: list[ResultPartition] = []
         self.input: StreamInputProcessor | None = None
         self.mailbox: MailboxProcessor | None = None
@@ -87,7 +89,7 @@ class StreamTask:
         self._set_state("INITIALIZING")
         try:
             self._initialize()
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit or KeyboardInterrupt of a user function too
             self.fail(exc)
             return
         self._set_state("RUNNING")
@@ -132,11 +134,7 @@ class StreamTask:
     def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
         """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
         mailbox = self.mailbox
-        handle = self.run.loop.call_at(when_ns, lambda: mailbox.execute(callback, description))
-        self._timers.append(handle)
-        if len(self._timers) > 256:
-            self._timers = [t for t in self._timers if not t.cancelled]
-        return handle
+        return self._timers.add(self.run.loop.call_at(when_ns, lambda: mailbox.execute(callback, description)))
 
     def _start_flusher(self) -> None:
         if not self.partitions or not self.execution_options.buffer_timeout_enabled:
@@ -150,9 +148,9 @@ class StreamTask:
             if self.state == "RUNNING":
                 for partition in self.partitions:
                     partition.flush_all()
-                self._timers.append(self.run.loop.call_later(period, flush))
+                self._timers.add(self.run.loop.call_later(period, flush))
 
-        self._timers.append(self.run.loop.call_later(period, flush))
+        self._timers.add(self.run.loop.call_later(period, flush))
 
     def vertex_buffer_timeout(self) -> int:
         graph = self.deployment.job_graph.stream_graph
@@ -193,7 +191,7 @@ class StreamTask:
             if not head.when_available(suspension.resume):
                 when = head.reader.available_at()
                 wake_ms = when if when is not None else self.run.clock.now_ms() + 100
-                self._timers.append(self.run.loop.call_at(wake_ms * NS_PER_MS, suspension.resume))
+                self._timers.add(self.run.loop.call_at(wake_ms * NS_PER_MS, suspension.resume))
 
     # -- ending -------------------------------------------------------------------------------
 
@@ -212,9 +210,7 @@ class StreamTask:
         self._set_state("FINISHED")
 
     def _stop_timers(self) -> None:
-        for handle in self._timers:
-            handle.cancel()
-        self._timers.clear()
+        self._timers.cancel_all()
 
     def fail_from_mailbox(self, exc: BaseException) -> None:
         self.fail(exc)
@@ -224,7 +220,7 @@ class StreamTask:
             return
         operator = getattr(exc, "rill_operator", None) or (self.chain.head.name if self.chain else self.vertex.name)
         self.failure = (
-            f"{self.name} failed in operator {operator!r}: {type(exc).__name__}: {exc}\n"
+            f"{self.name} failed in operator {operator!r}: {describe(exc)}\n"
             + "".join(traceback.format_exception(exc))
         )
         self._teardown()
@@ -243,7 +239,7 @@ class StreamTask:
         if self.chain is not None:
             try:
                 self.chain.close()
-            except Exception:  # the task already ended badly; closing must not hide that
+            except BaseException:  # the task already ended badly; closing must not hide that
                 pass
         for partition in self.partitions:
             partition.release()
