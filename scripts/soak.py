@@ -139,9 +139,11 @@ class MinuteSampler:
         minute = (batch.events[-1].time - self.origin) // 60_000_000_000
         if minute <= self.minute:
             return
-        self.minute = minute
-        print(f"minute {minute} {rss_mb():.1f} {time.perf_counter() - self.started:.0f}", flush=True)
-        if self.trace and minute == self.warm_up:
+        rss, wall = rss_mb(), time.perf_counter() - self.started
+        for passed in range(self.minute + 1, minute + 1):  # a batch may span minutes of simulated time
+            print(f"minute {passed} {rss:.1f} {wall:.0f}", flush=True)
+        first, self.minute = self.minute, minute
+        if self.trace and first < self.warm_up <= minute:
             import tracemalloc
 
             self.snapshot = tracemalloc.take_snapshot()
