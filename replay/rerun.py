@@ -164,7 +164,6 @@ def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[st
                 raise
             notes.append(f"the re-execution raised {type(exc).__name__}: {exc}")
         end_running_jobs()  # jobs started with execute_async end with their script, as under rill run
-    session.close()
     if not executor.outcomes:
         raise UsageError(f"job file {path} defined no job when re-executed")
     outcome = executor.outcomes[0]

@@ -327,10 +327,6 @@ def test_the_spark_backend_satisfies_the_backend_contract():
 # -- every hook spec is implemented and called ----------------------------------------------------
 
 SPECS = sorted(name for name, func in vars(hookspecs).items() if callable(func) and hasattr(func, "rill_spec"))
-#: hooks a host offers third-party plugins for state of their own; no built-in plugin keeps any
-LIFECYCLE = {"configure", "unconfigure"}
-
-
 def builtin_hooks() -> set[str]:
     """Hooks implemented by the built-in plugins (this distribution's entry points) and by
     the plugin objects the kernel itself registers (the live status line, the test capture)."""
@@ -346,7 +342,7 @@ def builtin_hooks() -> set[str]:
 
 
 def test_every_hook_spec_is_implemented_by_a_builtin_plugin():
-    assert set(SPECS) - LIFECYCLE - builtin_hooks() == set()
+    assert set(SPECS) - builtin_hooks() == set()
 
 
 @pytest.mark.parametrize("name", SPECS)
