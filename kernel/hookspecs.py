@@ -97,38 +97,6 @@ def register_commands(register: Callable[[click.Command], None]) -> None:
     """
 
 
-@hookspec
-def register_views(register: Callable[[str, str], None]) -> None:
-    """Register SQL views over recorded runs, usually over the plugin's own events.
-
-    Called: once per session, when recorded runs are first read (``rill sql`` on every engine,
-    ``rill metrics``, ``rill replay``, ``rill report``, ``rill export``).
-
-    :param register: call ``register(name, select)``: ``select`` is one SELECT over the event
-        tables ``rill.ev_<kind>``, ``rill.runs`` and other views (by name), in SQL that DuckDB
-        and Spark SQL both run (:mod:`kernel.views`). Each view is created after the views it
-        reads; an event table the log lacks reads as empty if its event type is registered; a
-        view reading an event kind neither recorded nor registered is left out.
-    :returns: nothing.
-    """
-
-
-@hookspec
-def register_sql_engines(register: Callable[[str, SqlEngine], None]) -> None:
-    """Register engines that run ``rill sql`` queries (``rill sql --engine NAME``).
-
-    Called: when ``rill sql`` starts, before the query runs.
-
-    :param register: call ``register(name, engine)`` with a
-        :class:`~kernel.contracts.sql.SqlEngine`: ``engine.query(request)`` returns
-        ``(columns, rows)`` of one read-only query (a :class:`~kernel.contracts.sql.SqlQuery`)
-        over the event log, or over the Parquet files of ``rill export`` in directory
-        ``request.parquet`` when that is not None, with the tables ``rill.ev_<kind>``,
-        ``rill.runs``, ``rill.events`` and the registered views.
-    :returns: nothing.
-    """
-
-
 # -------------------------------------------------------------------------------------------
 # Graph compilation: Transformations -> StreamGraph -> JobGraph -> ExecutionGraph.
 # -------------------------------------------------------------------------------------------
@@ -225,20 +193,6 @@ def create_event_observers(run: Run) -> EventObserver | None:
 
     :param run: the run (id, clock, config, plugins).
     :returns: an :class:`~kernel.eventbus.EventObserver`, or ``None`` for no observer.
-    """
-
-
-@hookspec(firstresult=True)
-def open_event_store(config: Config) -> EventStore | None:
-    """Open the store that recorded runs are read back from.
-
-    Called: by readers of the event log (``rill runs``, ``rill sql``, replay).
-    Stops at first non-None result.
-
-    :param config: the validated configuration.
-    :returns: an :class:`~kernel.contracts.eventstore.EventStore`: ``exists()``, ``path`` and
-        ``read()``, a context manager giving a read-only DuckDB connection with schema ``rill``
-        first on the search path.
     """
 
 
@@ -404,4 +358,55 @@ def create_heartbeat_manager(
         ``unmonitor_target(id)``, ``request_heartbeat(requester_id, payload)`` and
         ``receive_heartbeat(sender_id, payload)`` (a request or response arrived) and ``stop()``.
         It records the heartbeat events of :mod:`kernel.cluster_events`.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Reading recorded runs back: SQL engines, the event store, views over it.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def register_sql_engines(register: Callable[[str, SqlEngine], None]) -> None:
+    """Register engines that run ``rill sql`` queries (``rill sql --engine NAME``).
+
+    Called: when ``rill sql`` starts, before the query runs.
+
+    :param register: call ``register(name, engine)`` with a
+        :class:`~kernel.contracts.sql.SqlEngine`: ``engine.query(request)`` returns
+        ``(columns, rows)`` of one read-only query (a :class:`~kernel.contracts.sql.SqlQuery`)
+        over the event log, or over the Parquet files of ``rill export`` in directory
+        ``request.parquet`` when that is not None, with the tables ``rill.ev_<kind>``,
+        ``rill.runs``, ``rill.events`` and the registered views.
+    :returns: nothing.
+    """
+
+
+@hookspec(firstresult=True)
+def open_event_store(config: Config) -> EventStore | None:
+    """Open the store that recorded runs are read back from.
+
+    Called: by readers of the event log (``rill runs``, ``rill sql``, replay).
+    Stops at first non-None result.
+
+    :param config: the validated configuration.
+    :returns: an :class:`~kernel.contracts.eventstore.EventStore`: ``exists()``, ``path`` and
+        ``read()``, a context manager giving a read-only DuckDB connection with schema ``rill``
+        first on the search path.
+    """
+
+
+@hookspec
+def register_views(register: Callable[[str, str], None]) -> None:
+    """Register SQL views over recorded runs, usually over the plugin's own events.
+
+    Called: once per session, when recorded runs are first read (``rill sql`` on every engine,
+    ``rill metrics``, ``rill replay``, ``rill report``, ``rill export``).
+
+    :param register: call ``register(name, select)``: ``select`` is one SELECT over the event
+        tables ``rill.ev_<kind>``, ``rill.runs`` and other views (by name), in SQL that DuckDB
+        and Spark SQL both run (:mod:`kernel.views`). Each view is created after the views it
+        reads; an event table the log lacks reads as empty if its event type is registered; a
+        view reading an event kind neither recorded nor registered is left out.
+    :returns: nothing.
     """

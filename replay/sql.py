@@ -41,7 +41,7 @@ def sql_query(session: Session, text: str, parquet: str | None) -> SqlQuery:
     from replay.store import open_store
 
     return SqlQuery(text=text, parquet=parquet, config=session.config, tables=tables_by_kind(session.events.types()),
-                    views=session.views, store=open_store(session), export_log=partial(export_log, session))
+                    store=open_store(session), views=session.views, export_log=partial(export_log, session))
 
 
 class DuckDBEngine:
