@@ -5,8 +5,11 @@ TaskExecutors, slots, heartbeats, faults, failures and restarts).
 
 The rule for event types: an event lives with whoever emits it — the kernel's in
 :mod:`kernel.events`, a plugin's in that plugin's ``events`` module, registered with
-``register_event_types`` — except when the kernel or replay must know it (several plugins
-emit it, or replay reads it), which only the kernel can offer; then it lives here.
+``register_event_types``, its SQL views registered by the same plugin (``register_views``) —
+except when more than one room must know it: several rooms emit it, or the kernel or replay
+reads it (replay's views, its state at an instant and its re-execution read only events of the
+kernel, so they read the same whichever plugins ran); only the kernel can offer those, so they
+live here.
 """
 
 from __future__ import annotations

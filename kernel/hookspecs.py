@@ -14,7 +14,10 @@ Every ``create_*`` factory returns the typed contract of its concern, a Protocol
   scheduling, restart and failover strategies and the watermark alignment coordinator; each
   StreamTask (``tasks/streamtask.py``) creates its mailbox processor and, through its operator
   runtime (``tasks/operator_runtime.py``), watermark generators and valves; every cluster
-  component creates its heartbeat managers (``connections.py``).
+  component creates its heartbeat managers (``connections.py``);
+- readers of recorded runs (``replay``) open the event store and create the registered views
+  on their connections; ``rill sql`` hands the chosen SQL engine a
+  :class:`~kernel.contracts.sql.SqlQuery` with both (an engine never imports replay).
 
 Always call hooks with keyword arguments; implementations may accept fewer arguments than
 the spec declares.
@@ -33,10 +36,12 @@ if TYPE_CHECKING:
 
     from kernel.config import Config
     from kernel.contracts.backend import ExecutionBackend
+    from kernel.contracts.eventstore import EventStore
     from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
     from kernel.contracts.heartbeats import HeartbeatListener, HeartbeatManager
     from kernel.contracts.mailbox import MailboxProcessor, MailboxTask
     from kernel.contracts.scheduling import SchedulerOperations, SchedulingStrategy
+    from kernel.contracts.sql import SqlEngine
     from kernel.contracts.watermarks import WatermarkAlignmentCoordinator, WatermarkGenerator, WatermarkValve
     from kernel.eventbus import EventObserver
     from kernel.events import Event
@@ -59,7 +64,7 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 def register_config(register: Callable[[type], None]) -> None:
     """Register configuration sections.
 
-    Called: while the configuration is validated, before ``configure``.
+    Called: while the configuration is validated, when a session opens.
 
     :param register: call ``register(SectionStruct)`` with a subclass of
         :class:`kernel.config.Section`. Its fields are full config keys
@@ -88,34 +93,6 @@ def register_commands(register: Callable[[click.Command], None]) -> None:
     Called: when the CLI starts, before arguments are parsed.
 
     :param register: call ``register(command)`` with a :class:`click.Command`.
-    :returns: nothing.
-    """
-
-
-@hookspec
-def register_sql_engines(register: Callable[[str, Any], None]) -> None:
-    """Register engines that run ``rill sql`` queries (``rill sql --engine NAME``).
-
-    Called: when ``rill sql`` starts, before the query runs.
-
-    :param register: call ``register(name, engine)``; ``engine.query(session, query,
-        parquet)`` returns ``(columns, rows)`` of one read-only query over the session's event
-        log, or over the Parquet files of ``rill export`` in directory ``parquet`` when that is
-        not None, with the tables ``rill.ev_<kind>``, ``rill.runs`` and the views of
-        :mod:`replay.views`.
-    :returns: nothing.
-    """
-
-
-@hookspec(historic=True)
-def configure(config: Config) -> None:
-    """Set up plugin state once the configuration is final.
-
-    Called: once per process after plugins are loaded and the config is validated
-    (historic, so a plugin registered later is configured too). A stateful plugin registers
-    one named object holding its state here.
-
-    :param config: the validated configuration.
     :returns: nothing.
     """
 
@@ -216,18 +193,6 @@ def create_event_observers(run: Run) -> EventObserver | None:
 
     :param run: the run (id, clock, config, plugins).
     :returns: an :class:`~kernel.eventbus.EventObserver`, or ``None`` for no observer.
-    """
-
-
-@hookspec(firstresult=True)
-def open_event_store(config: Config) -> Any:
-    """Open the store that recorded runs are read back from.
-
-    Called: by readers of the event log (``rill runs``, ``rill sql``, replay).
-    Stops at first non-None result.
-
-    :param config: the validated configuration.
-    :returns: an event store with ``connect()`` giving a read-only SQL connection.
     """
 
 
@@ -397,16 +362,51 @@ def create_heartbeat_manager(
 
 
 # -------------------------------------------------------------------------------------------
-# Tear-down.
+# Reading recorded runs back: SQL engines, the event store, views over it.
 # -------------------------------------------------------------------------------------------
 
 
 @hookspec
-def unconfigure(config: Config) -> None:
-    """Release plugin state before the process exits.
+def register_sql_engines(register: Callable[[str, SqlEngine], None]) -> None:
+    """Register engines that run ``rill sql`` queries (``rill sql --engine NAME``).
 
-    Called: once per process, last.
+    Called: when ``rill sql`` starts, before the query runs.
 
-    :param config: the configuration given to ``configure``.
+    :param register: call ``register(name, engine)`` with a
+        :class:`~kernel.contracts.sql.SqlEngine`: ``engine.query(request)`` returns
+        ``(columns, rows)`` of one read-only query (a :class:`~kernel.contracts.sql.SqlQuery`)
+        over the event log, or over the Parquet files of ``rill export`` in directory
+        ``request.parquet`` when that is not None, with the tables ``rill.ev_<kind>``,
+        ``rill.runs``, ``rill.events`` and the registered views.
+    :returns: nothing.
+    """
+
+
+@hookspec(firstresult=True)
+def open_event_store(config: Config) -> EventStore | None:
+    """Open the store that recorded runs are read back from.
+
+    Called: by readers of the event log (``rill runs``, ``rill sql``, replay).
+    Stops at first non-None result.
+
+    :param config: the validated configuration.
+    :returns: an :class:`~kernel.contracts.eventstore.EventStore`: ``exists()``, ``path`` and
+        ``read()``, a context manager giving a read-only DuckDB connection with schema ``rill``
+        first on the search path.
+    """
+
+
+@hookspec
+def register_views(register: Callable[[str, str], None]) -> None:
+    """Register SQL views over recorded runs, usually over the plugin's own events.
+
+    Called: once per session, when recorded runs are first read (``rill sql`` on every engine,
+    ``rill metrics``, ``rill replay``, ``rill report``, ``rill export``).
+
+    :param register: call ``register(name, select)``: ``select`` is one SELECT over the event
+        tables ``rill.ev_<kind>``, ``rill.runs`` and other views (by name), in SQL that DuckDB
+        and Spark SQL both run (:mod:`kernel.views`). Each view is created after the views it
+        reads; an event table the log lacks reads as empty if its event type is registered; a
+        view reading an event kind neither recorded nor registered is left out.
     :returns: nothing.
     """

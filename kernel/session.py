@@ -1,8 +1,10 @@
-"""A configured kernel: plugins loaded, configuration validated, event types registered."""
+"""A configured kernel: plugins loaded, configuration validated, event types registered (and,
+once something reads recorded runs, views)."""
 
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from kernel.config import Config, RawConfig, Section, load_raw, validate
@@ -10,6 +12,7 @@ from kernel.cluster_events import CLUSTER_EVENT_TYPES
 from kernel.events import KERNEL_EVENT_TYPES, EventRegistry
 from kernel.options import KERNEL_SECTIONS
 from kernel.pluginmanager import RillPluginManager
+from kernel.views import ViewRegistry
 
 
 class Session:
@@ -22,7 +25,6 @@ class Session:
         self.input_overrides: dict[str, str] = {}
         #: plugin objects registered besides the discovered ones (kept by ``with_sets``)
         self.extra_plugins: tuple[Any, ...] = ()
-        self._closed = False
 
     @classmethod
     def open(
@@ -34,7 +36,7 @@ class Session:
         plugins: Iterable[Any] = (),
         entry_points: Iterable[Any] | None = None,
     ) -> Session:
-        """Load config layers, load the chosen plugins, validate, then ``configure``.
+        """Load config layers, load the chosen plugins, validate.
 
         ``plugins`` are extra plugin objects registered after discovery (tests, embedding).
         """
@@ -58,7 +60,6 @@ class Session:
         config = validate(raw, sections, sorted(dormant - loaded))
         session = cls(manager, config)
         session.extra_plugins = tuple(plugins)
-        manager.hook.configure.call_historic(kwargs={"config": config})
         return session
 
     def with_sets(self, sets: Iterable[str]) -> Session:
@@ -80,7 +81,9 @@ class Session:
 
         return Run(self, job_name, **kwargs)
 
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.plugin_manager.hook.unconfigure(config=self.config)
+    @cached_property
+    def views(self) -> ViewRegistry:
+        """The SQL views plugins register (``register_views``), collected when first read."""
+        views = ViewRegistry()
+        self.plugin_manager.hook.register_views(register=views.register)
+        return views

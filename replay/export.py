@@ -14,17 +14,20 @@ from __future__ import annotations
 import glob
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from kernel.errors import UsageError
-from replay.views import VIEWS, event_tables
+from replay.views import event_tables
+
+if TYPE_CHECKING:
+    from kernel.session import Session
 
 KIND = re.compile(r"[a-z0-9_]+")
 
 
-def write_parquet(con: Any, base: str, run_id: str | None, views: bool = True) -> int:
-    """Write one run (every run when ``run_id`` is None) under ``base``; returns the number of
-    files. ``views`` needs the views created on ``con``."""
+def write_parquet(con: Any, base: str, run_id: str | None, views: Iterable[str] = ()) -> int:
+    """Write one run (every run when ``run_id`` is None) under ``base``, with the rows of the
+    ``views`` created on ``con``; returns the number of files."""
     where = "" if run_id is None else f" WHERE run_id = '{run_id}'"
     os.makedirs(os.path.join(base, "events"), exist_ok=True)
     files = 0
@@ -33,13 +36,23 @@ def write_parquet(con: Any, base: str, run_id: str | None, views: bool = True) -
         if count:
             _copy(con, f"SELECT * FROM rill.ev_{kind}{where} ORDER BY seq", os.path.join(base, "events", f"{kind}.parquet"))
             files += 1
+    views = list(views)
     if views:
         os.makedirs(os.path.join(base, "views"), exist_ok=True)
-        for view in VIEWS:
+        for view in views:
             _copy(con, f"SELECT * FROM {view}{where}", os.path.join(base, "views", f"{view}.parquet"))
             files += 1
     _copy(con, f"SELECT * FROM rill.runs{where}", os.path.join(base, "run.parquet"))
     return files + 1
+
+
+def export_log(session: Session, directory: str) -> None:
+    """Every recorded run of the session's event log under ``directory``, without the views
+    (what an SQL engine that reads only Parquet reads instead of the log)."""
+    from replay.store import read_log
+
+    with read_log(session) as con:
+        write_parquet(con, directory, None)
 
 
 def _copy(con: Any, query: str, path: str) -> None:

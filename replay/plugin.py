@@ -1,4 +1,5 @@
-"""Plugin ``replay.sql``: the commands that read recorded runs back."""
+"""Plugin ``replay.sql``: the commands that read recorded runs back, the views they read, and
+``rill sql``'s DuckDB engine."""
 
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ def register_commands(register):
     register(replay_command)
     register(export_command)
     register(report_command)
+
+
+@hookimpl
+def register_views(register):
+    from replay.views import VIEWS
+
+    for name, select in VIEWS.items():
+        register(name, select)
 
 
 @hookimpl

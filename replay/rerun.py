@@ -165,7 +165,6 @@ def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[st
             if not executor.outcomes:
                 raise
             notes.append(f"the re-execution raised {type(exc).__name__}: {exc}")
-    session.close()
     if not executor.outcomes:
         raise UsageError(f"job file {path} defined no job when re-executed")
     outcome = executor.outcomes[0]

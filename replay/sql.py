@@ -4,10 +4,15 @@ schema ``rill``: ``runs``, ``events``, every ``ev_<kind>`` table, and the views.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Mapping
 
-from kernel.errors import UsageError
-from kernel.session import Session
+from kernel.contracts.sql import SqlQuery
+from kernel.errors import EventLogError, UsageError
+
+if TYPE_CHECKING:
+    from kernel.eventtables import EventTable
+    from kernel.session import Session
 
 SANDBOXED = "rill sql is sandboxed: it reads the tables and views of the event log (or of --parquet DIR), no file"
 
@@ -29,36 +34,46 @@ def run_query(con: Any, query: str) -> tuple[list[str], list[tuple]]:
         raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
 
 
+def sql_query(session: Session, text: str, parquet: str | None) -> SqlQuery:
+    """``rill sql``'s request to an engine: the query and what the session may read."""
+    from kernel.eventtables import tables_by_kind
+    from replay.export import export_log
+    from replay.store import open_store
+
+    return SqlQuery(text=text, parquet=parquet, config=session.config, tables=tables_by_kind(session.events.types()),
+                    store=open_store(session), views=session.views, export_log=partial(export_log, session))
+
+
 class DuckDBEngine:
     """The default engine: DuckDB on the event log itself, or on exported Parquet files."""
 
-    def query(self, session: Session, query: str, parquet: str | None) -> tuple[list[str], list[tuple]]:
+    def query(self, request: SqlQuery) -> tuple[list[str], list[tuple]]:
         from replay.sandbox import seal
         from replay.views import create_views
 
-        if parquet is None:
-            from replay.store import event_store
+        if request.parquet is None:
+            from replay.store import NO_STORE
 
-            with event_store(session).read() as con:
-                create_views(con)
+            if request.store is None:
+                raise EventLogError(NO_STORE)
+            with request.store.read() as con:
+                create_views(con, request.views, request.tables)
                 seal(con)
-                return run_query(con, query)
-        from kernel.events import tag_of
-
-        con = open_export(parquet, {tag_of(event_type): event_type for event_type in session.events.types()})
+                return run_query(con, request.text)
+        con = open_export(request.parquet, request.tables)
         try:
-            create_views(con)
+            create_views(con, request.views, request.tables)
             seal(con)
-            return run_query(con, query)
+            return run_query(con, request.text)
         finally:
             con.close()
 
 
-def open_export(directory: str, types: dict[str, type]) -> Any:
+def open_export(directory: str, tables: Mapping[str, EventTable]) -> Any:
     """An in-memory DuckDB over an export: each table an Arrow dataset over exactly its Parquet
     files (read by Arrow, so the sealed connection needs no file system), registered
-    unqualified and as ``rill.<table>``; an event type (tag -> type) the export has no file for
-    is an empty ``rill.ev_<tag>`` with its columns; ``rill.events`` over them, as in the log."""
+    unqualified and as ``rill.<table>``; an event table (by kind) the export has no file for
+    is an empty ``rill.ev_<kind>`` with its columns; ``rill.events`` over them, as in the log."""
     import duckdb
     import pyarrow as pa
     import pyarrow.dataset as ds
@@ -77,8 +92,8 @@ def open_export(directory: str, types: dict[str, type]) -> Any:
             con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM temp.main.{table}")
             if table.startswith("ev_"):
                 columns[table[3:]] = [name for name in schema.names if name not in ("run_id", "seq", "time")]
-        for tag in sorted(set(types) - set(columns)):
-            con.execute(f"CREATE VIEW rill.ev_{tag} AS SELECT * FROM {empty_relation(tag, types)}")
+        for kind in sorted(set(tables) - set(columns)):
+            con.execute(f"CREATE VIEW rill.ev_{kind} AS SELECT * FROM {empty_relation(tables[kind])}")
         if columns:
             con.execute(f"CREATE VIEW rill.events AS {events_select(columns)}")
         con.execute("SET search_path = 'rill,main'")

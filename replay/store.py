@@ -5,29 +5,40 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from kernel.errors import EventLogError, UsageError
 from kernel.session import Session
 
+if TYPE_CHECKING:
+    from kernel.contracts.eventstore import EventStore
 
-def event_store(session: Session) -> Any:
-    store = session.plugin_manager.hook.open_event_store(config=session.config)
+NO_STORE = "no plugin provides an event store (is the eventlog plugin disabled?)"
+
+
+def open_store(session: Session) -> EventStore | None:
+    """The session's event store, None when no plugin provides one."""
+    return session.plugin_manager.hook.open_event_store(config=session.config)
+
+
+def event_store(session: Session) -> EventStore:
+    store = open_store(session)
     if store is None:
-        raise EventLogError("no plugin provides an event store (is the eventlog plugin disabled?)")
+        raise EventLogError(NO_STORE)
     return store
 
 
 @contextmanager
 def read_log(session: Session) -> Iterator[Any]:
-    """A read-only connection to the event log with the replay views created."""
+    """A read-only connection to the event log with the registered views created."""
+    from kernel.eventtables import tables_by_kind
     from replay.views import create_views
 
     store = event_store(session)
     if not store.exists():
         raise EventLogError(f"no event log at {store.path} (no run has been recorded there yet)")
     with store.read() as con:
-        create_views(con)
+        create_views(con, session.views, tables_by_kind(session.events.types()))
         yield con
 
 

@@ -1,20 +1,22 @@
-"""SQL views over the event log, created on every read connection (``rill sql``, ``rill
-metrics``, ``rill replay``, reports). Times are seconds since the run's first event
-(``t_s``, ``second``, ``*_s``); one source of truth for every command that shows metrics.
+"""The views replay's commands are built on (``rill metrics``, ``rill report``, ``rill replay``,
+``rill export``), registered through ``register_views`` like any plugin's views, and creating
+the registered views on a DuckDB connection (``rill sql`` and every reader of the log).
 
-The SQL keeps to what DuckDB and Spark SQL both run, with the same results (``rill sql
---engine spark`` creates the same views over exported Parquet): no ASOF joins, no correlated
-subqueries with inequalities, no ties left to the engine (``max_by``); window functions and
-``CAST`` are fine. Tables are named ``rill.ev_<kind>`` and ``rill.runs``.
+Times are seconds since the run's first event (``t_s``, ``second``, ``*_s``); one source of
+truth for every command that shows metrics. The views read only the kernel's events
+(:mod:`kernel.events`, :mod:`kernel.cluster_events`), so they exist whichever plugins run.
+Their SQL keeps to what DuckDB and Spark SQL both run (:mod:`kernel.views`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from kernel.backpressure import back_pressure_level_sql
 from kernel.clock import MAX_LONG
+from kernel.eventtables import EventTable
+from kernel.views import ViewRegistry
 
 #: every watermark with the largest event time any source had seen by then, and the lags behind
 #: it and behind the clock (also used on its own by ``rill metrics``)
@@ -27,9 +29,9 @@ WATERMARK_LAGS = f"""
            CASE WHEN a.watermark = {MAX_LONG} THEN NULL ELSE a.time / 1e6 - a.watermark END AS lag_clock_ms
     FROM rill.ev_watermark_advanced a JOIN rill.runs r ON r.run_id = a.run_id"""
 
-#: view name -> (event tables it reads, SELECT); created in this order
-VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
-    "task_metrics": (("task_metrics_sampled",), """
+#: view name -> SELECT, registered in this order
+VIEWS: dict[str, str] = {
+    "task_metrics": """
         SELECT m.run_id, m.job_id, m.vertex_id, m.vertex_name, m.subtask, m.attempt,
                (m.time - r.clock_start) / 1e9 AS t_s,
                CAST(greatest(floor((m.time - m.interval_ms * 1e6 - r.clock_start) / 1e9), 0) AS BIGINT) AS second,
@@ -37,8 +39,8 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                m.records_in, m.records_out, m.records_in_per_second,
                m.records_out_per_second, m.latency_ms, m.late_records_dropped, m.timers_fired, m.windows_fired,
                m.final
-        FROM rill.ev_task_metrics_sampled m JOIN rill.runs r ON r.run_id = m.run_id"""),
-    "backpressure": (("task_metrics_sampled",), f"""
+        FROM rill.ev_task_metrics_sampled m JOIN rill.runs r ON r.run_id = m.run_id""",
+    "backpressure": f"""
         SELECT run_id, vertex_id, any_value(vertex_name) AS vertex_name, second,
                max(back_pressured_ms) AS back_pressured_ms,
                max(CASE WHEN isnan(busy_ms) THEN NULL ELSE busy_ms END) AS busy_ms,
@@ -49,8 +51,8 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
         FROM (SELECT *, rank() OVER (PARTITION BY run_id, vertex_id, second
                                      ORDER BY back_pressured_ms DESC NULLS LAST) AS bp_rank
               FROM task_metrics WHERE interval_ms > 0) m
-        GROUP BY run_id, vertex_id, second"""),
-    "watermarks": (("watermark_advanced", "watermark_status_changed"), f"""
+        GROUP BY run_id, vertex_id, second""",
+    "watermarks": f"""
         WITH lags AS ({WATERMARK_LAGS}),
         statuses AS (
             SELECT run_id, vertex_id, subtask, attempt, direction, input, status, seq AS from_seq,
@@ -62,9 +64,8 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                w.lag_clock_ms
         FROM lags w LEFT JOIN statuses s
             ON s.run_id = w.run_id AND s.vertex_id = w.vertex_id AND s.subtask = w.subtask AND s.attempt = w.attempt
-               AND s.direction = w.direction AND s.input = w.input AND w.seq >= s.from_seq AND w.seq < s.to_seq"""),
-    "heartbeats": (("heartbeat_requested", "heartbeat_received", "heartbeat_timed_out",
-                    "heartbeat_target_marked_unreachable"), """
+               AND s.direction = w.direction AND s.input = w.input AND w.seq >= s.from_seq AND w.seq < s.to_seq""",
+    "heartbeats": """
         WITH requests AS (
             SELECT run_id, sender, target, count(*) AS requests, min(time) AS first_time
             FROM rill.ev_heartbeat_requested GROUP BY run_id, sender, target),
@@ -94,22 +95,21 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
         LEFT JOIN received g ON g.run_id = q.run_id AND g.sender = q.sender AND g.target = q.target
         LEFT JOIN timeouts ts ON ts.run_id = q.run_id AND ts.owner = q.sender AND ts.target = q.target
         LEFT JOIN timeouts tt ON tt.run_id = q.run_id AND tt.owner = q.target AND tt.target = q.sender
-        LEFT JOIN unreachable u ON u.run_id = q.run_id AND u.owner = q.sender AND u.target = q.target"""),
-    "task_timeline": (("execution_state_changed",), """
+        LEFT JOIN unreachable u ON u.run_id = q.run_id AND u.owner = q.sender AND u.target = q.target""",
+    "task_timeline": """
         SELECT e.run_id, e.job_id, e.vertex_id, e.vertex_name, e.subtask, e.attempt, e.new_state AS state,
                (e.time - r.clock_start) / 1e9 AS start_s,
                (coalesce(lead(e.time) OVER (PARTITION BY e.run_id, e.vertex_id, e.subtask, e.attempt ORDER BY e.seq),
                          r.clock_end) - r.clock_start) / 1e9 AS end_s,
                e.resource_id, e.failure
-        FROM rill.ev_execution_state_changed e JOIN rill.runs r ON r.run_id = e.run_id"""),
-    "slots": (("slot_allocated", "slot_released"), """
+        FROM rill.ev_execution_state_changed e JOIN rill.runs r ON r.run_id = e.run_id""",
+    "slots": """
         SELECT a.run_id, a.job_id, a.allocation_id, a.resource_id, a.slot_index,
                (a.time - r.clock_start) / 1e9 AS allocated_s, (x.time - r.clock_start) / 1e9 AS released_s,
                x.reason AS release_reason
         FROM rill.ev_slot_allocated a JOIN rill.runs r ON r.run_id = a.run_id
-        LEFT JOIN rill.ev_slot_released x ON x.run_id = a.run_id AND x.allocation_id = a.allocation_id"""),
-    "failures": (("task_failure_handled", "fault_injected", "tasks_restarted", "heartbeat_timed_out",
-                  "heartbeat_target_marked_unreachable", "execution_state_changed", "execution_graph_compiled"), """
+        LEFT JOIN rill.ev_slot_released x ON x.run_id = a.run_id AND x.allocation_id = a.allocation_id""",
+    "failures": """
         WITH faults AS (
             SELECT run_id, seq, time, index AS fault_index, fault_kind, description
             FROM rill.ev_fault_injected WHERE phase = 'start'),
@@ -168,45 +168,44 @@ VIEWS: dict[str, tuple[tuple[str, ...], str]] = {
                x.restart, x.delay_ms, x.restart_number, x.reason,
                (x.restarted_time - r.clock_start) / 1e9 AS restarted_s,
                (x.recovered_time - r.clock_start) / 1e9 AS recovered_s
-        FROM rows x JOIN rill.runs r ON r.run_id = x.run_id"""),
+        FROM rows x JOIN rill.runs r ON r.run_id = x.run_id""",
 }
 
 
-def empty_relation(tag: str, types: dict[str, type]) -> str:
-    """An empty relation with the columns of event ``tag`` (for logs without that table)."""
-    from plugins.eventlog.schema import table_for
-
-    table = table_for(types[tag])
+def empty_relation(table: EventTable) -> str:
+    """An empty relation with the columns of an event table (for logs without that table)."""
     columns = ", ".join(f"CAST(NULL AS {c.sql_type}) AS {c.name}" for c in table.columns)
     return f"(SELECT CAST(NULL AS VARCHAR) AS run_id, {columns} WHERE false)"
 
 
 def event_tables(con: Any) -> set[str]:
+    """The event kinds the connection has a table ``rill.ev_<kind>`` for."""
     rows = con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'rill' AND starts_with(table_name, 'ev_')"
     ).fetchall()
     return {name[3:] for (name,) in rows}
 
 
-def view_statements(present: set[str]) -> list[tuple[str, str]]:
-    """(name, SELECT) of every view, reading kinds the log lacks as empty relations."""
-    from kernel.cluster_events import CLUSTER_EVENT_TYPES
-    from kernel.events import KERNEL_EVENT_TYPES, tag_of
+def create_views(con: Any, views: ViewRegistry, tables: Mapping[str, EventTable]) -> list[str]:
+    """Create the registered views as temporary views of the connection; returns their names.
 
-    types = {tag_of(t): t for t in KERNEL_EVENT_TYPES + CLUSTER_EVENT_TYPES}
-    statements = []
-    for name, (tables, select) in VIEWS.items():
-        for tag in tables:
-            if tag not in present:
-                select = re.sub(rf"rill\.ev_{tag}\b", empty_relation(tag, types), select)
-        statements.append((name, select))
-    return statements
-
-
-def create_views(con: Any) -> list[str]:
-    """Create the views as temporary views of the connection; returns the event kinds the
-    log has no table for (written by an older rill): the views read them as empty."""
+    An event kind the connection has no table for (a log written before its event type
+    existed, or by runs that never loaded its plugin) reads as an empty relation with the
+    columns of its registered event type (``tables``, by kind); a view reading a kind neither
+    present nor registered is not created (:meth:`ViewRegistry.readable`)."""
     present = event_tables(con)
-    for name, select in view_statements(present):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {select}")
-    return sorted({tag for tables, _ in VIEWS.values() for tag in tables} - present)
+    created = []
+    for view in views.readable(present | set(tables)):
+        select = view.select
+        for kind in sorted(view.kinds - present):
+            empty = empty_relation(tables[kind])
+            select = re.sub(rf"\brill\.ev_{kind}\b", lambda _: empty, select, flags=re.IGNORECASE)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {select}")
+        created.append(view.name)
+    return created
+
+
+def temporary_views(con: Any) -> list[str]:
+    """The views :func:`create_views` created on the connection."""
+    return [name for (name,) in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal ORDER BY view_name").fetchall()]

@@ -107,7 +107,6 @@ def bench_emit_and_ingest(n: int) -> None:
         ingest = time.perf_counter() - start
         print(f"ingest  {ingest / n * 1e6:6.3f} µs/event  {n / ingest:12,.0f} events/s  "
               f"(columnar Arrow conversion + DuckDB insert, batches of {batch_size:,})")
-        session.close()
 
 
 CHILD = textwrap.dedent(
@@ -156,7 +155,6 @@ def bench_kill(seconds: float, spool: bool) -> None:
                   f"{(killed_at - last) / 1e9:.3f} s before the kill (flush interval 1.000 s)")
         else:
             print(f"{what}: nothing stored (killed during the run's first flush)")
-        session.close()
 
 
 def main() -> None:

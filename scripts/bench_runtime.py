@@ -70,7 +70,6 @@ def rill(words: list[str], eventlog: bool, directory: str) -> tuple[float, dict]
         env.execute("running word count")
         elapsed = time.perf_counter() - start
     drain_buses()  # the log's last flush finishes off the runtime's path; not part of the next timing
-    session.close()
     return elapsed, latest
 
 

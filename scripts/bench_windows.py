@@ -94,7 +94,6 @@ def window_word_count(sets: list[str], record: Any, count: int, parallelism: int
         env.execute("window word count")
         elapsed = time.perf_counter() - started
     drain_buses()
-    session.close()
     return elapsed, set(results)
 
 

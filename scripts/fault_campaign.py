@@ -93,7 +93,6 @@ def run_once(sets: list[str], faults: list[str]) -> tuple[str, list, object, int
         recorded, stored = connection.execute(
             "SELECT events, (SELECT count(*) FROM rill.events e WHERE e.run_id = r.run_id) FROM rill.runs r "
             "WHERE run_id = ?", [outcome.run_id]).fetchone()
-    session.close()
     return status, results, outcome, recorded, stored
 
 

@@ -177,7 +177,6 @@ def child(clock_mode: str, minutes: int, rate: int, trace: bool, warm_up: int, p
     print(f"minute 0 {rss_mb():.1f} 0", flush=True)
     with use_executor(SessionExecutor(session, quiet=True)):
         build(StreamExecutionEnvironment.get_execution_environment(), rate, pipelines)
-    session.close()
     drain_buses()
 
 

@@ -48,4 +48,3 @@ while count < 0 or i < count:
     if i % 100 == 0:
         time.sleep(0.002)
 run.finish("finished")
-session.close()

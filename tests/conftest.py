@@ -21,17 +21,12 @@ def isolated(tmp_path, monkeypatch):
 
 @pytest.fixture
 def session_factory():
-    """Open sessions (closed at the end): session_factory(*sets, plugins=[...])."""
-    opened = []
+    """Open sessions: session_factory(*sets, plugins=[...])."""
 
     def make(*sets: str, plugins=(), **kwargs) -> Session:
-        session = Session.open(sets=sets, plugins=plugins, **kwargs)
-        opened.append(session)
-        return session
+        return Session.open(sets=sets, plugins=plugins, **kwargs)
 
-    yield make
-    for session in opened:
-        session.close()
+    return make
 
 
 @pytest.fixture

@@ -51,5 +51,4 @@ def run_job(build: Callable[[Any], None], *sets: str, plugins: tuple = (), fault
             build(env)
         except JobFailed as exc:
             error = exc
-    session.close()
     return JobRun(out.getvalue().splitlines(), executor.outcomes[-1], capture.last, error)

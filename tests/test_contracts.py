@@ -16,10 +16,12 @@ import pytest
 from kernel import hookimpl, hookspecs
 from kernel.common import Duration, Types, WatermarkStrategy
 from kernel.contracts.backend import ExecutionBackend
+from kernel.contracts.eventstore import EventStore
 from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
 from kernel.contracts.heartbeats import HeartbeatListener, HeartbeatManager, HeartbeatTarget
 from kernel.contracts.mailbox import MailboxProcessor, MailboxTask, Suspension, SuspensionTimer
 from kernel.contracts.scheduling import SchedulerOperations, SchedulingStrategy
+from kernel.contracts.sql import SqlEngine
 from kernel.contracts.watermarks import (
     AlignmentMembership,
     ValveOutput,
@@ -324,13 +326,22 @@ def test_the_spark_backend_satisfies_the_backend_contract():
     assert backend.name == "spark" and violations(backend, ExecutionBackend) == []
 
 
+def test_the_event_store_satisfies_its_contract(tmp_path):
+    session = Session.open(sets=[f"eventlog.path={tmp_path / 'log.duckdb'}"], environ={})
+    store = session.plugin_manager.hook.open_event_store(config=session.config)
+    assert violations(store, EventStore) == [] and store.path == tmp_path / "log.duckdb"
+
+
+def test_every_sql_engine_satisfies_its_contract():
+    session = Session.open(environ={})
+    engines: dict[str, Any] = {}
+    session.plugin_manager.hook.register_sql_engines(register=engines.__setitem__)
+    assert {name: violations(engine, SqlEngine) for name, engine in engines.items()} == {"duckdb": [], "spark": []}
+
+
 # -- every hook spec is implemented and called ----------------------------------------------------
 
 SPECS = sorted(name for name, func in vars(hookspecs).items() if callable(func) and hasattr(func, "rill_spec"))
-#: hooks a host offers third-party plugins for state of their own; no built-in plugin keeps any
-LIFECYCLE = {"configure", "unconfigure"}
-
-
 def builtin_hooks() -> set[str]:
     """Hooks implemented by the built-in plugins (this distribution's entry points) and by
     the plugin objects the kernel itself registers (the live status line, the test capture)."""
@@ -346,7 +357,7 @@ def builtin_hooks() -> set[str]:
 
 
 def test_every_hook_spec_is_implemented_by_a_builtin_plugin():
-    assert set(SPECS) - LIFECYCLE - builtin_hooks() == set()
+    assert set(SPECS) - builtin_hooks() == set()
 
 
 @pytest.mark.parametrize("name", SPECS)

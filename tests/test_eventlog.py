@@ -7,8 +7,8 @@ import pytest
 
 from kernel.errors import EventLogError
 from kernel.events import Event
+from kernel.eventtables import table_for
 from plugins.eventlog.migrations import LATEST
-from plugins.eventlog.schema import table_for
 from plugins.eventlog.store import EventStore
 from tests.emitters import kill_after_flushes, start_child
 

@@ -78,15 +78,11 @@ def three_runs(tmp_path_factory):
     from kernel.session import Session
 
     log = tmp_path_factory.mktemp("three") / "log.duckdb"
-    opened = []
 
     def factory(*sets):
-        opened.append(Session.open(sets=sets, environ={}))
-        return opened[-1]
+        return Session.open(sets=sets, environ={})
 
     ids = record(factory, log, {"a": RUN_EVENTS, "b": RUN_EVENTS, "c": RUN_EVENTS})
-    for session in opened:
-        session.close()
     con = duckdb.connect(str(log), read_only=True)
     counts = {
         table: dict(con.execute(f"SELECT run_id, count(*) FROM rill.{table} GROUP BY ALL").fetchall())

@@ -29,7 +29,7 @@ def test_specs_exist_for_every_family():
         "heartbeats": {"create_heartbeat_manager"},
         "backend": {"create_execution_backend"},
         "events": {"register_event_types", "create_event_observers", "open_event_store"},
-        "registration": {"register_commands", "register_config", "register_sql_engines", "configure", "unconfigure"},
+        "registration": {"register_commands", "register_config", "register_sql_engines", "register_views"},
     }
     assert set().union(*families.values()) == set(SPECS)
 

@@ -215,7 +215,6 @@ def test_the_seal_holds_without_the_statement_check(recorded, target):
         if target == "parquet":
             assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
             con.close()
-    session.close()
     assert files_under(recorded) == before
 
 

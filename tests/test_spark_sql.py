@@ -362,3 +362,22 @@ def test_spark_says_one_line_without_debug(recorded, tmp_path):
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.startswith("rill: error: SQL error: ") and result.stderr.count("\n") == 1, result.stderr
     assert "CAST_INVALID_INPUT" in result.stderr and "'counting'" in result.stderr
+
+
+def test_a_plugins_view_reads_on_spark_as_on_duckdb(cli, tmp_path, monkeypatch):
+    from tests.test_views import Demo, record_without_plugin
+
+    demo = Demo(tmp_path, monkeypatch)
+    record_without_plugin("before the plugin")
+    demo.install()
+    for engine in ("duckdb", "spark"):  # no run recorded its events: read as empty, with its columns
+        assert cli("sql", "--engine", engine, "--format", "csv", "SELECT count(*) AS n FROM demo_ticks") == \
+            (0, "n\n0\n", "")
+    demo.record("ticking", [2, 3, 4])
+    for engine in ("duckdb", "spark"):
+        assert cli("sql", "--engine", engine, "--format", "csv", "SELECT job_name, ticks, total FROM demo_ticks") == \
+            (0, "job_name,ticks,total\nticking,3,9\n", "")
+    code, out, err = cli("sql", "--engine", "spark", "SELECT * FROM demo_lost_too")  # reads a kind nobody registers
+    assert (code, out, err) == (2, "", "rill: error: SQL error: [TABLE_OR_VIEW_NOT_FOUND] The table or view "
+                                "`demo_lost_too` cannot be found. Verify the spelling and correctness of the schema "
+                                "and catalog.\n")

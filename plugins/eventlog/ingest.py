@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernel.eventtables import SCHEMA
 from plugins.eventlog.damage import damage_in
 from plugins.eventlog.migrations import stored_columns, sync_event_table
 from plugins.eventlog.runs import record_end, record_progress, register_run
-from plugins.eventlog.schema import SCHEMA, to_arrow
+from plugins.eventlog.schema import to_arrow
 from plugins.eventlog.spool import (
     BatchSpooled,
     RunClosed,

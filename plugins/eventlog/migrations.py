@@ -1,7 +1,7 @@
 """Schema of the event log: numbered migrations for the fixed tables, derived tables for events.
 
 Migrations are append-only: never edit one that shipped, add the next number. Event tables
-are derived from the Structs (:mod:`plugins.eventlog.schema`); a new event type creates its
+are derived from the Structs (:mod:`kernel.eventtables`); a new event type creates its
 table and a new field adds its column, both recorded in ``rill.event_tables``.
 """
 
@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 from kernel.errors import EventLogError
-from plugins.eventlog.schema import SCHEMA, TableSpec
+from kernel.eventtables import SCHEMA
+from plugins.eventlog.schema import TableSpec
 
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (

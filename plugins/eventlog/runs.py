@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from plugins.eventlog.schema import SCHEMA
+from kernel.eventtables import SCHEMA
 
 if TYPE_CHECKING:
     from kernel.run import Run

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from kernel.eventtables import SCHEMA, TABLE_PREFIX
 from plugins.eventlog.damage import LogDamaged, check_complete, damage_in
 from plugins.eventlog.migrations import migrate, refresh_events_view
-from plugins.eventlog.schema import SCHEMA, TABLE_PREFIX
 
 ROW_GROUP = 122_880
 VECTOR = 2_048

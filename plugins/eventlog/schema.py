@@ -1,32 +1,18 @@
-"""Storage schema derived from the event Structs: one table per event tag.
+"""The event tables in DuckDB and in spool files: a table's spec (what the log records of it),
+an event batch's values column by column, as Arrow.
 
-Columns: ``run_id``, ``seq``, ``time``, then the event's own fields in declaration order.
-Scalars map to DuckDB types; anything structured (lists, dicts, nested Structs) is stored
-as JSON text. No DDL is written by hand: adding a field to a Struct adds a column.
+The schema itself is derived from the Structs by the kernel (:mod:`kernel.eventtables`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Iterable
 
 import msgspec
-import msgspec.inspect as mi
 
-from kernel.events import Event, tag_of
-
-TABLE_PREFIX = "ev_"
-SCHEMA = "rill"
-COMMON = ("seq", "time")
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    attribute: str
-    sql_type: str
-    json: bool = False
+from kernel.events import Event
+from kernel.eventtables import SCHEMA, EventTable
 
 
 class TableSpec(msgspec.Struct, frozen=True):
@@ -38,6 +24,12 @@ class TableSpec(msgspec.Struct, frozen=True):
     event_class: str
     columns: list[tuple[str, str]]  # (name, sql type), run_id excluded
 
+    @classmethod
+    def of(cls, table: EventTable) -> TableSpec:
+        event_type = table.event_type
+        return cls(table.tag, table.name, f"{event_type.__module__}.{event_type.__qualname__}",
+                   [(c.name, c.sql_type) for c in table.columns])
+
     @property
     def qualified(self) -> str:
         return f"{SCHEMA}.{self.name}"
@@ -45,59 +37,6 @@ class TableSpec(msgspec.Struct, frozen=True):
     def ddl(self) -> str:
         cols = ", ".join(f'"{name}" {sql_type}' for name, sql_type in self.columns)
         return f"CREATE TABLE IF NOT EXISTS {self.qualified} (run_id VARCHAR, {cols})"
-
-
-@dataclass(frozen=True)
-class EventTable:
-    tag: str
-    name: str
-    event_type: type[Event]
-    columns: tuple[Column, ...]  # run_id excluded (a constant per batch)
-    spec: TableSpec
-
-    @property
-    def qualified(self) -> str:
-        return f"{SCHEMA}.{self.name}"
-
-
-def _sql_type(info: mi.Type) -> tuple[str, bool]:
-    if isinstance(info, mi.UnionType):
-        members = [t for t in info.types if not isinstance(t, mi.NoneType)]
-        if len(members) == 1:
-            return _sql_type(members[0])
-        return "VARCHAR", True
-    if isinstance(info, mi.BoolType):
-        return "BOOLEAN", False
-    if isinstance(info, mi.IntType):
-        return "BIGINT", False
-    if isinstance(info, mi.FloatType):
-        return "DOUBLE", False
-    if isinstance(info, (mi.StrType, mi.EnumType)):
-        return "VARCHAR", False
-    if isinstance(info, mi.LiteralType):
-        if all(isinstance(v, str) for v in info.values):
-            return "VARCHAR", False
-        if all(isinstance(v, int) for v in info.values):
-            return "BIGINT", False
-    if isinstance(info, (mi.BytesType, mi.ByteArrayType)):
-        return "BLOB", False
-    return "VARCHAR", True
-
-
-def table_for(event_type: type[Event]) -> EventTable:
-    info = mi.type_info(event_type)
-    fields = {f.name: f for f in info.fields}
-    ordered = [fields[name] for name in COMMON] + [f for f in info.fields if f.name not in COMMON]
-    columns = []
-    for field in ordered:
-        sql_type, as_json = _sql_type(field.type)
-        columns.append(Column(field.encode_name, field.name, sql_type, as_json))
-    tag = tag_of(event_type)
-    name = TABLE_PREFIX + tag
-    spec = TableSpec(
-        tag, name, f"{event_type.__module__}.{event_type.__qualname__}", [(c.name, c.sql_type) for c in columns]
-    )
-    return EventTable(tag, name, event_type, tuple(columns), spec)
 
 
 _ARROW_TYPES: dict[str, Any] = {}

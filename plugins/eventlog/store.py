@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from kernel.errors import EventLogError
 from kernel.eventbus import drain_buses
+from kernel.eventtables import SCHEMA
 from plugins.eventlog.damage import LogDamaged, LogLocked, check_complete, damage_in, open_error
 from plugins.eventlog.locking import log_lock
 from plugins.eventlog.migrations import LATEST, check_version, migrate, schema_version
-from plugins.eventlog.schema import SCHEMA
 from plugins.eventlog.spool import pending_spools
 
 if TYPE_CHECKING:

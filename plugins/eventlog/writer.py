@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.errors import EventLogError
 from kernel.eventbus import EventBatch
+from kernel.eventtables import EventTable, table_for
 from plugins.eventlog.damage import reason
 from plugins.eventlog.ingest import ingest_pending, ingest_spool
 from plugins.eventlog.migrations import SchemaConflict, stored_columns, sync_event_table
 from plugins.eventlog.runs import RunRow, micros, now_micros, record_end, record_progress, register_run, run_row
-from plugins.eventlog.schema import EventTable, TableSpec, column_values, group_by_type, table_for, to_arrow
+from plugins.eventlog.schema import TableSpec, column_values, group_by_type, to_arrow
 from plugins.eventlog.spool import (
     BatchSpooled,
     Frame,
@@ -48,7 +49,7 @@ class DuckDBEventWriter:
         self.run = run
         #: events of the run delivered so far (stored or spooled)
         self.events = 0
-        self._tables: dict[type, EventTable] = {}
+        self._tables: dict[type, tuple[EventTable, TableSpec]] = {}
         self._stored: dict[str, dict[str, str]] | None = None
         self._registered = False
         self._row: RunRow | None = None
@@ -59,11 +60,12 @@ class DuckDBEventWriter:
         #: why the log could not be written, the last time it could not
         self.problem = ""
 
-    def _table(self, event_type: type) -> EventTable:
-        table = self._tables.get(event_type)
-        if table is None:
-            table = self._tables[event_type] = table_for(event_type)
-        return table
+    def _table(self, event_type: type) -> tuple[EventTable, TableSpec]:
+        known = self._tables.get(event_type)
+        if known is None:
+            table = table_for(event_type)
+            known = self._tables[event_type] = (table, TableSpec.of(table))
+        return known
 
     def _run_row(self) -> RunRow:
         if self._row is None:
@@ -72,15 +74,15 @@ class DuckDBEventWriter:
 
     def _all_tables(self) -> list[TableSpec]:
         """Every table a view may read, so each exists once the run is in the log."""
-        return [self._table(event_type).spec for event_type in self.run.session.events.types()]
+        return [self._table(event_type)[1] for event_type in self.run.session.events.types()]
 
     # -- batches ------------------------------------------------------------------------------
 
     def events_emitted(self, batch: EventBatch) -> None:
         tables = []
         for kind, events in group_by_type(batch.events).items():
-            table = self._table(kind)
-            tables.append((table.spec, column_values(table, events)))
+            table, spec = self._table(kind)
+            tables.append((spec, column_values(table, events)))
         if self._clock_start is None:
             self._clock_start = batch.events[0].time
         self._clock_end = max(self._clock_end or batch.events[-1].time, batch.events[-1].time)

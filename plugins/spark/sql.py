@@ -4,8 +4,10 @@ The event log (or a directory ``rill export`` wrote, on any file system Spark re
 registered in a database ``rill`` of the session catalog, the current database of the query's
 session (so every name reads unqualified too): a table ``rill.ev_<kind>`` over the Parquet files
 of each event kind the query reads (directly or through a view; an empty view, with the event's
-columns, for kinds never recorded), ``rill.runs`` and ``rill.events``; the views of
-:mod:`replay.views` it reads are temporary views over them. The one query runs in a sandbox
+columns, for kinds never recorded), ``rill.runs`` and ``rill.events``; the registered views it
+reads (:mod:`kernel.views`) are temporary views over them. Everything comes with the
+:class:`~kernel.contracts.sql.SqlQuery`: the event tables, the views, and the export of the
+event log when no ``--parquet`` directory is given. The one query runs in a sandbox
 (:mod:`plugins.spark.sandbox`); the database is dropped afterwards.
 """
 
@@ -17,48 +19,42 @@ import tempfile
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from kernel.contracts.sql import SqlQuery
 from kernel.errors import UsageError
-from kernel.session import Session
+from kernel.eventtables import EventTable
 from plugins.spark.sandbox import DATABASE
 
 SPARK_TYPES = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "VARCHAR": "STRING", "BOOLEAN": "BOOLEAN", "BLOB": "BINARY"}
 
 
 class SparkSqlEngine:
-    def query(self, session: Session, query: str, parquet: str | None) -> tuple[list[str], list[tuple]]:
+    def query(self, request: SqlQuery) -> tuple[list[str], list[tuple]]:
         from plugins.spark.options import SparkOptions
         from plugins.spark.sandbox import SqlSandbox, error_line
         from plugins.spark.session import spark_session
 
-        if not query.strip().rstrip(";").strip():
+        if not request.text.strip().rstrip(";").strip():
             raise UsageError("no SQL statement given")
-        spark, created = spark_session(session.config.section(SparkOptions), quiet=True)
+        spark, created = spark_session(request.config.section(SparkOptions), quiet=True)
         try:
             sandbox = SqlSandbox(spark)
-            statement = sandbox.parse(query)  # before anything is exported, registered or read
+            statement = sandbox.parse(request.text)  # before anything is exported, registered or read
             with tempfile.TemporaryDirectory(prefix="rill-spark-sql-") as scratch:
-                exported = parquet or _export_log(session, os.path.join(scratch, "log"))
+                exported = request.parquet
+                if exported is None:
+                    exported = os.path.join(scratch, "log")
+                    request.export_log(exported)
                 root = _qualified(sandbox.session, exported)
                 prefix = _run_prefix(sandbox.session, root, exported)
                 with _database(sandbox.session, os.path.join(scratch, "catalog")):
                     try:
-                        _register(sandbox.session, prefix, session, query)
+                        _register(sandbox.session, prefix, request)
                     except Exception as exc:  # an unreadable file: what Spark says about it
                         raise UsageError(f"cannot read the runs in {exported!r}: {error_line(exc)}") from None
                     return sandbox.run(sandbox.analyse(statement, root))
         finally:
             if created:
                 spark.stop()
-
-
-def _export_log(session: Session, directory: str) -> str:
-    """Every recorded run of the event log as one exported directory."""
-    from replay.export import write_parquet
-    from replay.store import read_log
-
-    with read_log(session) as con:
-        write_parquet(con, directory, None, views=False)
-    return directory
 
 
 @contextmanager
@@ -104,22 +100,20 @@ def _run_prefix(spark: Any, root: str, directory: str) -> str:
     return prefix
 
 
-def _register(spark: Any, prefix: str, session: Session, query: str) -> None:
-    """The tables and views ``query`` reads, over the runs under ``prefix``."""
-    from kernel.events import tag_of
-    from plugins.eventlog.schema import table_for
-    from replay.views import view_statements
-
+def _register(spark: Any, prefix: str, request: SqlQuery) -> None:
+    """The tables and views the query reads, over the runs under ``prefix``: a view reading an
+    event kind neither recorded nor registered is left out (:meth:`ViewRegistry.readable`)."""
     recorded = {path.rsplit("/", 1)[1][: -len(".parquet")] for path in _glob(spark, f"{prefix}/events/*.parquet")}
-    types = {tag_of(event_type): event_type for event_type in session.events.types()}
-    views = dict(view_statements(set(types)))
-    view_names, kinds, events = _needed(query, views, set(types) | recorded)
+    tables = request.tables
+    readable = set(tables) | recorded
+    views = {view.name: view.select for view in request.views.readable(readable)}
+    view_names, kinds, events = _needed(request.text, views, readable)
     if events:
         kinds |= recorded
     _table(spark, "runs", f"{prefix}/run.parquet", None)
     fields = {}
     for kind in sorted(kinds):
-        columns = _columns(table_for(types[kind])) if kind in types else None
+        columns = _columns(tables[kind]) if kind in tables else None
         if kind in recorded:
             _table(spark, f"ev_{kind}", f"{prefix}/events/{kind}.parquet", columns)
         else:  # never recorded: no rows, the event's columns
@@ -133,7 +127,7 @@ def _register(spark: Any, prefix: str, session: Session, query: str) -> None:
             spark.sql(f"CREATE TEMPORARY VIEW {name} AS {select}")
 
 
-def _columns(table: Any) -> list[tuple[str, str]]:
+def _columns(table: EventTable) -> list[tuple[str, str]]:
     """(name, Spark type) of an event table's columns."""
     return [("run_id", "STRING")] + [(column.name, SPARK_TYPES[column.sql_type]) for column in table.columns]
 

@@ -6,10 +6,10 @@ from kernel import hookimpl
 class _LazyEngine:
     """Imports the engine (and PySpark) only when a query runs."""
 
-    def query(self, session, query, parquet):
+    def query(self, request):
         from plugins.spark.sql import SparkSqlEngine
 
-        return SparkSqlEngine().query(session, query, parquet)
+        return SparkSqlEngine().query(request)
 
 
 @hookimpl

@@ -9,6 +9,7 @@ import click
 from kernel.cli.common import config_options, open_session
 from replay.export import write_parquet
 from replay.store import find_run, read_log
+from replay.views import temporary_views
 
 
 @click.command("export")
@@ -22,7 +23,8 @@ def export_command(run_refs: tuple[str, ...], directory: str, config_path: str |
     session = open_session(config_path, sets)
     with read_log(session) as con:
         runs = [find_run(con, ref) for ref in run_refs]
+        views = temporary_views(con)
         for run in runs:
             base = os.path.join(directory, run.run_id)
-            files = write_parquet(con, base, run.run_id)
+            files = write_parquet(con, base, run.run_id, views)
             click.echo(f"{run.run_id}: {files} Parquet files in {base}")

@@ -10,6 +10,7 @@ import click
 from kernel.cli.common import config_options, format_table, open_session
 from kernel.errors import UsageError
 from replay.jsonout import dumps
+from replay.sql import sql_query
 
 
 def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
@@ -35,11 +36,12 @@ def render(columns: list[str], rows: list[tuple], fmt: str) -> str:
 def sql_command(query: str, fmt: str, engine: str, parquet: str | None, config_path: str | None,
                 sets: tuple[str, ...]) -> None:
     """Run one read-only SQL query over the event log (tables in schema rill; views
-    task_metrics, backpressure, watermarks, heartbeats, task_timeline, slots, failures)."""
+    task_metrics, backpressure, watermarks, heartbeats, task_timeline, slots, failures, and
+    those plugins register)."""
     session = open_session(config_path, sets)
     engines: dict[str, object] = {}
     session.plugin_manager.hook.register_sql_engines(register=engines.__setitem__)
     if engine not in engines:
         raise UsageError(f"unknown SQL engine {engine!r} (available: {', '.join(sorted(engines))})")
-    columns, rows = engines[engine].query(session, query, parquet)
+    columns, rows = engines[engine].query(sql_query(session, query, parquet))
     click.echo(render(columns, rows, fmt))
