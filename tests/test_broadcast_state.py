@@ -27,7 +27,7 @@ import json
 
 import pytest
 
-from kernel.clock import MIN_LONG
+from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common import Duration, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream import (
@@ -37,6 +37,7 @@ from kernel.datastream import (
     KeyedBroadcastProcessFunction,
     OutputTag,
     RuntimeExecutionMode,
+    TimeDomain,
 )
 from kernel.datastream.functions import KeyedProcessFunction
 from kernel.datastream.state import (
@@ -571,3 +572,54 @@ def test_the_operator_keeps_its_broadcast_states_in_its_operator_state_backend(m
     assert sorted(backends) == [(0, {"prices": {"ab": 2, "c": 1}, "banned": {}}),
                                 (1, {"prices": {"ab": 2, "c": 1}, "banned": {}})]
     assert backends[0][1] is not backends[1][1]
+
+
+# -- event time over both inputs, processing time on the kernel clock -------------------------------
+
+
+class Clocked(KeyedBroadcastProcessFunction):
+    """An event-time timer 5 ms after each element, a processing-time timer 250 ms after the
+    first; what each timer sees."""
+
+    def process_element(self, value, ctx):
+        service = ctx.timer_service()
+        service.register_event_time_timer(ctx.timestamp() + 5)
+        if value[1] == 0:
+            service.register_processing_time_timer(ctx.current_processing_time() + 250)
+        return ()
+
+    def process_broadcast_element(self, value, ctx):
+        yield "rule", value[1], ctx.timestamp()
+
+    def on_timer(self, timestamp, ctx):
+        domain = "event" if ctx.time_domain() is TimeDomain.EVENT_TIME else "processing"
+        yield domain, ctx.get_current_key(), timestamp, ctx.timestamp(), ctx.current_watermark(), \
+            ctx.current_processing_time()
+
+
+def test_timers_fire_on_the_minimum_of_both_inputs_watermarks():
+    """Elements at 0..300 ms (one per 100 ms, monotonous watermarks); rules at 0 and 1000 ms of
+    the clock with timestamps 0 and 1: the broadcast input holds the operator's watermark below
+    5 until it ends, so no event-time timer fires before the last rule — then all at the final
+    watermark. The processing-time timer fires on the kernel clock meanwhile."""
+    from tests.test_timers_and_state import scripted
+
+    results: list = []
+
+    def build(env):
+        rules = scripted(env, [("r", 0), ("r", 1)], rate=1)
+        scripted(env, [("a", 0), ("a", 100), ("a", 200), ("a", 300)]).key_by(lambda v: v[0], Types.STRING()) \
+            .connect(rules.broadcast(RULES)).process(Clocked()).add_sink(results.append)
+        env.execute("clocked")
+
+    assert run_job(build).outcome.status == "FINISHED"
+    assert results == [
+        ("rule", 0, 0),
+        # the first element reached the operator at 100 ms (100 ms buffer timeout): its
+        # processing-time timer fires at 350 ms; the operator's watermark is then the broadcast
+        # input's, -1 (the elements' input is past 5 already)
+        ("processing", "a", 350, 350, -1, 350),
+        ("rule", 1, 1),
+        # the last rule at 1000 ms ends the broadcast input: the final watermark fires them all
+        *[("event", "a", t, t, MAX_LONG, 1000) for t in (5, 105, 205, 305)],
+    ]
