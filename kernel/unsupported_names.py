@@ -24,12 +24,6 @@ SEE = "pyflink.datastream.stream_execution_environment"
 CONNECTORS = "pyflink.datastream.connectors"
 FORMATS = "pyflink.datastream.formats"
 
-BROADCAST_STATE = UnsupportedGroup("broadcast state", "rill has no broadcast state yet", {
-    f"{DS}.data_stream": ("BroadcastStream", "BroadcastConnectedStream"),
-    f"{DS}.functions": ("BaseBroadcastProcessFunction", "BroadcastProcessFunction", "KeyedBroadcastProcessFunction"),
-    f"{DS}.state": ("ReadOnlyBroadcastState", "BroadcastState", "OperatorStateStore"),
-})
-
 ASYNC_IO = UnsupportedGroup("async I/O", "rill has no async I/O operator yet", {
     f"{DS}.async_data_stream": ("AsyncDataStream",),
     f"{DS}.async_retry_predicates": ("empty_result_predicate", "exception_type_predicate", "has_exception_predicate"),
@@ -179,6 +173,6 @@ PYTHON_ARCHIVES = UnsupportedGroup(
     })
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
-    BROADCAST_STATE, ASYNC_IO, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
+    ASYNC_IO, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
     JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

@@ -296,6 +296,26 @@ def test_every_partitioning_gives_the_same_records_per_subtask(partitioning):
     assert local.lines and Counter(spark.lines) == Counter(local.lines)
 
 
+# -- parity: broadcast state -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("job", ["rules", "prices", "limits"])
+def test_broadcast_state_jobs_print_the_same_on_spark(job, parallelism):
+    from tests import test_broadcast_state as jobs
+
+    build = getattr(jobs, f"{job}_job")(parallelism)
+    local, spark = run_job(build), run_job(build, *SPARK)
+    assert local.lines and Counter(spark.lines) == Counter(local.lines)
+
+
+def test_spark_reads_the_broadcast_side_first_and_prints_what_pyflink_prints():
+    from tests.test_broadcast_state import PYFLINK_ORDERS, PYFLINK_REJECTED, broadcast_lines, by_sink, prices_job
+
+    assert by_sink(run_job(prices_job(1), *SPARK).lines) == {
+        "out": broadcast_lines(0) + PYFLINK_ORDERS, "rejected": PYFLINK_REJECTED}
+
+
 # -- the example jobs through the CLI ----------------------------------------------------------------
 
 

@@ -9,11 +9,14 @@ iterable of outputs (usually by ``yield``); ``None`` emits nothing. A yielded
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Generic, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Iterable, TypeVar
 
 from kernel import unsupported
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
+
+if TYPE_CHECKING:
+    from kernel.datastream.state import BroadcastState, MapStateDescriptor, ReadOnlyBroadcastState
 
 W = TypeVar("W")
 W2 = TypeVar("W2")
@@ -269,6 +272,82 @@ class PassThroughWindowFunction(WindowFunction[IN, IN, KEY, W]):
 class PassThroughAllWindowFunction(AllWindowFunction[IN, IN, W]):
     def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
         yield from inputs
+
+
+class BaseBroadcastProcessFunction(Function):
+    """What both broadcast process functions have: the contexts of their two sides."""
+
+    class BaseContext(ABC):
+        @abstractmethod
+        def timestamp(self) -> int:
+            """The element's timestamp (Long.MIN_VALUE when it has none) or the firing timer's."""
+
+        @abstractmethod
+        def current_processing_time(self) -> int: ...
+
+        @abstractmethod
+        def current_watermark(self) -> int: ...
+
+    class Context(BaseContext):
+        """The broadcast side's context: read-write broadcast state."""
+
+        @abstractmethod
+        def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState: ...
+
+    class ReadOnlyContext(BaseContext):
+        """The non-broadcast side's context: read-only broadcast state."""
+
+        @abstractmethod
+        def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> ReadOnlyBroadcastState: ...
+
+
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
+    """``DataStream.connect(broadcast_stream).process(...)``: ``process_element`` for the
+    (non-keyed) stream's elements, ``process_broadcast_element`` for the broadcast ones."""
+
+    class Context(BaseBroadcastProcessFunction.Context, ABC):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
+        pass
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: BroadcastProcessFunction.ReadOnlyContext) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def process_broadcast_element(self, value: Any, ctx: BroadcastProcessFunction.Context) -> Iterable[Any]: ...
+
+
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
+    """``KeyedStream.connect(broadcast_stream).process(...)``: the keyed side also has keyed
+    state, the current key and timers (``on_timer``). As in PyFlink, the broadcast side's
+    context has no ``apply_to_keyed_state``."""
+
+    class Context(BaseBroadcastProcessFunction.Context, ABC):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
+        @abstractmethod
+        def timer_service(self) -> TimerService: ...
+
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    class OnTimerContext(ReadOnlyContext, ABC):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
+
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def process_broadcast_element(self, value: Any, ctx: KeyedBroadcastProcessFunction.Context) -> Iterable[Any]: ...
+
+    def on_timer(self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext) -> Iterable[Any] | None:
+        pass
 
 
 @unsupported.members("pyflink.datastream.functions:SinkFunction")

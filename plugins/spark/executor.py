@@ -15,9 +15,11 @@ subtask and a token of this computation of it:
 
 BATCH semantics (Flink's batch runtime mode): the input is read completely; a keyed head gets
 it sorted as Flink sorts it, each key's records (of both inputs of a two-input operator) in
-timestamp order; no watermark but the final one, so event-time timers (windows) fire at the
-end of input, processing-time timers after them. Processing time is the wall clock, but a
-rate-limited source is read without waiting (its pauses are skipped).
+timestamp order — but a broadcast operator reads its broadcast input whole before the other
+(Flink's batch broadcast operators select it until it ends); no watermark but the final one,
+so event-time timers (windows) fire at the end of input, processing-time timers after them.
+Processing time is the wall clock, but a rate-limited source is read without waiting (its
+pauses are skipped).
 A failure is raised with ``FAILURE_MARK`` and a JSON description the driver reports.
 """
 
@@ -273,13 +275,7 @@ class SubtaskRunner:
             inputs[input_index].append(pickle.loads(blob))
         count = sum(len(values) for part in inputs for values, _ in part)
         processes = (head.process_batch1, head.process_batch2) if two_input else (head.process_batch,)
-        inputs = inputs[:len(processes)]
-        timed = any(timestamps is not None for batches in inputs for _, timestamps in batches)
-        if head.keyed and timed:
-            runs = _in_timestamp_order(inputs)
-        else:  # no timestamps to sort by: each input in arrival order, the first input first
-            runs = ((index, values, timestamps) for index, batches in enumerate(inputs) for values, timestamps in batches)
-        for index, values, timestamps in runs:
+        for index, values, timestamps in _runs(head, inputs[:len(processes)]):
             processes[index](values, timestamps)
             if len(self.out) > 64:
                 yield from self.out
@@ -321,6 +317,31 @@ def _picklable(value: Any) -> bool:
         return True
     except Exception:
         return False
+
+
+def _runs(head: StreamOperator, inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:
+    """The order the head gets its input in, as ``(input index, values, timestamps)``: an input
+    a two-input head selects (a broadcast operator's broadcast input) whole and first, in
+    arrival order, then the rest — for a keyed head with timestamps in timestamp order, else
+    each input in arrival order, the first input first. A two-input head hears of each input's
+    end (the selected one before the others are read)."""
+    selected = head.next_selection() if len(inputs) == 2 else None
+    if selected is not None:
+        for values, timestamps in inputs[selected]:
+            yield selected, values, timestamps
+        head.end_input_of(selected)
+        inputs = [[] if index == selected else batches for index, batches in enumerate(inputs)]
+    timed = any(timestamps is not None for batches in inputs for _, timestamps in batches)
+    if head.keyed and timed:
+        yield from _in_timestamp_order(inputs)
+    else:
+        for index, batches in enumerate(inputs):
+            for values, timestamps in batches:
+                yield index, values, timestamps
+    if len(inputs) == 2:
+        for index in (0, 1):
+            if index != selected:
+                head.end_input_of(index)
 
 
 def _in_timestamp_order(inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:

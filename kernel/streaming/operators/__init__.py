@@ -10,6 +10,7 @@ from kernel.datastream.functions import Function
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
+from kernel.streaming.operators.broadcast import CoBroadcastWithKeyedOperator, CoBroadcastWithNonKeyedOperator
 from kernel.streaming.operators.basic import (
     FilterOperator,
     FlatMapOperator,
@@ -44,6 +45,8 @@ OPERATORS: dict[str, Callable[[OperatorSpec, StreamNode, OperatorRuntime], Strea
     "co_flat_map": CoFlatMapOperator,
     "co_process": CoProcessOperator,
     "keyed_co_process": KeyedCoProcessOperator,
+    "co_broadcast_process": CoBroadcastWithNonKeyedOperator,
+    "keyed_co_broadcast_process": CoBroadcastWithKeyedOperator,
     "print": PrintSinkOperator,
     "sink_function": SinkFunctionOperator,
     "sink_writer": FileSinkWriterOperator,

@@ -120,6 +120,13 @@ class TwoInputStreamOperator(StreamOperator):
     def process_batch2(self, values: list, timestamps: list | None) -> None:
         raise NotImplementedError
 
+    def next_selection(self) -> int | None:
+        """The input (0 or 1) to read next, or None for either (Flink's InputSelectable)."""
+        return None
+
+    def end_input_of(self, index: int) -> None:
+        """Input ``index`` (0 or 1) has ended (Flink's BoundedMultiInput.endInput)."""
+
     def process_watermark_input(self, index: int, timestamp: int) -> None:
         self.input_watermarks[index] = timestamp
         self._emit_combined_watermark()
