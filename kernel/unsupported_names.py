@@ -30,15 +30,6 @@ BROADCAST_STATE = UnsupportedGroup("broadcast state", "rill has no broadcast sta
     f"{DS}.state": ("ReadOnlyBroadcastState", "BroadcastState", "OperatorStateStore"),
 })
 
-ASYNC_IO = UnsupportedGroup("async I/O", "rill has no async I/O operator yet", {
-    f"{DS}.async_data_stream": ("AsyncDataStream",),
-    f"{DS}.async_retry_predicates": ("empty_result_predicate", "exception_type_predicate", "has_exception_predicate"),
-    f"{DS}.async_retry_strategies": (
-        "ExponentialBackoffDelayRetryStrategy", "FixedDelayRetryStrategy", "NoRetryStrategy", "RetryPredicate",
-    ),
-    f"{DS}.functions": ("AsyncFunction", "AsyncFunctionDescriptor", "AsyncRetryPredicate", "AsyncRetryStrategy"),
-})
-
 CHECKPOINTING = UnsupportedGroup("checkpointing", "rill takes no checkpoints or savepoints yet", {
     f"{DS}.checkpoint_config": ("CheckpointConfig",),
     f"{DS}.checkpointing_mode": ("CheckpointingMode",),
@@ -179,6 +170,6 @@ PYTHON_ARCHIVES = UnsupportedGroup(
     })
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
-    BROADCAST_STATE, ASYNC_IO, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
+    BROADCAST_STATE, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
     JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )
