@@ -136,6 +136,11 @@ class LocalAsyncExecutor(AsyncExecutor):
     def yield_until(self, condition: Callable[[], bool]) -> None:
         self._blocked = condition
 
+    @property
+    def blocked(self) -> bool:
+        """The operator yields: it cannot take more input yet."""
+        return self._blocked is not None
+
     def input_blocked(self, suspend: Callable[[], Callable[[], None]]) -> bool:
         """Whether the operator yields: then the task suspends its input with ``suspend()``
         (which returns the resume callback) until the operator can go on."""

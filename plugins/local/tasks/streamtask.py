@@ -191,6 +191,8 @@ class StreamTask:
     def _read_source(self, mailbox: MailboxProcessor) -> None:
         status = self.chain.head.emit_next(self.settings.records_per_buffer)
         if status is InputStatus.END_OF_INPUT:
+            if any(executor.blocked for executor in self.async_executors):
+                return  # its last records wait to enter an async operator: the source ends once they are in
             self.end_of_input()
         elif status is InputStatus.NOTHING_AVAILABLE:
             suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
