@@ -69,10 +69,12 @@ class SimulatedAsyncioLoop(asyncio.AbstractEventLoop):
         self._kernel.call_soon_threadsafe(self._run, handle)
         return handle
 
-    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any, context: Any = None) -> asyncio.TimerHandle:
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,
+                   context: Any = None) -> asyncio.TimerHandle:
         return self.call_at(self.time() + delay, callback, *args, context=context)
 
-    def call_at(self, when: float, callback: Callable[..., Any], *args: Any, context: Any = None) -> asyncio.TimerHandle:
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,
+                context: Any = None) -> asyncio.TimerHandle:
         handle = asyncio.TimerHandle(when, callback, args, self, context)
         self._timers[id(handle)] = self._kernel.call_at(round(when * NS_PER_S), self._fire, handle, daemon=self._closed)
         return handle

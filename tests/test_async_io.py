@@ -17,9 +17,14 @@ import pytest
 from kernel.cluster_events import SinkOutputPrinted, TaskMetricsSampled
 from kernel.common import Configuration, Time, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
-from kernel.datastream import AsyncDataStream, AsyncRetryStrategy, ProcessFunction, StreamExecutionEnvironment
+from kernel.datastream import (
+    AsyncDataStream,
+    AsyncRetryStrategy,
+    ProcessFunction,
+    StreamExecutionEnvironment,
+    async_retry_strategies,
+)
 from kernel.datastream import async_retry_predicates as predicates
-from kernel.datastream import async_retry_strategies
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.functions import AsyncFunction
 from kernel.streaming.async_io import BlockingAsyncExecutor
@@ -183,7 +188,8 @@ class NeverInTime(AsyncFunction[int, str]):
 def test_a_timeout_fails_the_task_by_default_after_what_completed():
     def build(env):
         env.set_parallelism(1)
-        AsyncDataStream.ordered_wait(env.from_collection([1, 2, 3], Types.INT()), NeverInTime(), Time.seconds(1)).print()
+        ds = env.from_collection([1, 2, 3], Types.INT())
+        AsyncDataStream.ordered_wait(ds, NeverInTime(), Time.seconds(1)).print()
         env.execute("timeout")
 
     job = run_job(build)
@@ -285,12 +291,12 @@ class Attempts(AsyncFunction[int, str]):
         return [f"{value} attempts at {calls}"]
 
 
-def retry_job(function, strategy, values=(1,), timeout=Time.seconds(20), ordered=True):
+def retry_job(function, strategy, values=(1,), timeout=None, ordered=True):
     def build(env):
         env.set_parallelism(1)
         ds = env.from_collection(list(values), Types.INT())
         wait = AsyncDataStream.ordered_wait_with_retry if ordered else AsyncDataStream.unordered_wait_with_retry
-        wait(ds, function, timeout, strategy, 10, Types.STRING()).print()
+        wait(ds, function, timeout or Time.seconds(20), strategy, 10, Types.STRING()).print()
         env.execute("retries")
 
     return build
@@ -438,7 +444,8 @@ def test_definition_checks_raise_pyflinks_errors():
         def get_retry_predicate(self):
             return None
 
-    with pytest.raises(Exception, match=r"^Retry predicate of the async retry strategy '<class '.*NoPredicate'>' is None.$"):
+    with pytest.raises(Exception,
+                       match=r"^Retry predicate of the async retry strategy '<class '.*NoPredicate'>' is None.$"):
         define(lambda ds: AsyncDataStream.ordered_wait_with_retry(ds, Fine(), Time.seconds(1), NoPredicate()))
     thread = Configuration()
     thread.set_string("python.execution-mode", "thread")
@@ -479,13 +486,13 @@ def test_a_full_queue_back_pressures_the_task():
     assert job.outcome.clock_seconds == 10.0  # 20 requests of 1 s, 2 at a time
     assert set(job.lines) == {"2"}  # never more than 2 in flight
     samples = [e for e in job.events(TaskMetricsSampled) if not e.final]
-    assert [s.vertex_name for s in samples] == ["Source: Numbers -> async wait operator -> Sink: Print to Std. Out"] * 10
+    vertex = "Source: Numbers -> async wait operator -> Sink: Print to Std. Out"
+    assert [s.vertex_name for s in samples] == [vertex] * 10
     # waiting for room in the queue is back pressure; the last second the task finishes its
     # last two requests (busy, as Flink counts waiting in endInput)
     assert [(s.idle_ms, s.busy_ms, s.back_pressured_ms) for s in samples] == [(0.0, 0.0, 1000.0)] * 9 + [
         (0.0, 1000.0, 0.0)]
-    vertex = job.outcome.vertices[0]
-    assert vertex.level == "HIGH"
+    assert job.outcome.vertices[0].level == "HIGH"
 
 
 def test_with_room_for_every_request_nothing_waits():
@@ -539,7 +546,8 @@ def test_the_async_operator_is_not_chained_after_a_legacy_source():
         collection = env.from_collection([1, 2], Types.INT())
         AsyncDataStream.ordered_wait(collection, Fine(), Time.seconds(1)).print()
         AsyncDataStream.ordered_wait(collection.map(lambda x: x).name("M1"), Fine(), Time.seconds(1)).print()
-        AsyncDataStream.ordered_wait(collection.rebalance().map(lambda x: x).name("M2"), Fine(), Time.seconds(1)).print()
+        rebalanced = collection.rebalance().map(lambda x: x).name("M2")
+        AsyncDataStream.ordered_wait(rebalanced, Fine(), Time.seconds(1)).print()
         generated = env.from_source(DataGeneratorSource(lambda i: i, count=2), WatermarkStrategy.no_watermarks(), "Gen")
         AsyncDataStream.unordered_wait(generated, Fine(), Time.seconds(1)).print()
         env.execute("chaining")

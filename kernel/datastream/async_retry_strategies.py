@@ -21,7 +21,8 @@ ExceptionPredicate = Callable[[Exception], bool]
 
 
 class RetryPredicate(AsyncRetryPredicate, Generic[OUT]):
-    def __init__(self, result_predicate: ResultPredicate | None, exception_predicate: ExceptionPredicate | None) -> None:
+    def __init__(self, result_predicate: ResultPredicate | None,
+                 exception_predicate: ExceptionPredicate | None) -> None:
         self._result_predicate = result_predicate
         self._exception_predicate = exception_predicate
 

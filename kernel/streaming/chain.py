@@ -99,9 +99,10 @@ class OperatorChain:
     def drain(self, on_drained: Callable[[], None], start: int = 0) -> bool:
         """Finish the work in flight of every operator, head to tail (what a draining operator
         emits may start work downstream): the entry point for a checkpoint barrier, which
-        PyFlink lets pass only after its bundle finished. True if nothing was in flight; else
-        False, and ``on_drained()`` runs in the task once everything has finished; the caller
-        keeps the task's input suspended meanwhile."""
+        PyFlink lets pass only after its bundle finished. True if nothing is left in flight (a
+        backend running the coroutines in place finishes them first); else False, and
+        ``on_drained()`` runs in the task once everything has finished; the caller keeps the
+        task's input suspended meanwhile."""
         operators = self.operators
         for index in range(start, len(operators)):
             def resume(after: int = index + 1) -> None:
