@@ -27,7 +27,10 @@ from kernel.datastream import (
 from kernel.datastream import async_retry_predicates as predicates
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.functions import AsyncFunction
-from kernel.streaming.async_io import BlockingAsyncExecutor
+from kernel.clock import SimulatedClock
+from kernel.loop import EventLoop
+from kernel.simulated_asyncio import SimulatedAsyncioLoop
+from kernel.streaming.async_io import AsyncExecutor, BlockingAsyncExecutor, attempt
 from kernel.streaming.chain import OperatorChain
 from tests.graphs import compile_job, vertex_names
 from tests.runtime import run_job
@@ -658,5 +661,90 @@ def test_a_chain_drains_its_requests_in_flight():
     assert chain.drain(lambda: drained.append(True)) is True and drained == []
     assert sorted(out.values) == [11, 21, 31, 41] and out.watermarks == [25]
     assert out.values[:2] == [21, 11]  # the first two in completion order
+    chain.finish()
+    chain.close()
+
+
+class DeferringExecutor(AsyncExecutor):
+    """The contract as the local runtime fulfils it, on a kernel event loop of the test's own:
+    coroutines on a simulated asyncio loop, callbacks later (never inside ``submit`` or ``when``)."""
+
+    def __init__(self, kernel: EventLoop) -> None:
+        self.kernel = kernel
+        self.loop = SimulatedAsyncioLoop(kernel)
+        self.waiting: list = []
+
+    def now_ms(self):
+        return self.kernel.clock.now_ms()
+
+    def submit(self, invocation, completion):
+        async def run():
+            result, error = await attempt(invocation)
+            self.kernel.call_soon(self._run, lambda: completion(result, error))
+
+        self.loop.create_task(run())
+
+    def call_later(self, delay_ms, callback):
+        return self.kernel.call_later(delay_ms * 1_000_000, self._run, callback)
+
+    def _run(self, callback):
+        callback()
+        ready = [wait for wait in self.waiting if wait[0]()]
+        self.waiting = [wait for wait in self.waiting if wait not in ready]
+        for _, then in ready:
+            then()
+
+    def yield_until(self, condition):
+        raise AssertionError("the capacity (100) is never used up here")
+
+    def when(self, condition, then):
+        if condition():
+            return True
+        self.waiting.append((condition, then))
+        return False
+
+    def close(self):
+        self.loop.close()
+
+
+def test_a_chain_drains_async_operators_one_after_the_other():
+    """Two async operators in one chain: the second's requests start when the first's complete;
+    ``drain`` reports once both have finished (what a checkpoint barrier waits for)."""
+    kernel = EventLoop(SimulatedClock())
+    executors = []
+
+    class Deferring(PlainRuntime):
+        def now_ms(self):
+            return kernel.clock.now_ms()
+
+        def create_async_executor(self, operator_name):
+            executors.append(DeferringExecutor(kernel))
+            return executors[-1]
+
+    class Tenfold(AsyncFunction[int, int]):
+        async def async_invoke(self, value):
+            await asyncio.sleep(value)
+            return [value * 10]
+
+    def build(env):
+        ds = env.from_collection([1], Types.INT()).map(lambda x: x).name("M").start_new_chain()
+        first = AsyncDataStream.ordered_wait(ds, Tenfold(), Time.seconds(100))
+        AsyncDataStream.unordered_wait(first.map(lambda x: x // 10), Tenfold(), Time.seconds(100)) \
+            .key_by(lambda x: x).print()
+        env.execute()
+
+    compiled = compile_job(build)
+    vertex = next(v for v in compiled.job_graph.vertices if v.name.startswith("M"))
+    assert vertex.name == "M -> async wait operator -> Map -> async wait operator"
+    out = ListOutput()
+    chain = OperatorChain(vertex, compiled.stream_graph, Deferring(), lambda edge: out)
+    chain.open()
+    chain.head.process_batch([3, 1, 2], None)
+    drained = []
+    assert chain.drain(lambda: drained.append(kernel.clock.now_ms())) is False
+    kernel.run()
+    # the first operator's results (ordered) leave at 3 s; each then takes its value again
+    assert drained == [6000] and out.values == [10, 20, 30]
+    assert chain.drain(lambda: None) is True
     chain.finish()
     chain.close()

@@ -68,7 +68,7 @@ class LocalAsyncExecutor(AsyncExecutor):
         self._closed = False
         self._blocked: Callable[[], bool] | None = None  # the operator yields until this holds
         self._resume: Callable[[], None] | None = None  # of the task's suspension while blocked
-        self._when: tuple[Callable[[], bool], Callable[[], None]] | None = None
+        self._waiting: list[tuple[Callable[[], bool], Callable[[], None]]] = []  # (condition, then) of ``when``
         self._io = 0  # realtime: requests announced to the kernel loop and not yet back
         self._thread: AsyncioThread | None = None
         self._simulated: SimulatedAsyncioLoop | None = None
@@ -152,7 +152,7 @@ class LocalAsyncExecutor(AsyncExecutor):
     def when(self, condition: Callable[[], bool], then: Callable[[], None]) -> bool:
         if condition():
             return True
-        self._when = (condition, then)
+        self._waiting.append((condition, then))
         return False
 
     def _check(self) -> None:
@@ -162,16 +162,19 @@ class LocalAsyncExecutor(AsyncExecutor):
             resume, self._resume = self._resume, None
             if resume is not None:
                 resume()
-        waiting = self._when
-        if waiting is not None and not self._closed and waiting[0]():
-            self._when = None
-            waiting[1]()
+        if self._waiting:
+            ready = [wait for wait in self._waiting if wait[0]()]
+            self._waiting = [wait for wait in self._waiting if wait not in ready]
+            for _, then in ready:
+                if not self._closed:
+                    then()
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._blocked = self._resume = self._when = None
+        self._blocked = self._resume = None
+        self._waiting = []
         if self._simulated is not None:
             self._simulated.close()
         else:
