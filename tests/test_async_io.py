@@ -31,6 +31,7 @@ from kernel.clock import SimulatedClock
 from kernel.loop import EventLoop
 from kernel.simulated_asyncio import SimulatedAsyncioLoop
 from kernel.streaming.async_io import AsyncExecutor, BlockingAsyncExecutor, attempt
+from kernel.streaming.async_queue import OrderedStreamElementQueue, RecordEntry, UnorderedStreamElementQueue
 from kernel.streaming.chain import OperatorChain
 from tests.graphs import compile_job, vertex_names
 from tests.runtime import run_job
@@ -177,6 +178,41 @@ def test_unordered_results_never_cross_a_watermark():
         (900.0, "7 ts=700 wm=499"),  # 7 (710 ms) before 6 (900 ms): completion order in a segment
         (900.0, "6 ts=600 wm=499"),
     ]
+
+
+def test_the_queues_let_completed_entries_leave_in_their_order():
+    def drain(queue):
+        out = []
+        while (entry := queue.pop_completed()) is not None:
+            out.append(entry.value if isinstance(entry, RecordEntry) else f"W{entry.timestamp}")
+        return out
+
+    def complete(queue, *entries):
+        for entry in entries:
+            entry.results = []
+            queue.completed(entry)
+
+    for queue in (OrderedStreamElementQueue(), UnorderedStreamElementQueue()):
+        a, b, c, d = (RecordEntry(name, None) for name in "abcd")
+        queue.put_record(a)
+        queue.put_watermark(10)
+        queue.put_watermark(20)  # two watermarks in a row: segments of their own
+        queue.put_record(b)
+        queue.put_record(c)
+        complete(queue, c)
+        assert drain(queue) == [] and queue.records == 3  # a still runs
+        complete(queue, a)
+        queue.put_watermark(30)
+        queue.put_record(d)
+        complete(queue, d)
+        if isinstance(queue, OrderedStreamElementQueue):
+            assert drain(queue) == ["a", "W10", "W20"]  # c waits for b
+        else:
+            assert drain(queue) == ["a", "W10", "W20", "c"]  # d waits behind the watermark 30
+        complete(queue, b)
+        assert drain(queue) == (["b", "c", "W30", "d"] if isinstance(queue, OrderedStreamElementQueue)
+                                else ["b", "W30", "d"])
+        assert queue.records == 0 and queue.is_empty()
 
 
 # -- timeouts -----------------------------------------------------------------------------------
