@@ -24,15 +24,6 @@ SEE = "pyflink.datastream.stream_execution_environment"
 CONNECTORS = "pyflink.datastream.connectors"
 FORMATS = "pyflink.datastream.formats"
 
-ASYNC_IO = UnsupportedGroup("async I/O", "rill has no async I/O operator yet", {
-    f"{DS}.async_data_stream": ("AsyncDataStream",),
-    f"{DS}.async_retry_predicates": ("empty_result_predicate", "exception_type_predicate", "has_exception_predicate"),
-    f"{DS}.async_retry_strategies": (
-        "ExponentialBackoffDelayRetryStrategy", "FixedDelayRetryStrategy", "NoRetryStrategy", "RetryPredicate",
-    ),
-    f"{DS}.functions": ("AsyncFunction", "AsyncFunctionDescriptor", "AsyncRetryPredicate", "AsyncRetryStrategy"),
-})
-
 CHECKPOINTING = UnsupportedGroup("checkpointing", "rill takes no checkpoints or savepoints yet", {
     f"{DS}.checkpoint_config": ("CheckpointConfig",),
     f"{DS}.checkpointing_mode": ("CheckpointingMode",),
@@ -173,6 +164,6 @@ PYTHON_ARCHIVES = UnsupportedGroup(
     })
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
-    ASYNC_IO, CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
+    CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
     JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

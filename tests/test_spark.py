@@ -5,6 +5,7 @@ One SparkSession serves the whole module (the backend uses the active session)."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -19,9 +20,11 @@ import pytest
 from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskMetricsSampled
 from kernel.common import Time, Types, WatermarkStrategy
 from kernel.datastream import (
+    AsyncDataStream,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
 )
+from kernel.datastream.functions import AsyncFunction
 from kernel.datastream.state import ValueStateDescriptor
 from kernel.datastream.window import (
     EventTimeSessionWindows,
@@ -314,6 +317,42 @@ def test_spark_reads_the_broadcast_side_first_and_prints_what_pyflink_prints():
 
     assert by_sink(run_job(prices_job(1), *SPARK).lines) == {
         "out": broadcast_lines(0) + PYFLINK_ORDERS, "rejected": PYFLINK_REJECTED}
+
+
+# -- async I/O --------------------------------------------------------------------------------------
+
+
+class Tracked(AsyncFunction):
+    """Each input's results, with the most requests its subtask had in flight so far."""
+
+    def open(self, ctx):
+        self.in_flight = self.most = 0
+
+    async def async_invoke(self, value):
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        await asyncio.sleep(0.002 * (value % 5))
+        self.in_flight -= 1
+        return [(value * 2, self.most), (-value, self.most)]
+
+
+def test_async_io_runs_each_partitions_requests_concurrently_on_spark():
+    def job(env, sink):
+        env.set_parallelism(2)
+        numbers = env.from_collection(list(range(100)), Types.INT()).rebalance()
+        AsyncDataStream.ordered_wait(numbers, Tracked(), Time.seconds(30), 8).add_sink(sink)
+        env.execute("async")
+
+    local, spark = on_both(job)
+    expected = sorted(v for n in range(100) for v in (n * 2, -n))
+    assert sorted(v for v, _ in local) == sorted(v for v, _ in spark) == expected
+    # each partition's asyncio loop had up to the capacity of requests in flight (50 inputs each)
+    assert max(most for _, most in spark) == 8
+    for results in (local, spark):  # rebalance alternates: one subtask doubles the even inputs
+        doubled = [v for v, _ in results if v >= 0]
+        for remainder in (0, 2):
+            of_one_subtask = [v for v in doubled if v % 4 == remainder]
+            assert of_one_subtask == sorted(of_one_subtask)  # ordered: in input order
 
 
 # -- the example jobs through the CLI ----------------------------------------------------------------

@@ -20,6 +20,11 @@ timestamp order — but a broadcast operator reads its broadcast input whole bef
 so event-time timers (windows) fire at the end of input, processing-time timers after them.
 Processing time is the wall clock, but a rate-limited source is read without waiting (its
 pauses are skipped).
+timestamp order; no watermark but the final one, so event-time timers (windows) fire at the
+end of input, processing-time timers after them. Processing time is the wall clock, but a
+rate-limited source is read without waiting (its pauses are skipped). An async operator's
+coroutines run on an asyncio loop of the partition's own, driven whenever the operator waits
+(its capacity is used up, the end of input): up to ``capacity`` requests in flight, in real time.
 A failure is raised with ``FAILURE_MARK`` and a JSON description the driver reports.
 """
 
@@ -37,6 +42,7 @@ from typing import Any, Callable, Iterator
 
 from kernel.clock import MAX_LONG, MIN_LONG, NS_PER_MS
 from kernel.rng import SeededRandom
+from kernel.streaming.async_io import BlockingAsyncExecutor
 from kernel.streaming.chain import OperatorChain
 from kernel.streaming.operators import create_operator
 from kernel.streaming.operators.base import StreamOperator
@@ -96,6 +102,10 @@ class BatchRuntime(OperatorRuntime):
 
     def count(self, metric: str, amount: int = 1) -> None:
         self.counters[metric] = self.counters.get(metric, 0) + amount
+
+    def create_async_executor(self, operator_name: str) -> Any:
+        """An asyncio loop of the partition's own, run while the operator waits."""
+        return BlockingAsyncExecutor(self.now_ms)
 
 
 class _Counter:

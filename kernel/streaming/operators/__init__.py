@@ -9,6 +9,7 @@ from typing import Any, Callable
 from kernel.datastream.functions import Function
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
+from kernel.streaming.operators.async_wait import AsyncWaitOperator
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
 from kernel.streaming.operators.broadcast import CoBroadcastWithKeyedOperator, CoBroadcastWithNonKeyedOperator
 from kernel.streaming.operators.basic import (
@@ -53,6 +54,7 @@ OPERATORS: dict[str, Callable[[OperatorSpec, StreamNode, OperatorRuntime], Strea
     "collect": CollectSinkOperator,
     "window": window_operator,
     "timestamps_watermarks": TimestampsAndWatermarksOperator,
+    "async_wait": AsyncWaitOperator,
 }
 
 

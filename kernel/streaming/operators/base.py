@@ -54,6 +54,12 @@ class StreamOperator:
     def finish(self) -> None:
         """Flush what is buffered; called head to tail after end of input."""
 
+    def drain(self, on_drained: Callable[[], None]) -> bool:
+        """Finish the work in flight (async requests): after ``finish``, and before a checkpoint
+        barrier passes. True if nothing is left in flight; else False, and ``on_drained()`` runs
+        in the task's thread of control once everything has finished."""
+        return True
+
     def close(self) -> None:
         for function in self.user_functions():
             if isinstance(function, Function):
