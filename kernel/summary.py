@@ -54,8 +54,9 @@ def _back_pressure(vertex: VertexSummary) -> str:
     timed = _percent(vertex.back_pressured_ratio)
     if vertex.measure == MAILBOX_TIMING:
         return f"{vertex.level} {timed}"
-    measured = "-" if vertex.measured_ratio is None else _percent(vertex.measured_ratio)
-    return f"{vertex.level} {measured} (timed {timed})"
+    if vertex.measured_ratio is None:
+        return f"- (not measured; timed {timed})"
+    return f"{vertex.level} {_percent(vertex.measured_ratio)} (timed {timed})"
 
 
 def render(outcome: RunOutcome) -> str:

@@ -13,8 +13,9 @@ A request (the coordinator): with every execution of the vertex RUNNING, each on
 TaskExecutor is asked to sample it ``num-samples`` times, ``delay-between-samples`` apart; when
 every answer is in, one ``back_pressure_sampled`` event per subtask records its result. If an
 answer fails (the task is not known there any more, no answer in time), the whole request is
-discarded, as Flink does, and the vertex is sampled again as soon as all its subtasks run (at
-the latest ``refresh-interval`` later).
+discarded, as Flink does; the vertex is sampled again at once if other executions run it by
+then (it was restarted meanwhile), else as soon as all its subtasks run again, or at the latest
+``refresh-interval`` later.
 
 The judgement (:meth:`vertex_ratios`): a subtask's back-pressured samples over its samples in
 all requests of the run; a vertex's ratio is its worst subtask's.
@@ -94,6 +95,9 @@ class BackPressureStatsTracker:
         if done.exception() is not None:
             del self.pending[vertex_id]
             self._sample_again(vertex_id, self.job.now())
+            running = self.job.running_executions(vertex_id)
+            if running is not None and running != request.executions:
+                self._request(vertex_id)
             return
         request.answers[execution.subtask] = done.result()
         if len(request.answers) == len(request.executions):
