@@ -198,7 +198,8 @@ class Products:
 
             def request_task_back_pressure(execution, num_samples, delay_between_samples_ms):
                 answer = request(execution, num_samples, delay_between_samples_ms)
-                answer.add_done_callback(lambda done: captured.given.setdefault("response", []).append(done.result()))
+                answer.add_done_callback(lambda done: done.exception() is None and captured.given.setdefault(
+                    "response", []).append(done.result()))
                 return answer
 
             job.request_task_back_pressure = request_task_back_pressure  # the real gateway, watched for answers

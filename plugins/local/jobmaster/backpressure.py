@@ -61,8 +61,9 @@ def create_back_pressure_monitor(job_master: JobMaster) -> BackPressureMonitor |
     return run.plugin_manager.hook.create_back_pressure_monitor(job=MonitoredJobGateway(job_master), run=run)
 
 
-def judgement(monitor: BackPressureMonitor | None) -> m.BackPressureJudgement | None:
-    """What the monitor found, for the job's end."""
+def final_judgement(monitor: BackPressureMonitor | None) -> m.BackPressureJudgement | None:
+    """The job ended: stop the monitor and take what it found."""
     if monitor is None:
         return None
+    monitor.stop()
     return m.BackPressureJudgement(monitor.measure, tuple(monitor.vertex_ratios().items()))

@@ -23,7 +23,7 @@ from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
 from plugins.local.events import ConnectionClosed, TaskExecutorConnected
-from plugins.local.jobmaster.backpressure import create_back_pressure_monitor, judgement
+from plugins.local.jobmaster.backpressure import create_back_pressure_monitor, final_judgement
 from plugins.local.jobmaster.scheduler import DefaultScheduler
 
 if TYPE_CHECKING:
@@ -75,17 +75,14 @@ class JobMaster(Component):
             self._registration.cancel()
         self.rm_heartbeats.stop()
         self.tm_heartbeats.stop()
-        if self.back_pressure is not None:
-            self.back_pressure.stop()
 
     def job_ended(self, status: JobStatus, failure: str) -> None:
         """The scheduler ended the job: disconnect the TaskExecutors, tell the Dispatcher (with
         the back-pressure monitor's judgement)."""
-        if self.back_pressure is not None:
-            self.back_pressure.stop()
         for resource_id in sorted(self.task_managers):
             self.tell(resource_id, m.DisconnectJobManager(self.job_id, f"job {status.value.lower()}"))
-        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure, judgement(self.back_pressure)))
+        judgement = final_judgement(self.back_pressure)
+        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure, judgement))
 
     # -- the ResourceManager ------------------------------------------------------------------
 
