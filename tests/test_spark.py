@@ -427,7 +427,8 @@ def test_a_spark_run_is_recorded_with_subtasks_stages_and_metrics(cli):
 # -- Spark SQL over recorded runs --------------------------------------------------------------------
 
 
-VIEW_NAMES = ["task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures"]
+VIEW_NAMES = ["task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures",
+              "backpressure_sampling"]
 
 
 def _normalised(rows: list[dict]) -> list[str]:
@@ -445,8 +446,10 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
     path = tmp_path / "fault.py"
     path.write_text(FAULT_JOB)
     code, _, err = cli("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-                       "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", str(path))
+                       "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", "--set", "plugins.backpressure=sampling",
+                       str(path))
     assert code == 0, err
+    on_log = {}
     for view in VIEW_NAMES:
         results = []
         for engine in ("duckdb", "spark"):
@@ -454,6 +457,7 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
             assert code == 0, err
             results.append(_normalised(json.loads(out)))
         assert results[0] and results[0] == results[1], view
+        on_log[view] = results[0]
 
     # over an export: the same answer from both engines
     code, _, err = cli("export", "last", "--parquet", str(tmp_path / "out"))
@@ -466,6 +470,11 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
         assert code == 0, err
         answers.append(out)
     assert answers[0] == answers[1] and len(answers[0].splitlines()) > 4
+    for engine in ("duckdb", "spark"):  # a plugin's view (the sampling's) too
+        code, out, err = cli("sql", "--engine", engine, "--parquet", str(tmp_path / "out"), "--format", "json",
+                             "SELECT * FROM backpressure_sampling")
+        assert code == 0, err
+        assert _normalised(json.loads(out)) == on_log["backpressure_sampling"]
 
 
 def test_an_unknown_sql_engine_names_the_known_ones(cli):
