@@ -19,10 +19,7 @@ timestamp order — but a broadcast operator reads its broadcast input whole bef
 (Flink's batch broadcast operators select it until it ends); no watermark but the final one,
 so event-time timers (windows) fire at the end of input, processing-time timers after them.
 Processing time is the wall clock, but a rate-limited source is read without waiting (its
-pauses are skipped).
-timestamp order; no watermark but the final one, so event-time timers (windows) fire at the
-end of input, processing-time timers after them. Processing time is the wall clock, but a
-rate-limited source is read without waiting (its pauses are skipped). An async operator's
+pauses are skipped). An async operator's
 coroutines run on an asyncio loop of the partition's own, driven whenever the operator waits
 (its capacity is used up, the end of input): up to ``capacity`` requests in flight, in real time.
 A failure is raised with ``FAILURE_MARK`` and a JSON description the driver reports.
