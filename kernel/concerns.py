@@ -30,6 +30,7 @@ KERNEL_CONCERNS: dict[str, Concern] = {
         Concern("mailbox", "MailboxProcessor driving each StreamTask", "default", True),
         Concern("watermarking", "watermark generators, valve and alignment", "default", True),
         Concern("heartbeats", "heartbeat managers between cluster components", "default", True),
+        Concern("checkpointing", "checkpoint coordinator, storage and barrier handling", "default"),
         Concern("backend", "executes compiled jobs", "local", True),
         Concern("eventlog", "stores every runtime event for replay and SQL", "duckdb"),
         Concern("replay", "reads recorded runs back", None, single=False),

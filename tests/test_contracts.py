@@ -164,7 +164,7 @@ class Products:
         return self._keep("create_scheduling_strategy", (yield), scheduler=scheduler)
 
     @hookimpl(wrapper=True)
-    def create_restart_strategy(self, run):
+    def create_restart_strategy(self, run, checkpointing):
         return self._keep("create_restart_strategy", (yield))
 
     @hookimpl(wrapper=True)
@@ -305,7 +305,7 @@ def test_the_outputs_and_suspensions_the_runtime_hands_over_satisfy_their_contra
                                   ("restart-strategy.type=fixed-delay",)])
 def test_every_restart_strategy_satisfies_its_contract(sets):
     session = Session.open(sets=sets, environ={})
-    strategy = session.plugin_manager.hook.create_restart_strategy(run=session.new_run("restarts"))
+    strategy = session.plugin_manager.hook.create_restart_strategy(run=session.new_run("restarts"), checkpointing=False)
     assert violations(strategy, RestartBackoffTimeStrategy) == []
     assert str(strategy).endswith(")") or str(strategy) == "NoRestartBackoffTimeStrategy"
 

@@ -4,6 +4,7 @@ runtime may call on it (``typing.Protocol`` classes, checked structurally by the
 One module per concern: :mod:`.backend` (execution backends), :mod:`.scheduling`
 (scheduling strategies), :mod:`.failover` (restart back-off and failover strategies),
 :mod:`.mailbox` (mailbox processors), :mod:`.watermarks` (watermark generators, valves,
-alignment coordinators), :mod:`.heartbeats` (heartbeat managers), :mod:`.eventstore` (the
+alignment coordinators), :mod:`.checkpointing` (checkpoint coordinators, storage, barrier
+handlers), :mod:`.heartbeats` (heartbeat managers), :mod:`.eventstore` (the
 store recorded runs are read from), :mod:`.sql` (``rill sql`` engines).
 """

@@ -1,8 +1,9 @@
 """Stream elements: what travels between operators besides records.
 
 Records travel in :class:`RecordBatch` buffers (values plus their timestamps, or None when no
-record of the batch has one); watermarks, watermark statuses, latency markers and the end
-of a partition travel in order between batches.
+record of the batch has one); watermarks, watermark statuses, latency markers, checkpoint
+barriers and their cancellation, the end of data and the end of a partition travel in order
+between batches (events: they need no credit, and never overtake a buffer).
 """
 
 from __future__ import annotations
@@ -74,3 +75,44 @@ class EndOfPartition:
 
 
 END_OF_PARTITION = EndOfPartition()
+
+
+class CheckpointBarrier:
+    """Checkpoint ``checkpoint_id`` (triggered at ``timestamp``, clock ms): what a task sent
+    before it is in the snapshot, what comes after is not. ``aligned``: an EXACTLY_ONCE
+    barrier, which blocks its subpartition once sent until the consumer, aligned, resumes it."""
+
+    __slots__ = ("checkpoint_id", "timestamp", "aligned")
+
+    def __init__(self, checkpoint_id: int, timestamp: int, aligned: bool) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.timestamp = timestamp
+        self.aligned = aligned
+
+    def __repr__(self) -> str:
+        return f"CheckpointBarrier({self.checkpoint_id}{', aligned' if self.aligned else ''})"
+
+
+class CancelCheckpointMarker:
+    """Checkpoint ``checkpoint_id`` was aborted upstream: downstream aborts it too."""
+
+    __slots__ = ("checkpoint_id",)
+
+    def __init__(self, checkpoint_id: int) -> None:
+        self.checkpoint_id = checkpoint_id
+
+    def __repr__(self) -> str:
+        return f"CancelCheckpointMarker({self.checkpoint_id})"
+
+
+class EndOfData:
+    """The producer finished its input and its operators (FLIP-147): no more records, but
+    barriers may still come until its final checkpoint completes and the partition ends."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "EndOfData"
+
+
+END_OF_DATA = EndOfData()

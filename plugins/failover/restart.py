@@ -129,8 +129,10 @@ class ExponentialDelayRestartBackoffTimeStrategy:
                 f"nextRestartTimestamp={self.next_restart})")
 
 
-def create_restart_strategy(options: RestartOptions, rng: Random) -> RestartBackoffTimeStrategy:
-    kind = options.restart_type
+def create_restart_strategy(options: RestartOptions, rng: Random, checkpointing: bool) -> RestartBackoffTimeStrategy:
+    """The configured strategy; when none is configured, Flink's default: exponential delay
+    (with the option defaults) for a job that checkpoints, no restarts otherwise."""
+    kind = options.restart_type if options.type or not checkpointing else "exponential-delay"
     if kind == "fixed-delay":
         return FixedDelayRestartBackoffTimeStrategy(options.fixed_delay_attempts, options.fixed_delay_delay)
     if kind == "failure-rate":

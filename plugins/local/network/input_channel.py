@@ -3,7 +3,9 @@
 Credit-based flow control: the channel gives credit for a buffer from its exclusive buffers
 (``buffers-per-channel``), else from its gate's floating buffers (``floating-buffers-per-gate``);
 without credit the producer keeps the buffer queued and the channel waits in its gate's queue
-for a floating buffer. Processing a buffer (``recycle``) gives its credit back.
+for a floating buffer. Processing a buffer (``recycle``) gives its credit back. An aligned
+checkpoint barrier blocks the subpartition that sent it until the consumer, aligned, resumes
+consumption (``resume_consumption``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ if TYPE_CHECKING:
 
 
 class InputChannel:
-    __slots__ = ("gate", "index", "exclusive_free", "queue", "credits", "subpartition", "finished", "waiting")
+    __slots__ = ("gate", "index", "exclusive_free", "queue", "credits", "subpartition", "finished", "data_ended",
+                 "waiting")
 
     def __init__(self, gate: InputGate, index: int) -> None:
         self.gate = gate
@@ -27,6 +30,7 @@ class InputChannel:
         self.credits: deque[bool] = deque()  # per received buffer: came from the exclusive buffers?
         self.subpartition: Subpartition | None = None
         self.finished = False
+        self.data_ended = False  # the producer ended its data (FLIP-147); barriers may still come
         self.waiting = False  # queued for a floating buffer
 
     def reserve(self) -> bool:
@@ -59,3 +63,8 @@ class InputChannel:
             gate = self.gate
             gate.floating_free += 1
             gate.retry_waiting()
+
+    def resume_consumption(self) -> None:
+        """The consumer is aligned: the subpartition a barrier blocked sends again."""
+        if self.subpartition is not None:
+            self.subpartition.resume()

@@ -8,7 +8,8 @@ are sent. A buffer is only sent when the consumer's channel has credit
 (:meth:`InputChannel.reserve`). So a slow consumer keeps its buffers full, the producer's
 queue grows, its pool runs dry, the partition turns unavailable and the producer's mailbox
 suspends: back pressure, hop by hop. Events (watermarks, end of partition) need no credit
-but never overtake buffers. BLOCKING partitions (batch) hold everything until they are
+but never overtake buffers; an aligned checkpoint barrier, once sent, blocks its subpartition
+(nothing more is sent, whatever the credit) until the consumer resumes it. BLOCKING partitions (batch) hold everything until they are
 finished. The writer never waits for a buffer: a batch it started is written whole (its
 buffers may exceed the pool, as Flink's overdraft buffers), so a task is never blocked
 mid-record.
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.streaming.elements import END_OF_PARTITION, RecordBatch
+from kernel.streaming.elements import END_OF_PARTITION, CheckpointBarrier, RecordBatch
 
 if TYPE_CHECKING:
     from plugins.local.network.input_channel import InputChannel
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class Subpartition:
-    __slots__ = ("partition", "index", "values", "timestamps", "queue", "queued_buffers", "channel")
+    __slots__ = ("partition", "index", "values", "timestamps", "queue", "queued_buffers", "channel", "blocked")
 
     def __init__(self, partition: ResultPartition, index: int) -> None:
         self.partition = partition
@@ -37,6 +38,7 @@ class Subpartition:
         self.queue: deque[Any] = deque()  # finished buffers and events, not yet sent
         self.queued_buffers = 0
         self.channel: InputChannel | None = None
+        self.blocked = False  # an aligned barrier went out: wait for the consumer to resume
 
     def add(self, values: list, timestamps: list | None) -> None:
         partition = self.partition
@@ -88,13 +90,14 @@ class Subpartition:
     def try_send(self) -> None:
         channel = self.channel
         partition = self.partition
-        if channel is None or (partition.blocking and not partition.finished):
+        if channel is None or self.blocked or (partition.blocking and not partition.finished):
             return
         queue = self.queue
         sent_buffer = False
         while queue:
             item = queue[0]
-            if type(item) is RecordBatch:
+            kind = type(item)
+            if kind is RecordBatch:
                 if not channel.reserve():
                     break
                 queue.popleft()
@@ -106,8 +109,17 @@ class Subpartition:
             else:
                 queue.popleft()
             channel.deliver(item)
+            if kind is CheckpointBarrier and item.aligned:
+                self.blocked = True
+                break
         if sent_buffer:
             partition.check_available()
+
+    def resume(self) -> None:
+        """The consumer resumed consumption after aligning a barrier."""
+        if self.blocked:
+            self.blocked = False
+            self.try_send()
 
 
 class ResultPartition:
@@ -169,4 +181,5 @@ class ResultPartition:
         for subpartition in self.subpartitions:
             subpartition.queue.clear()
             subpartition.values = subpartition.timestamps = None
+            subpartition.blocked = False
         self._waiters.clear()

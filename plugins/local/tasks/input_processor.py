@@ -4,19 +4,31 @@ StreamTwoInputProcessor with their network inputs).
 Each step takes the next element of the gates, round robin between them: a record batch goes
 to the head operator and its buffer back to the channel (giving its credit back); watermarks
 and watermark statuses go through the gate's valve (the watermarking plugin's
-StatusWatermarkValve) into the head; latency markers go to the head; once every channel of
-every gate has ended, the task's input has ended. With nothing to read, the task is idle
-until a gate has data.
+StatusWatermarkValve) into the head; latency markers go to the head; checkpoint barriers,
+cancellation markers and ended channels go to the barrier handler (when the job takes
+checkpoints); once every channel ended its data the task's operators finish, once every
+channel of every gate has ended the task's input has ended. With nothing to read, the task is
+idle until a gate has data.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.streaming.elements import EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
+from kernel.streaming.elements import (
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    EndOfData,
+    EndOfPartition,
+    LatencyMarker,
+    RecordBatch,
+    Watermark,
+    WatermarkStatus,
+)
 from kernel.streaming.outputs import blame
 
 if TYPE_CHECKING:
+    from kernel.contracts.checkpointing import CheckpointBarrierHandler
     from kernel.contracts.mailbox import MailboxProcessor
     from kernel.contracts.watermarks import WatermarkValve
     from plugins.local.network.input_gate import InputGate
@@ -47,10 +59,12 @@ class ValveOutput:
 
 
 class StreamInputProcessor:
-    def __init__(self, task: StreamTask, gates: list[InputGate], valves: list[WatermarkValve]) -> None:
+    def __init__(self, task: StreamTask, gates: list[InputGate], valves: list[WatermarkValve],
+                 barriers: CheckpointBarrierHandler | None = None) -> None:
         self.task = task
         self.gates = gates  # reordered: the gate just read goes last
         self.valves = valves
+        self.barriers = barriers
         self.head = task.chain.head
         self.metrics = task.metrics
         self.two_input = task.two_input
@@ -82,6 +96,9 @@ class StreamInputProcessor:
             except BaseException as exc:
                 blame(exc, head.name)
                 raise
+            barriers = self.barriers
+            if barriers is not None and barriers.aligning:
+                barriers.records_processed(item.values)
             channel.recycle()
         elif kind is Watermark:
             self.valves[index].input_watermark(item.timestamp, channel.index, self.valve_outputs[index])
@@ -89,9 +106,19 @@ class StreamInputProcessor:
             self.valves[index].input_watermark_status(item.idle, channel.index, self.valve_outputs[index])
         elif kind is LatencyMarker:
             head.process_latency_marker(item)
+        elif kind is CheckpointBarrier:
+            self.barriers.process_barrier(item, channel)
+        elif kind is CancelCheckpointMarker:
+            self.barriers.process_cancel_marker(item, channel)
+        elif kind is EndOfData:
+            channel.data_ended = True
+            if all(c.data_ended or c.finished for g in self.gates for c in g.channels):
+                self.task.end_of_data()
         elif kind is EndOfPartition:
             channel.finished = True
             gate.finished_channels += 1
+            if self.barriers is not None:
+                self.barriers.process_end_of_partition(channel)
             if all(g.finished for g in self.gates):
                 self.task.end_of_input()
 

@@ -9,6 +9,13 @@ Default action: if an output partition has no free buffer, suspend, back pressur
 (:meth:`TaskIOMetrics.output_available`); else read a source batch, or take the next element
 of the input (:mod:`.input_processor`); with no input, suspend, idle. Both suspensions resume
 on availability.
+
+A job that takes checkpoints: the task restores its operators' state after opening them,
+checkpoints (:mod:`.checkpoints`) when triggered or when its barrier handler (from the
+``checkpointing`` plugin) aligned a barrier; and, as Flink's FLIP-147, a task that ends its
+input finishes its operators, sends the end of data downstream, tells the JobMaster, and
+finishes only once all its input ended and a checkpoint taken after that completed (its final
+checkpoint; meanwhile it is idle).
 """
 
 from __future__ import annotations
@@ -16,26 +23,36 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
+from kernel.checkpointing.options import CheckpointingOptions
+from kernel.checkpointing.snapshots import RestoredOperatorState
 from kernel.clock import NS_PER_MS
 from kernel.loop import TimerGroup
 from kernel.options import ExecutionOptions
 from kernel.streaming.chain import OperatorChain
-from kernel.streaming.elements import LatencyMarker
+from kernel.streaming.elements import END_OF_DATA, LatencyMarker
+from kernel.streaming.keygroups import key_group_range
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import TaskInfo
 from kernel.streaming.sources import InputStatus
 from kernel.tracebacks import describe
+from plugins.local import messages as m
 from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.record_writer import RecordWriterOutput
+from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
 from plugins.local.tasks.operator_runtime import LocalOperatorRuntime
 from plugins.local.tasks.watermark_reporter import WatermarkReporter
 
 if TYPE_CHECKING:
+    from kernel.checkpointing.assignment import TaskRestore
+    from kernel.checkpointing.failures import CheckpointFailureReason
+    from kernel.checkpointing.messages import CheckpointMetrics
+    from kernel.contracts.checkpointing import CheckpointBarrierHandler
     from kernel.contracts.mailbox import MailboxProcessor
+    from kernel.streaming.elements import CheckpointBarrier
     from kernel.run import Run
     from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
@@ -71,6 +88,15 @@ class StreamTask:
         self.slowdown = 1.0
         #: called with the task once its chain exists (injected faults wrap operators)
         self.instrument: Callable[[StreamTask], None] | None = None
+        #: sends a message to the task's JobMaster (set by the TaskExecutor)
+        self.tell_job_master: Callable[[Any], None] = lambda message: None
+        #: checkpoints: the task's part, its input's barrier handler, whether it waits for a final checkpoint
+        self.checkpoints: SubtaskCheckpointCoordinator | None = None
+        self.barriers: CheckpointBarrierHandler | None = None
+        self.final_checkpoint = False
+        self.data_ended = False  # operators finished, end of data sent downstream
+        self.input_ended = False  # every input channel (or the source) ended
+        self.restored_finished = False  # restored from a checkpoint taken after its end of data
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -78,6 +104,14 @@ class StreamTask:
     def attempt_key(self) -> tuple[str, int, int]:
         d = self.deployment
         return d.vertex.id, d.subtask, d.attempt
+
+    @property
+    def job_id(self) -> str:
+        return self.deployment.job_id
+
+    @property
+    def info(self) -> TaskInfo:
+        return self.runtime.info
 
     def _set_state(self, state: str, failure: str = "") -> None:
         self.state = state
@@ -123,13 +157,38 @@ class StreamTask:
         self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
         self.mailbox.slowdown = self.slowdown
         self.chain.open()
+        if d.checkpoint_storage is not None:
+            self._set_up_checkpointing(d.checkpoint_storage, [c for gate in gates for c in gate.channels])
         for partition in self.partitions:
             self.shuffle.register_partition(partition)
         for gate, consumed in zip(gates, inputs):
             for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
                 self.shuffle.register_channel(partition_id, subpartition, channel)
-        self.input = StreamInputProcessor(self, gates, valves)
+        self.input = StreamInputProcessor(self, gates, valves, self.barriers)
         self._source_head = self.chain.head if self.is_source else None
+
+    def _set_up_checkpointing(self, storage: Any, channels: list[Any]) -> None:
+        self.checkpoints = SubtaskCheckpointCoordinator(self, storage)
+        self.final_checkpoint = self.run.config.section(CheckpointingOptions).after_tasks_finish
+        if channels:
+            self.barriers = self.run.plugin_manager.hook.create_checkpoint_barrier_handler(
+                task=self, channels=channels, run=self.run)
+        if self.deployment.restore is not None:
+            self._restore(self.deployment.restore)
+
+    def _restore(self, restore: TaskRestore) -> None:
+        """Give the operators the state of the checkpoint (read from the handles assigned)."""
+        info = self.runtime.info
+        key_groups = key_group_range(info.max_parallelism, info.parallelism, info.subtask)
+        self.chain.initialize_state({
+            operator.node_id: RestoredOperatorState.read(operator.handles, restore.directory, key_groups, info.subtask,
+                                                         info.parallelism, operator.old_parallelism)
+            for operator in restore.operators})
+        self.checkpoints.last_checkpoint_id = restore.checkpoint_id
+        if restore.finished:
+            self.restored_finished = True
+            if self.is_source:
+                self.chain.head.reader.finished = True
 
     def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
         """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
@@ -193,12 +252,60 @@ class StreamTask:
                 wake_ms = when if when is not None else self.run.clock.now_ms() + 100
                 self._timers.add(self.run.loop.call_at(wake_ms * NS_PER_MS, suspension.resume))
 
+    # -- checkpoints (the CheckpointableTask of the barrier handler) ----------------------------
+
+    def trigger_checkpoint_on_barrier(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics) -> None:
+        self.checkpoints.checkpoint(barrier, metrics)
+
+    def abort_checkpoint_on_barrier(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
+        self.checkpoints.abort_on_barrier(checkpoint_id, reason)
+
     # -- ending -------------------------------------------------------------------------------
 
     def end_of_input(self) -> None:
-        """Finish as a mail: after the work the last step charged (simulated time) is done."""
-        self.mailbox.suspend_default_action(None, "finishing")
-        self.mailbox.execute(self._finish, "finish")
+        """Finish as a mail: after the work the last step charged (simulated time) is done.
+        With a final checkpoint to wait for, the wait is idle time."""
+        if not self.final_checkpoint:
+            self.mailbox.suspend_default_action(None, "finishing")
+            self.mailbox.execute(self._finish, "finish")
+            return
+        self.input_ended = True
+        self.mailbox.suspend_default_action(self.metrics.idle, "finishing")
+        self.mailbox.execute(self._await_final_checkpoint, "final checkpoint")
+
+    def end_of_data(self) -> None:
+        """Every input channel ended its data: finish the operators (as a mail)."""
+        self.mailbox.execute(self._end_data, "end of data")
+
+    def _end_data(self) -> None:
+        if self.data_ended:
+            return
+        self.data_ended = True
+        if not self.restored_finished:
+            self.chain.finish()
+        for partition in self.partitions:
+            partition.broadcast_event(END_OF_DATA)
+        self._stop_timers()
+        self.checkpoints.end_of_data()
+        d = self.deployment
+        self.tell_job_master(m.NotifyEndOfData(d.job_id, d.vertex.id, d.subtask, d.attempt))
+
+    def _await_final_checkpoint(self) -> None:
+        self._end_data()
+        if self.checkpoints.final_completed:
+            self._finish_task()
+
+    def final_checkpoint_completed(self) -> None:
+        """A checkpoint taken after the end of data completed: finish once the input ended."""
+        if self.input_ended:
+            self._finish_task()
+
+    def _finish_task(self) -> None:
+        for partition in self.partitions:
+            partition.finish()
+        self.mailbox.stop()
+        self.chain.close()
+        self._set_state("FINISHED")
 
     def _finish(self) -> None:
         self.chain.finish()
