@@ -31,6 +31,7 @@ KERNEL_CONCERNS: dict[str, Concern] = {
         Concern("watermarking", "watermark generators, valve and alignment", "default", True),
         Concern("heartbeats", "heartbeat managers between cluster components", "default", True),
         Concern("checkpointing", "checkpoint coordinator, storage and barrier handling", "default"),
+        Concern("backpressure", "how back pressure is measured and judged", "mailbox-timing"),
         Concern("backend", "executes compiled jobs", "local", True),
         Concern("eventlog", "stores every runtime event for replay and SQL", "duckdb"),
         Concern("replay", "reads recorded runs back", None, single=False),

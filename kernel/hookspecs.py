@@ -12,9 +12,10 @@ Every ``create_*`` factory returns the typed contract of its concern, a Protocol
 - the local backend (``plugins/local``) builds Flink's cluster from the rest: its JobMaster's
   DefaultScheduler (``jobmaster/scheduler.py``) builds the ExecutionGraph and creates the
   scheduling, restart and failover strategies, the watermark alignment coordinator and the
-  checkpoint coordinator; each StreamTask (``tasks/streamtask.py``) creates its mailbox
-  processor, its barrier handler and, through its operator runtime
-  (``tasks/operator_runtime.py``), watermark generators and valves; every cluster
+  checkpoint coordinator, its JobMaster (``jobmaster/jobmaster.py``) the back-pressure monitor;
+  each StreamTask (``tasks/streamtask.py``) creates its mailbox processor, its barrier handler
+  and, through its operator runtime (``tasks/operator_runtime.py``), watermark generators and
+  valves; every cluster
   component creates its heartbeat managers (``connections.py``);
 - readers of recorded runs (``replay``) open the event store and create the registered views
   on their connections; ``rill sql`` hands the chosen SQL engine a
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         CheckpointCoordinator,
         CheckpointCoordinatorContext,
     )
+    from kernel.contracts.backpressure import BackPressureMonitor, MonitoredJob
     from kernel.contracts.eventstore import EventStore
     from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
     from kernel.contracts.heartbeats import HeartbeatListener, HeartbeatManager
@@ -415,6 +417,31 @@ def create_heartbeat_manager(
         ``unmonitor_target(id)``, ``request_heartbeat(requester_id, payload)`` and
         ``receive_heartbeat(sender_id, payload)`` (a request or response arrived) and ``stop()``.
         It records the heartbeat events of :mod:`kernel.cluster_events`.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Back-pressure monitoring.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_back_pressure_monitor(job: MonitoredJob, run: Run) -> BackPressureMonitor | None:
+    """Create the measure of back pressure the JobMaster drives (``plugins.backpressure``).
+
+    Called: by the JobMaster once per job, when it starts.
+    Stops at first non-None result.
+
+    :param job: the :class:`~kernel.contracts.backpressure.MonitoredJob`: ``job_id``,
+        ``vertex_ids()``, ``running_executions(vertex_id)`` (None unless every subtask runs),
+        ``request_task_back_pressure(execution, num_samples, delay_between_samples_ms)`` (a
+        message to the TaskExecutor; a Future of its answer), ``schedule(delay_ns, callback)``,
+        ``now()`` and ``emit(event)``.
+    :param run: the run (config, clock).
+    :returns: a :class:`~kernel.contracts.backpressure.BackPressureMonitor`: ``measure``,
+        ``start()``, ``task_running(vertex_id)``, ``stop()`` and ``vertex_ratios()``; ``None``
+        when back pressure is judged by the task metrics' back-pressured time alone (the
+        mailbox's TimerGauges, which every task keeps).
     """
 
 

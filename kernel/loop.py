@@ -9,6 +9,9 @@ Invariants: callbacks never run concurrently; a callback scheduled with ``call_s
 after every callback already ready; timers with equal deadlines fire in creation order.
 Cancelled timers leave the timer heap when their deadline comes, or earlier when they make up
 most of it (the heap is rebuilt): what the loop holds is bounded by what is pending.
+Work running outside the loop (an I/O thread that will call back with
+``call_soon_threadsafe``) keeps ``run`` going while announced with ``io_started`` and not yet
+``io_finished``: the loop then waits for it as for a timer.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class EventLoop:
         self._simulated = isinstance(clock, SimulatedClock)
         self._live = 0  # pending non-daemon timers
         self._cancelled = 0  # cancelled timers still in the heap
+        self._io = 0  # work announced by io_started, running outside the loop
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -126,6 +130,15 @@ class EventLoop:
         self._external.append((callback, args))
         self._wakeup.set()
 
+    def io_started(self) -> None:
+        """Work outside the loop began (it will call back with ``call_soon_threadsafe``):
+        ``run`` waits for it rather than returning."""
+        self._io += 1
+
+    def io_finished(self, count: int = 1) -> None:
+        """``count`` pieces of work announced by ``io_started`` ended."""
+        self._io -= count
+
     def stop(self) -> None:
         """Make ``run`` return after the current callback."""
         self._stopping = True
@@ -133,7 +146,7 @@ class EventLoop:
 
     def has_pending(self, daemon: bool = True) -> bool:
         """Whether anything is left to run (``daemon=False``: anything but daemon timers)."""
-        if self._ready or self._external:
+        if self._ready or self._external or self._io:
             return True
         if not daemon:
             return self._live > 0
@@ -143,7 +156,7 @@ class EventLoop:
 
     def run(self, daemons: bool = False) -> None:
         """Run until ``stop()`` is called or nothing is left to run but daemon timers (or,
-        with ``daemons``, nothing at all)."""
+        with ``daemons``, nothing at all); while announced I/O runs, daemon timers count."""
         self._stopping = False
         ready = self._ready
         timers = self._timers
@@ -171,6 +184,14 @@ class EventLoop:
             while timers and timers[0][2].cancelled:
                 heapq.heappop(timers)
                 self._cancelled -= 1
+            if self._io and not self._simulated:
+                self._wakeup.clear()
+                if not self._external and not self._stopping:
+                    if timers:
+                        clock.sleep_until(timers[0][0], self._wakeup)  # type: ignore[attr-defined]
+                    else:
+                        self._wakeup.wait()
+                continue
             if not timers or (not daemons and self._live == 0 and not self._external):
                 return
             deadline = timers[0][0]

@@ -24,21 +24,6 @@ SEE = "pyflink.datastream.stream_execution_environment"
 CONNECTORS = "pyflink.datastream.connectors"
 FORMATS = "pyflink.datastream.formats"
 
-BROADCAST_STATE = UnsupportedGroup("broadcast state", "rill has no broadcast state yet", {
-    f"{DS}.data_stream": ("BroadcastStream", "BroadcastConnectedStream"),
-    f"{DS}.functions": ("BaseBroadcastProcessFunction", "BroadcastProcessFunction", "KeyedBroadcastProcessFunction"),
-    f"{DS}.state": ("ReadOnlyBroadcastState", "BroadcastState", "OperatorStateStore"),
-})
-
-ASYNC_IO = UnsupportedGroup("async I/O", "rill has no async I/O operator yet", {
-    f"{DS}.async_data_stream": ("AsyncDataStream",),
-    f"{DS}.async_retry_predicates": ("empty_result_predicate", "exception_type_predicate", "has_exception_predicate"),
-    f"{DS}.async_retry_strategies": (
-        "ExponentialBackoffDelayRetryStrategy", "FixedDelayRetryStrategy", "NoRetryStrategy", "RetryPredicate",
-    ),
-    f"{DS}.functions": ("AsyncFunction", "AsyncFunctionDescriptor", "AsyncRetryPredicate", "AsyncRetryStrategy"),
-})
-
 STATE_BACKEND_OBJECTS = UnsupportedGroup(
     "state backend and checkpoint storage objects",
     "PyFlink 2.3 accepts them nowhere; choose with state.backend.type and execution.checkpointing.storage", {
@@ -176,6 +161,6 @@ PYTHON_ARCHIVES = UnsupportedGroup(
     })
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
-    BROADCAST_STATE, ASYNC_IO, STATE_BACKEND_OBJECTS, CHANGELOG, SAVEPOINTS, EXTERNAL_CONNECTORS, FILE_CONNECTOR,
+    STATE_BACKEND_OBJECTS, CHANGELOG, SAVEPOINTS, EXTERNAL_CONNECTORS, FILE_CONNECTOR,
     FORMAT_LIBRARIES, JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

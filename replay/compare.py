@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from kernel.clock import MAX_LONG
+from replay.backpressure import judgement
 from replay.metrics import run_metrics, vertex_metrics
 
 
@@ -49,6 +50,7 @@ def figures(con: Any, run: Any) -> dict[str, Any]:
         "events": run.events, "failures": totals["failures"], "restarts": totals["restarts"],
         "late_records_dropped": totals["late_records_dropped"], "max_watermark_lag_ms": lag,
         "max_source_watermark_skew_ms": source_skew_ms(con, run.run_id), "detection_latency_s": detections,
+        "back_pressure_measure": judgement(con, run.run_id).measure,
         "vertices": {row["vertex"]: row for row in vertex_metrics(con, run.run_id)},
         "printed": printed_lines(con, run.run_id),
     }
@@ -59,11 +61,14 @@ def compare(old: dict[str, Any], new: dict[str, Any], examples: int = 5) -> dict
     only_new = new["printed"] - old["printed"]
     rows = [(name, old[name], new[name]) for name in (
         "status", "duration_s", "failures", "restarts", "late_records_dropped", "max_watermark_lag_ms",
-        "max_source_watermark_skew_ms", "detection_latency_s")]
-    for vertex in old["vertices"].keys() | new["vertices"].keys():
+        "max_source_watermark_skew_ms", "detection_latency_s", "back_pressure_measure")]
+    for vertex in [*old["vertices"], *(name for name in new["vertices"] if name not in old["vertices"])]:
         a, b = old["vertices"].get(vertex, {}), new["vertices"].get(vertex, {})
         rows.append((f"{vertex}: busy %", a.get("busy_pct"), b.get("busy_pct")))
         rows.append((f"{vertex}: back pressured %", a.get("back_pressured_pct"), b.get("back_pressured_pct")))
+        if "sampled_pct" in a or "sampled_pct" in b:
+            rows.append((f"{vertex}: sampled %", a.get("sampled_pct"), b.get("sampled_pct")))
+        rows.append((f"{vertex}: back-pressure level", a.get("level"), b.get("level")))
     return {
         "recorded": old["run_id"], "rerun": new["run_id"], "figures": rows,
         "output": {"lines_recorded": sum(old["printed"].values()), "lines_rerun": sum(new["printed"].values()),

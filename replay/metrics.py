@@ -1,10 +1,12 @@
-"""Per-vertex figures of a recorded run, from the views (``rill metrics``, reports)."""
+"""Per-vertex figures of a recorded run, from the views (``rill metrics``, reports); the
+back-pressure level by the run's measure (:mod:`replay.backpressure`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kernel.backpressure import back_pressure_level_sql
+from kernel.backpressure import back_pressure_level, back_pressure_level_sql
+from replay.backpressure import judgement, worst_ratios
 from replay.views import WATERMARK_LAGS
 
 VERTEX_QUERY = f"""
@@ -33,7 +35,7 @@ lag AS (
 fails AS (
     SELECT vertex_name, count(*) AS failures, count(*) FILTER (WHERE restart) AS restarts
     FROM failures WHERE run_id = $run AND failed_s IS NOT NULL GROUP BY ALL)
-SELECT v.name AS vertex, v.parallelism, round(p.busy_ms / 10, 1) AS busy_pct, round(p.idle_ms / 10, 1) AS idle_pct,
+SELECT v.vertex_id, v.name AS vertex, v.parallelism, round(p.busy_ms / 10, 1) AS busy_pct, round(p.idle_ms / 10, 1) AS idle_pct,
        round(p.back_pressured_ms / 10, 1) AS back_pressured_pct,
        {back_pressure_level_sql("p.worst_back_pressured_ms")} AS level,
        coalesce(p.records_in, 0) AS records_in, coalesce(p.records_out, 0) AS records_out,
@@ -55,9 +57,21 @@ SELECT (SELECT count(*) FROM failures WHERE run_id = $run AND failed_s IS NOT NU
 
 
 def vertex_metrics(con: Any, run_id: str) -> list[dict[str, Any]]:
+    """Per job vertex, in order. For a run judged by another measure than mailbox timing, the
+    level is that measure's and ``sampled_pct`` its worst subtask's share of samples (None,
+    and no level, for a vertex it never measured)."""
     result = con.execute(VERTEX_QUERY, {"run": run_id})
     columns = [d[0] for d in result.description]
-    return [dict(zip(columns, row)) for row in result.fetchall()]
+    rows = [dict(zip(columns, row)) for row in result.fetchall()]
+    judged = judgement(con, run_id)
+    worst = worst_ratios(con, judged, run_id) if judged.measured else None
+    for row in rows:
+        vertex_id = row.pop("vertex_id")
+        if worst is not None:
+            ratio = worst.get(vertex_id)
+            row["sampled_pct"] = None if ratio is None else round(ratio * 100, 1)
+            row["level"] = None if ratio is None else back_pressure_level(ratio)
+    return rows
 
 
 def run_metrics(con: Any, run_id: str) -> dict[str, Any]:

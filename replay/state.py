@@ -3,7 +3,8 @@
 What ``rill replay RUN --at T`` shows: TaskExecutors (started, registered, stopped) with the
 slots the JobMaster holds on them, each subtask's execution state and attempt, the
 watermarks and watermark status of each subtask's current attempt, the back-pressure level
-of each job vertex (from its subtasks' latest metric samples), and the health of every
+of each job vertex (from its subtasks' latest metric samples; for a run judged by sampling, its
+latest request's by then), and the health of every
 heartbeat pair of live components (when each side last heard from the other, and whether it
 gave up on it).
 Every part is the latest event of its kind at or before the instant, so it works for runs
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.backpressure import back_pressure_level
+from kernel.backpressure import MAILBOX_TIMING, back_pressure_level
 from kernel.clock import MAX_LONG
+from replay.backpressure import judgement, request_levels
 
 
 def _rows(con: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -121,6 +123,14 @@ def state_at(con: Any, run: Any, seconds: float) -> dict[str, Any]:
             entry.update(back_pressured_ms=row["back_pressured_ms"], worst_subtask=row["subtask"])
     for entry in back_pressure.values():
         entry["level"] = back_pressure_level(entry["back_pressured_ms"] / 1000)
+    judged = judgement(con, run.run_id)
+    if judged.measured:
+        requests = request_levels(con, judged, run.run_id)
+        for (vertex_id, _), (name, _) in current.items():
+            entry = back_pressure.get(name.rsplit("/", 1)[0])
+            if entry is not None:
+                ended = [level for t_s, level in requests.get(vertex_id, []) if t_s <= seconds]
+                entry["level"] = ended[-1] if ended else None
     stopped = {name for name, worker in workers.items() if worker["status"] == "stopped"}
     heartbeats = {
         f"{row['owner']} <- {row['target']}": {"last_heard_s": seconds_of(row["last"]),
@@ -128,7 +138,8 @@ def state_at(con: Any, run: Any, seconds: float) -> dict[str, Any]:
         for row in _rows(con, HEARTBEATS, params) if row["owner"] not in stopped
     }
     return {"run_id": run.run_id, "at_s": seconds, "task_executors": workers, "subtasks": subtasks,
-            "watermarks": watermarks, "back_pressure": back_pressure, "heartbeats": heartbeats}
+            "watermarks": watermarks, "back_pressure_measure": judged.measure, "back_pressure": back_pressure,
+            "heartbeats": heartbeats}
 
 
 def _watermark(value: Any) -> str:
@@ -151,9 +162,10 @@ def render_state(state: dict[str, Any]) -> str:
         for name, marks in state["watermarks"].items():
             parts = [f"{k} {_watermark(v) if 'status' not in k else v}" for k, v in sorted(marks.items())]
             lines.append(f"  {name:<50} " + ", ".join(parts))
-    lines.append("Back pressure")
+    measure = state["back_pressure_measure"]
+    lines.append("Back pressure" + ("" if measure == MAILBOX_TIMING else f" (levels by {measure})"))
     for vertex, entry in state["back_pressure"].items():
-        lines.append(f"  {vertex:<50} {entry['level']:<5} {entry['back_pressured_ms']:.0f} ms/s "
+        lines.append(f"  {vertex:<50} {entry['level'] or '-':<5} {entry['back_pressured_ms']:.0f} ms/s "
                      f"(worst subtask {entry['worst_subtask']})")
     lines.append("Heartbeats")
     for pair, health in state["heartbeats"].items():

@@ -16,6 +16,7 @@ import pytest
 from kernel import hookimpl, hookspecs
 from kernel.common import Duration, Types, WatermarkStrategy
 from kernel.contracts.backend import ExecutionBackend
+from kernel.contracts.backpressure import BackPressureMonitor, MonitoredJob, TaskBackPressureResponse
 from kernel.contracts.eventstore import EventStore
 from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
 from kernel.contracts.heartbeats import HeartbeatListener, HeartbeatManager, HeartbeatTarget
@@ -188,6 +189,23 @@ class Products:
         return self._keep("create_watermark_alignment", (yield))
 
     @hookimpl(wrapper=True)
+    def create_back_pressure_monitor(self, job, run):
+        monitor = yield
+        self._keep("create_back_pressure_monitor", monitor, job=job)
+        if monitor is not None:
+            request = job.request_task_back_pressure
+            captured = self
+
+            def request_task_back_pressure(execution, num_samples, delay_between_samples_ms):
+                answer = request(execution, num_samples, delay_between_samples_ms)
+                answer.add_done_callback(lambda done: done.exception() is None and captured.given.setdefault(
+                    "response", []).append(done.result()))
+                return answer
+
+            job.request_task_back_pressure = request_task_back_pressure  # the real gateway, watched for answers
+        return monitor
+
+    @hookimpl(wrapper=True)
     def create_heartbeat_manager(self, owner, listener, role, run):
         manager = yield
         self._keep("create_heartbeat_manager", manager, listener=listener)
@@ -222,7 +240,8 @@ def event_time_job(env):
 VARIANTS = {
     "defaults": (),
     "alternatives": ("plugins.scheduling=eager", "plugins.watermarking=aligned", "plugins.heartbeats=phi-accrual",
-                     "restart-strategy.type=fixed-delay", "jobmanager.execution.failover-strategy=full"),
+                     "restart-strategy.type=fixed-delay", "jobmanager.execution.failover-strategy=full",
+                     "plugins.backpressure=sampling", "web.backpressure.num-samples=5"),
 }
 
 
@@ -253,23 +272,28 @@ FACTORIES = {
     "create_watermark_valve": WatermarkValve,
     "create_watermark_alignment": WatermarkAlignmentCoordinator,
     "create_heartbeat_manager": HeartbeatManager,
+    "create_back_pressure_monitor": BackPressureMonitor,
 }
 
 
 @pytest.mark.parametrize("hook", sorted(FACTORIES))
 def test_every_product_of_a_run_satisfies_its_contract(products, hook):
     made = products.made.get(hook, [])
-    unaligned = hook == "create_watermark_alignment" and products.variant == "defaults"
-    assert bool(made) != unaligned  # the default watermarking plugin aligns no sources
+    # the default watermarking plugin aligns no sources; the default back-pressure plugin needs no monitor
+    none = hook in ("create_watermark_alignment", "create_back_pressure_monitor") and products.variant == "defaults"
+    assert bool(made) != none
     for product in made:
         assert violations(product, FACTORIES[hook]) == [], type(product).__qualname__
 
 
 @pytest.mark.parametrize("name, protocol", [("scheduler", SchedulerOperations), ("task", MailboxTask),
-                                            ("listener", HeartbeatListener), ("target", HeartbeatTarget)])
+                                            ("listener", HeartbeatListener), ("target", HeartbeatTarget),
+                                            ("job", MonitoredJob), ("response", TaskBackPressureResponse)])
 def test_what_the_runtime_hands_to_plugins_satisfies_its_contract(products, name, protocol):
-    for given in products.given[name]:
-        assert violations(given, protocol) == [], type(given).__qualname__
+    given = products.given.get(name, [])
+    assert bool(given) != (name == "response" and products.variant == "defaults")  # sampled only by the alternative
+    for product in given:
+        assert violations(product, protocol) == [], type(product).__qualname__
 
 
 def test_the_aligned_plugin_coordinates_with_memberships_that_satisfy_their_contract(tmp_path, monkeypatch):

@@ -28,6 +28,7 @@ def test_specs_exist_for_every_family():
         "watermarking": {"create_watermark_generator", "create_watermark_valve", "create_watermark_alignment"},
         "checkpointing": {"create_checkpoint_coordinator", "create_checkpoint_barrier_handler"},
         "heartbeats": {"create_heartbeat_manager"},
+        "backpressure": {"create_back_pressure_monitor"},
         "backend": {"create_execution_backend"},
         "events": {"register_event_types", "create_event_observers", "open_event_store"},
         "registration": {"register_commands", "register_config", "register_sql_engines", "register_views"},

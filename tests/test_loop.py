@@ -75,6 +75,30 @@ def test_threadsafe_callback_wakes_a_sleeping_realtime_loop():
     assert seen == []
 
 
+def test_a_realtime_loop_waits_for_announced_io_and_runs_daemon_timers_meanwhile():
+    import threading
+
+    clock = RealtimeClock()
+    loop = EventLoop(clock)
+    seen = []
+
+    def sample():
+        seen.append("sample")
+        loop.call_later(10 * NS_PER_MS, sample, daemon=True)
+
+    def arrived():
+        seen.append("io")
+        loop.io_finished()
+
+    loop.call_later(10 * NS_PER_MS, sample, daemon=True)
+    loop.io_started()
+    assert loop.has_pending(daemon=False)
+    threading.Timer(0.1, lambda: loop.call_soon_threadsafe(arrived)).start()
+    loop.run()  # without the announcement it would return at once: only a daemon timer is left
+    assert seen[-1] == "io" and "sample" in seen
+    assert not loop.has_pending(daemon=False)
+
+
 def test_rng_streams_depend_only_on_seed_and_name():
     a = SeededRandom(7)
     first = [a.stream("shuffle/Map/0").random() for _ in range(1)]

@@ -135,7 +135,6 @@ def test_the_error_is_a_job_definition_error_the_cli_reports_in_one_line(tmp_pat
 
 def test_unsupported_methods_of_supported_classes_are_refused():
     from kernel.datastream import StreamExecutionEnvironment
-    from kernel.datastream.state import MapStateDescriptor
 
     env = StreamExecutionEnvironment.get_execution_environment()
     with pytest.raises(NotSupportedByRill, match="not supported by rill: pyflink.datastream.stream_execution_environment"
@@ -143,8 +142,8 @@ def test_unsupported_methods_of_supported_classes_are_refused():
                                                  r"\(changelog state backend: "):
         env.enable_changelog_state_backend(True)
     stream = env.from_collection([1, 2])
-    with pytest.raises(NotSupportedByRill, match=r"pyflink.datastream.data_stream.BroadcastStream \(broadcast state"):
-        stream.broadcast(MapStateDescriptor("rules", None, None))
+    with pytest.raises(NotSupportedByRill, match=r"pyflink.datastream.data_stream.DataStream.cache \(cached streams"):
+        stream.cache()
     assert stream.broadcast().get_transformation().partitioner.__class__.__name__ == "BroadcastPartitioner"
 
 

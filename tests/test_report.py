@@ -226,7 +226,7 @@ env = StreamExecutionEnvironment.get_execution_environment()
 env.set_parallelism(2)
 strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(100)) \\
     .with_timestamp_assigner(lambda v, ts: v * 10)
-env.from_source(DataGeneratorSource(lambda i: i, count=3000, records_per_second=2000), strategy, "Numbers") \\
+env.from_source(DataGeneratorSource(lambda i: i, count=8000, records_per_second=2000), strategy, "Numbers") \\
     .key_by(lambda v: v % 7, Types.INT()).map(lambda v: v + 1).name("Plus").add_sink(lambda v: None).name("Out")
 env.execute("progress")
 """

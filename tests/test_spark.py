@@ -5,6 +5,7 @@ One SparkSession serves the whole module (the backend uses the active session)."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -19,9 +20,11 @@ import pytest
 from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskMetricsSampled
 from kernel.common import Time, Types, WatermarkStrategy
 from kernel.datastream import (
+    AsyncDataStream,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
 )
+from kernel.datastream.functions import AsyncFunction
 from kernel.datastream.state import ValueStateDescriptor
 from kernel.datastream.window import (
     EventTimeSessionWindows,
@@ -296,6 +299,62 @@ def test_every_partitioning_gives_the_same_records_per_subtask(partitioning):
     assert local.lines and Counter(spark.lines) == Counter(local.lines)
 
 
+# -- parity: broadcast state -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("job", ["rules", "prices", "limits"])
+def test_broadcast_state_jobs_print_the_same_on_spark(job, parallelism):
+    from tests import test_broadcast_state as jobs
+
+    build = getattr(jobs, f"{job}_job")(parallelism)
+    local, spark = run_job(build), run_job(build, *SPARK)
+    assert local.lines and Counter(spark.lines) == Counter(local.lines)
+
+
+def test_spark_reads_the_broadcast_side_first_and_prints_what_pyflink_prints():
+    from tests.test_broadcast_state import PYFLINK_ORDERS, PYFLINK_REJECTED, broadcast_lines, by_sink, prices_job
+
+    assert by_sink(run_job(prices_job(1), *SPARK).lines) == {
+        "out": broadcast_lines(0) + PYFLINK_ORDERS, "rejected": PYFLINK_REJECTED}
+
+
+# -- async I/O --------------------------------------------------------------------------------------
+
+
+class Tracked(AsyncFunction):
+    """Each input's results, with the most requests its subtask had in flight so far."""
+
+    def open(self, ctx):
+        self.in_flight = self.most = 0
+
+    async def async_invoke(self, value):
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        await asyncio.sleep(0.002 * (value % 5))
+        self.in_flight -= 1
+        return [(value * 2, self.most), (-value, self.most)]
+
+
+def test_async_io_runs_each_partitions_requests_concurrently_on_spark():
+    def job(env, sink):
+        env.set_parallelism(2)
+        numbers = env.from_collection(list(range(100)), Types.INT()).rebalance()
+        AsyncDataStream.ordered_wait(numbers, Tracked(), Time.seconds(30), 8).add_sink(sink)
+        env.execute("async")
+
+    local, spark = on_both(job)
+    expected = sorted(v for n in range(100) for v in (n * 2, -n))
+    assert sorted(v for v, _ in local) == sorted(v for v, _ in spark) == expected
+    # each partition's asyncio loop had up to the capacity of requests in flight (50 inputs each)
+    assert max(most for _, most in spark) == 8
+    for results in (local, spark):  # rebalance alternates: one subtask doubles the even inputs
+        doubled = [v for v, _ in results if v >= 0]
+        for remainder in (0, 2):
+            of_one_subtask = [v for v in doubled if v % 4 == remainder]
+            assert of_one_subtask == sorted(of_one_subtask)  # ordered: in input order
+
+
 # -- the example jobs through the CLI ----------------------------------------------------------------
 
 
@@ -368,7 +427,8 @@ def test_a_spark_run_is_recorded_with_subtasks_stages_and_metrics(cli):
 # -- Spark SQL over recorded runs --------------------------------------------------------------------
 
 
-VIEW_NAMES = ["task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures"]
+VIEW_NAMES = ["task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures",
+              "backpressure_sampling"]
 
 
 def _normalised(rows: list[dict]) -> list[str]:
@@ -386,8 +446,10 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
     path = tmp_path / "fault.py"
     path.write_text(FAULT_JOB)
     code, _, err = cli("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-                       "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", str(path))
+                       "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", "--set", "plugins.backpressure=sampling",
+                       str(path))
     assert code == 0, err
+    on_log = {}
     for view in VIEW_NAMES:
         results = []
         for engine in ("duckdb", "spark"):
@@ -395,6 +457,7 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
             assert code == 0, err
             results.append(_normalised(json.loads(out)))
         assert results[0] and results[0] == results[1], view
+        on_log[view] = results[0]
 
     # over an export: the same answer from both engines
     code, _, err = cli("export", "last", "--parquet", str(tmp_path / "out"))
@@ -407,6 +470,11 @@ def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
         assert code == 0, err
         answers.append(out)
     assert answers[0] == answers[1] and len(answers[0].splitlines()) > 4
+    for engine in ("duckdb", "spark"):  # a plugin's view (the sampling's) too
+        code, out, err = cli("sql", "--engine", engine, "--parquet", str(tmp_path / "out"), "--format", "json",
+                             "SELECT * FROM backpressure_sampling")
+        assert code == 0, err
+        assert _normalised(json.loads(out)) == on_log["backpressure_sampling"]
 
 
 def test_an_unknown_sql_engine_names_the_known_ones(cli):

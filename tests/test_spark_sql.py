@@ -47,7 +47,8 @@ def recorded(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RILL_HOME", str(base / ".rill"))
         _rill("run", "--clock", "simulated", "--set", "restart-strategy.type=fixed-delay",
-              "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", "--set", f"eventlog.path={log}", str(job))
+              "--inject", "kill:target=taskexecutor-2,at=30s", "--quiet", "--set", f"eventlog.path={log}",
+              "--set", "plugins.backpressure=sampling", str(job))
         _rill("export", "last", "--parquet", str(base / "export"), "--set", f"eventlog.path={log}")
     return log, base / "export"
 
@@ -218,6 +219,8 @@ QUERIES = [
     "SELECT fault_kind, vertex_name, restart, restart_number FROM failures",
     "SELECT sender, target, requests, sender_timeouts FROM heartbeats",
     "SELECT level, count(*) AS n FROM backpressure GROUP BY level",
+    "SELECT vertex_name, request_id, subtask, attempt, started_s, t_s, samples, back_pressured_samples, ratio, level, "
+    "vertex_ratio, vertex_level FROM backpressure_sampling",
     "SELECT count(*) AS n, max(watermark) AS wm FROM watermarks WHERE direction = 'output'",
     "SELECT allocation_id IS NOT NULL AS allocated, release_reason FROM slots",
     "SELECT kind, count(*) AS n FROM events WHERE kind LIKE 'job%' GROUP BY kind",
@@ -248,7 +251,8 @@ def test_explain_of_a_query_shows_the_plan_over_the_runs_files(cli, recorded):
 
 # -- the same tables and views on every path ------------------------------------------------------------
 
-VIEW_NAMES = ["task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures"]
+VIEW_NAMES = ["task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures",
+              "backpressure_sampling"]
 
 
 def test_every_table_and_view_reads_unqualified_on_every_path(cli, recorded):

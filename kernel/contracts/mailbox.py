@@ -40,7 +40,8 @@ class MailboxTask(Protocol):
         """A mail or the default action raised: the task fails."""
 
     def suspension_changed(self, reason: str, suspended: bool) -> None:
-        """The default action was suspended (``idle``, ``back_pressure``, ``finishing``) or resumed."""
+        """The default action was suspended (``idle``, ``back_pressure``, ``async_capacity``,
+        ``finishing``) or resumed."""
 
 
 class MailboxProcessor(Protocol):

@@ -33,8 +33,10 @@ from kernel.graph.stream import ChainingStrategy
 if TYPE_CHECKING:
     from kernel.common.execution_config import ExecutionConfig
     from kernel.common.watermark_strategy import WatermarkStrategy
+    from kernel.datastream.broadcast_stream import BroadcastConnectedStream, BroadcastStream
     from kernel.datastream.connected_streams import ConnectedStreams
     from kernel.datastream.keyed_stream import KeyedStream
+    from kernel.datastream.state import MapStateDescriptor
     from kernel.datastream.stream_execution_environment import StreamExecutionEnvironment
     from kernel.datastream.windowed_stream import AllWindowedStream
 
@@ -206,11 +208,18 @@ class DataStream:
     def forward(self) -> DataStream:
         return self._partition(p.ForwardPartitioner())
 
-    def broadcast(self, broadcast_state_descriptor: Any = None, *other_broadcast_state_descriptors: Any) -> DataStream:
-        """Every record to every downstream subtask; with MapStateDescriptors, PyFlink returns a
-        BroadcastStream (broadcast state), which rill does not support yet."""
+    def broadcast(self, broadcast_state_descriptor: MapStateDescriptor | None = None,
+                  *other_broadcast_state_descriptors: MapStateDescriptor) -> DataStream | BroadcastStream:
+        """Every record to every downstream subtask; with MapStateDescriptors, a BroadcastStream
+        whose broadcast states the descriptors name (connect a stream to it)."""
         if broadcast_state_descriptor is not None:
-            unsupported.refuse("pyflink.datastream.data_stream:BroadcastStream")
+            from kernel.datastream.broadcast_stream import BroadcastStream
+            from kernel.datastream.state import MapStateDescriptor
+
+            descriptors = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
+            if not all(isinstance(d, MapStateDescriptor) for d in descriptors):
+                raise TypeError("broadcast_state_descriptor must be MapStateDescriptor")
+            return BroadcastStream(self.broadcast(), descriptors)
         return self._partition(p.BroadcastPartitioner())
 
     def global_(self) -> DataStream:
@@ -237,9 +246,14 @@ class DataStream:
                 )
         return DataStream(self._env, UnionTransformation(self._env, inputs))
 
-    def connect(self, ds: DataStream) -> ConnectedStreams:
+    def connect(self, ds: DataStream | BroadcastStream) -> ConnectedStreams | BroadcastConnectedStream:
+        """With a DataStream, ConnectedStreams (CoFunctions); with a BroadcastStream, a
+        BroadcastConnectedStream (broadcast process functions)."""
+        from kernel.datastream.broadcast_stream import BroadcastConnectedStream, BroadcastStream
         from kernel.datastream.connected_streams import ConnectedStreams
 
+        if isinstance(ds, BroadcastStream):
+            return BroadcastConnectedStream(self, ds, ds.broadcast_state_descriptors)
         return ConnectedStreams(self, ds)
 
     def window_all(self, window_assigner: Any) -> AllWindowedStream:
@@ -357,6 +371,10 @@ def __getattr__(name: str) -> Any:
         from kernel.datastream.connected_streams import ConnectedStreams
 
         return ConnectedStreams
+    if name in ("BroadcastStream", "BroadcastConnectedStream"):
+        from kernel.datastream import broadcast_stream
+
+        return getattr(broadcast_stream, name)
     if name == "CloseableIterator":
         from kernel.datastream.collect import CloseableIterator
 

@@ -9,11 +9,15 @@ iterable of outputs (usually by ``yield``); ``None`` emits nothing. A yielded
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Generic, Iterable, TypeVar
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar
 
 from kernel import unsupported
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
+
+if TYPE_CHECKING:
+    from kernel.datastream.state import BroadcastState, MapStateDescriptor, ReadOnlyBroadcastState
 
 W = TypeVar("W")
 W2 = TypeVar("W2")
@@ -269,6 +273,162 @@ class PassThroughWindowFunction(WindowFunction[IN, IN, KEY, W]):
 class PassThroughAllWindowFunction(AllWindowFunction[IN, IN, W]):
     def apply(self, window: Any, inputs: Iterable[Any]) -> Iterable[Any]:
         yield from inputs
+
+
+class BaseBroadcastProcessFunction(Function):
+    """What both broadcast process functions have: the contexts of their two sides."""
+
+    class BaseContext(ABC):
+        @abstractmethod
+        def timestamp(self) -> int:
+            """The element's timestamp (Long.MIN_VALUE when it has none) or the firing timer's."""
+
+        @abstractmethod
+        def current_processing_time(self) -> int: ...
+
+        @abstractmethod
+        def current_watermark(self) -> int: ...
+
+    class Context(BaseContext):
+        """The broadcast side's context: read-write broadcast state."""
+
+        @abstractmethod
+        def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState: ...
+
+    class ReadOnlyContext(BaseContext):
+        """The non-broadcast side's context: read-only broadcast state."""
+
+        @abstractmethod
+        def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> ReadOnlyBroadcastState: ...
+
+
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
+    """``DataStream.connect(broadcast_stream).process(...)``: ``process_element`` for the
+    (non-keyed) stream's elements, ``process_broadcast_element`` for the broadcast ones."""
+
+    class Context(BaseBroadcastProcessFunction.Context, ABC):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
+        pass
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: BroadcastProcessFunction.ReadOnlyContext) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def process_broadcast_element(self, value: Any, ctx: BroadcastProcessFunction.Context) -> Iterable[Any]: ...
+
+
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
+    """``KeyedStream.connect(broadcast_stream).process(...)``: the keyed side also has keyed
+    state, the current key and timers (``on_timer``). As in PyFlink, the broadcast side's
+    context has no ``apply_to_keyed_state``."""
+
+    class Context(BaseBroadcastProcessFunction.Context, ABC):
+        pass
+
+    class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
+        @abstractmethod
+        def timer_service(self) -> TimerService: ...
+
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    class OnTimerContext(ReadOnlyContext, ABC):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
+
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: KeyedBroadcastProcessFunction.ReadOnlyContext) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def process_broadcast_element(self, value: Any, ctx: KeyedBroadcastProcessFunction.Context) -> Iterable[Any]: ...
+
+    def on_timer(self, timestamp: int, ctx: KeyedBroadcastProcessFunction.OnTimerContext) -> Iterable[Any] | None:
+        pass
+
+class AsyncRetryPredicate(ABC, Generic[OUT]):
+    """When an attempt of an ``AsyncFunction`` is retried: on its result, on its exception."""
+
+    @abstractmethod
+    def result_predicate(self) -> Callable[[list[OUT]], bool] | None:
+        """Retry when this returns True for the result (None: never on a result)."""
+
+    @abstractmethod
+    def exception_predicate(self) -> Callable[[Exception], bool] | None:
+        """Retry when this returns True for the exception (None: never on an exception)."""
+
+
+class AsyncRetryStrategy(ABC, Generic[OUT]):
+    """Whether and when an async request is attempted again
+    (:mod:`kernel.datastream.async_retry_strategies`)."""
+
+    @abstractmethod
+    def can_retry(self, current_attempts: int) -> bool:
+        """Whether another attempt may follow ``current_attempts`` (counted from 1)."""
+
+    @abstractmethod
+    def get_backoff_time_millis(self, current_attempts: int) -> int:
+        """The delay before the next attempt (ms)."""
+
+    @abstractmethod
+    def get_retry_predicate(self) -> AsyncRetryPredicate[OUT]:
+        """The predicate deciding which results and exceptions are retried."""
+
+    @staticmethod
+    def no_restart() -> AsyncRetryStrategy:
+        from kernel.datastream import async_retry_strategies
+
+        return async_retry_strategies.NO_RETRY_STRATEGY
+
+    @staticmethod
+    def fixed_delay(max_attempts: int, backoff_time_millis: int,
+                    result_predicate: Callable[[list[OUT]], bool] | None,
+                    exception_predicate: Callable[[Exception], bool] | None) -> AsyncRetryStrategy:
+        from kernel.datastream.async_retry_strategies import FixedDelayRetryStrategy
+
+        return FixedDelayRetryStrategy(max_attempts, backoff_time_millis, result_predicate, exception_predicate)
+
+    @staticmethod
+    def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
+                            result_predicate: Callable[[list[OUT]], bool] | None,
+                            exception_predicate: Callable[[Exception], bool] | None) -> AsyncRetryStrategy:
+        from kernel.datastream.async_retry_strategies import ExponentialBackoffDelayRetryStrategy
+
+        return ExponentialBackoffDelayRetryStrategy(max_attempts, initial_delay, max_retry_delay, multiplier,
+                                                    result_predicate, exception_predicate)
+
+
+class AsyncFunction(Function, Generic[IN, OUT]):
+    """Async I/O (``AsyncDataStream``): ``async def async_invoke(value)`` returns the list of
+    results for one input; many inputs are in flight at once."""
+
+    @abstractmethod
+    async def async_invoke(self, value: IN) -> list[OUT]:
+        """The coroutine of one input; raising fails the task (unless retried)."""
+
+    def timeout(self, value: IN) -> list[OUT]:
+        """The results of an input whose request timed out; by default the task fails."""
+        raise TimeoutError("Async function call has timed out for input: " + str(value))
+
+
+class AsyncFunctionDescriptor:
+    """What ``AsyncDataStream`` hands to the async wait operator."""
+
+    class OutputMode(Enum):
+        ORDERED = 0
+        UNORDERED = 1
+
+    def __init__(self, async_function: AsyncFunction, timeout: Any, capacity: int,
+                 async_retry_strategy: AsyncRetryStrategy, output_mode: AsyncFunctionDescriptor.OutputMode) -> None:
+        self.async_function = async_function
+        self.timeout = timeout
+        self.capacity = capacity
+        self.async_retry_strategy = async_retry_strategy
+        self.output_mode = output_mode
 
 
 @unsupported.members("pyflink.datastream.functions:SinkFunction")

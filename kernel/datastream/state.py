@@ -1,6 +1,8 @@
-"""Keyed state: descriptors and state interfaces (``pyflink.datastream.state``).
+"""State: descriptors and state interfaces (``pyflink.datastream.state``).
 
-State is scoped to the current key (and, for window state, to the current window).
+Keyed state is scoped to the current key (and, for window state, to the current window);
+broadcast state (``BroadcastState``, from an :class:`OperatorStateStore`) is operator state,
+one map per name on every parallel instance.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ K = TypeVar("K")
 V = TypeVar("V")
 IN = TypeVar("IN")
 OUT = TypeVar("OUT")
+
+
+class OperatorStateStore(ABC):
+    """Where an operator's operator state lives (only broadcast state, as in PyFlink)."""
+
+    @abstractmethod
+    def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState:
+        """The read-write broadcast state of ``state_descriptor``."""
 
 
 class StateDescriptor:
@@ -175,6 +185,59 @@ class MapState(State, Generic[K, V]):
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.keys())
+
+
+class ReadOnlyBroadcastState(State, Generic[K, V]):
+    """A read-only view of a :class:`BroadcastState` (the non-broadcast side's). Values are
+    not copied: do not modify what ``get`` or ``items`` return."""
+
+    @abstractmethod
+    def get(self, key: Any) -> Any: ...
+
+    @abstractmethod
+    def contains(self, key: Any) -> bool: ...
+
+    @abstractmethod
+    def items(self) -> Iterable[tuple[Any, Any]]: ...
+
+    @abstractmethod
+    def keys(self) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def values(self) -> Iterable[Any]: ...
+
+    @abstractmethod
+    def is_empty(self) -> bool: ...
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.get(key)
+
+    def __contains__(self, key: Any) -> bool:
+        return self.contains(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+
+class BroadcastState(ReadOnlyBroadcastState[K, V]):
+    """The state of a broadcast stream: every parallel instance keeps its own map and must
+    store the same entries (all instances see all broadcast elements); on restore or rescaling
+    each instance gets one of the old copies."""
+
+    @abstractmethod
+    def put(self, key: Any, value: Any) -> None: ...
+
+    @abstractmethod
+    def put_all(self, dict_value: dict) -> None: ...
+
+    @abstractmethod
+    def remove(self, key: Any) -> None: ...
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.put(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self.remove(key)
 
 
 __getattr__ = unsupported.module_getattr(__name__)

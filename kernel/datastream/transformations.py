@@ -42,6 +42,9 @@ class OperatorSpec:
     keys: tuple[KeySpec | None, ...] = ()
     #: side outputs downstream asked for (``get_side_output``), by tag id
     side_outputs: dict[str, OutputTag] = field(default_factory=dict)
+    #: the operator yields to the mailbox while it waits (Flink's YieldingOperatorFactory: async
+    #: I/O), so it is not chained after a legacy source
+    yielding: bool = False
 
     @property
     def keyed(self) -> bool:

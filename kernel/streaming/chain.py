@@ -75,15 +75,51 @@ class OperatorChain:
                 blame(exc, operator.name)
                 raise
 
-    def finish(self) -> None:
-        """End of input: each operator, head to tail, gets ``end_input`` then ``finish``."""
-        for operator in self.operators:
+    def finish(self, resume: Callable[[int], None] | None = None, start: int = 0) -> bool:
+        """End of input: each operator from ``start``, head to tail, gets ``end_input`` and
+        ``finish``, then finishes its work in flight (``drain``) before the next one finishes.
+        True once every operator finished. An operator still waiting for requests in flight
+        (async I/O) stops the walk: False, and ``resume(index)`` is called once it has drained,
+        to finish the operators from ``index`` on. Without ``resume`` the operators must not wait
+        (a backend running their coroutines to completion in place)."""
+        operators = self.operators
+        for index in range(start, len(operators)):
+            operator = operators[index]
             try:
                 operator.end_input()
                 operator.finish()
+                drained = operator.drain(lambda after=index + 1: resume(after))
             except BaseException as exc:
                 blame(exc, operator.name)
                 raise
+            if not drained:
+                if resume is None:
+                    raise RuntimeError(f"operator {operator.name!r} still has requests in flight at the end of input")
+                return False
+        return True
+
+    def drain(self, on_drained: Callable[[], None], start: int = 0) -> bool:
+        """Finish the work in flight of every operator, head to tail (what a draining operator
+        emits may start work downstream): the entry point for a checkpoint barrier, which
+        PyFlink lets pass only after its bundle finished. True if nothing is left in flight (a
+        backend running the coroutines in place finishes them first); else False, and
+        ``on_drained()`` runs in the task once everything has finished; the caller keeps the
+        task's input suspended meanwhile."""
+        operators = self.operators
+        for index in range(start, len(operators)):
+            def resume(after: int = index + 1) -> None:
+                if self.drain(on_drained, after):
+                    on_drained()
+
+            operator = operators[index]
+            try:
+                drained = operator.drain(resume)
+            except BaseException as exc:
+                blame(exc, operator.name)
+                raise
+            if not drained:
+                return False
+        return True
 
     def close(self) -> None:
         errors = []

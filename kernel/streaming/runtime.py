@@ -84,6 +84,11 @@ class OperatorRuntime:
     def create_watermark_valve(self, num_channels: int) -> Any:
         raise NotImplementedError
 
+    def create_async_executor(self, operator_name: str) -> Any:
+        """Where the async operator ``operator_name`` runs its coroutines: an
+        :class:`~kernel.streaming.async_io.AsyncExecutor` calling back in this task."""
+        raise NotImplementedError(f"operator {operator_name!r}: this backend runs no async I/O")
+
     def write_stdout(self, text: str, sink: str = "", lines: int = 0) -> None:
         """A print sink's output (``lines`` lines of ``text``)."""
         raise NotImplementedError

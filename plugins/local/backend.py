@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from kernel.backpressure import MAILBOX_TIMING
 from kernel.contracts.backend import JobResult
 from kernel.summary import VertexSummary
 from plugins.local.minicluster import JobOutcome, MiniCluster
@@ -43,6 +44,8 @@ def vertex_summaries(compiled: CompiledJob, outcome: JobOutcome) -> list[VertexS
         key = (task.vertex_id, task.subtask)
         if key not in latest or task.attempt >= latest[key].attempt:
             latest[key] = task
+    judgement = outcome.back_pressure
+    measured = dict(judgement.ratios) if judgement is not None else {}
     summaries = []
     for vertex in compiled.job_graph.topological_order():
         tasks = [t for (vid, _), t in latest.items() if vid == vertex.id]
@@ -55,5 +58,7 @@ def vertex_summaries(compiled: CompiledJob, outcome: JobOutcome) -> list[VertexS
             records_out=sum(t.records_out for t in tasks),
             busy_ratio=max(busy) if busy and not any(math.isnan(b) for b in busy) else (math.nan if busy else 0.0),
             back_pressured_ratio=max(back) if back else 0.0,
+            measure=judgement.measure if judgement is not None else MAILBOX_TIMING,
+            measured_ratio=measured.get(vertex.id),
         ))
     return summaries

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 class Dispatcher(Component):
     def __init__(self, messaging: MessagingService, run: Run, options: Any,
-                 on_job_terminated: Callable[[str, str, str], None], tracker: Any) -> None:
+                 on_job_terminated: Callable[[m.JobTerminated], None], tracker: Any) -> None:
         super().__init__(m.DISPATCHER, messaging)
         self.run = run
         self.options = options
@@ -41,4 +41,4 @@ class Dispatcher(Component):
         master = self.job_masters.pop(message.job_id, None)
         if master is not None:
             master.stop()
-        self.on_job_terminated(message.job_id, message.status, message.failure)
+        self.on_job_terminated(message)

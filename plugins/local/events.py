@@ -53,8 +53,9 @@ class ConnectionClosed(Event, tag="connection_closed"):
 
 
 class MailboxSuspended(Event, tag="mailbox_suspended"):
-    """The default action stopped: ``reason`` ``idle`` (no input) or ``back_pressure`` (no output
-    buffer). High rate: recorded with ``rill.events.level = debug`` only."""
+    """The default action stopped: ``reason`` ``idle`` (no input), ``back_pressure`` (no output
+    buffer), ``async_capacity`` (an async operator's queue is full) or ``finishing`` (end of
+    input). High rate: recorded with ``rill.events.level = debug`` only."""
 
     level = "debug"
 

@@ -35,10 +35,19 @@ class CancelJob(Message):
     reason: str = ""
 
 
+class BackPressureJudgement(Message):
+    """A back-pressure monitor's judgement of a job: its measure, and per job vertex it
+    measured the largest ratio of its subtasks."""
+
+    measure: str
+    ratios: tuple[tuple[str, float], ...]
+
+
 class JobTerminated(Message):
     job_id: str
     status: str
     failure: str = ""
+    back_pressure: BackPressureJudgement | None = None  # when a monitor measured the job
 
 
 # -- registration and connections ---------------------------------------------------------------
@@ -177,6 +186,22 @@ class CancelTask(Message):
     vertex_id: str
     subtask: int
     attempt: int
+
+
+class RequestTaskBackPressure(Message):
+    """JobMaster -> TaskExecutor (ask): sample whether a task is back pressured (Flink's
+    ``requestTaskBackPressure``), answered with a TaskBackPressureResponse."""
+
+    vertex_id: str
+    subtask: int
+    attempt: int
+    num_samples: int
+    delay_between_samples_ms: int
+
+
+class TaskBackPressureResponse(Message):
+    samples: int
+    back_pressured_samples: int
 
 
 class UpdateTaskExecutionState(Message):

@@ -51,6 +51,7 @@ class JobOutcome:
     tasks: list[TaskSummary] = field(default_factory=list)
     workers_started: int = 0
     recovery: list[str] = field(default_factory=list)
+    back_pressure: m.BackPressureJudgement | None = None  # a back-pressure monitor's judgement
 
 
 class MiniCluster:
@@ -114,8 +115,8 @@ class MiniCluster:
 
     # -- running a job ------------------------------------------------------------------------
 
-    def _job_terminated(self, job_id: str, status: str, failure: str) -> None:
-        self.outcome = JobOutcome(status, failure)
+    def _job_terminated(self, message: m.JobTerminated) -> None:
+        self.outcome = JobOutcome(message.status, message.failure, back_pressure=message.back_pressure)
         self.run.loop.stop()
 
     def cancel(self, job_id: str, reason: str) -> None:

@@ -26,6 +26,7 @@ from kernel.clock import NS_PER_MS
 from kernel.cluster_events import TaskMetricsSampled, WorkerStopped
 from kernel.messaging import AskTimeout, Component, MessagingService, RecipientUnreachable
 from plugins.local import messages as m
+from plugins.local.backpressure import BackPressureSampleService
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
 from plugins.local.events import ConnectionClosed
 from plugins.local.tasks.io_metrics import COUNTERS
@@ -71,6 +72,7 @@ class TaskExecutor(Component):
         self.registered = False
         self.stop_reason = ""  # why it stopped (killed, could not register)
         self.slowdown = 1.0
+        self.back_pressure_sampler = BackPressureSampleService(self)
         self._registration: RetryingRegistration | None = None
         self._registration_deadline: Any = None
 
@@ -313,6 +315,13 @@ class TaskExecutor(Component):
         self.tasks[task.attempt_key] = task
         self.loop.call_soon(task.start)
         return m.ACK
+
+    def handle_RequestTaskBackPressure(self, message: m.RequestTaskBackPressure, sender: str) -> Any:
+        task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
+        if task is None:
+            raise RuntimeError(f"Cannot request back pressure of task {message.vertex_id}_{message.subtask} "
+                               f"(attempt {message.attempt}): it is not known to TaskExecutor {self.resource_id}")
+        return self.back_pressure_sampler.sample(task, message)
 
     def handle_CancelTask(self, message: m.CancelTask, sender: str) -> str:
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))

@@ -15,9 +15,16 @@ subtask and a token of this computation of it:
 
 BATCH semantics (Flink's batch runtime mode): the input is read completely; a keyed head gets
 it sorted as Flink sorts it, each key's records (of both inputs of a two-input operator) in
+timestamp order — but a broadcast operator reads its broadcast input whole before the other
+(Flink's batch broadcast operators select it until it ends); no watermark but the final one,
+so event-time timers (windows) fire at the end of input, processing-time timers after them.
+Processing time is the wall clock, but a rate-limited source is read without waiting (its
+pauses are skipped).
 timestamp order; no watermark but the final one, so event-time timers (windows) fire at the
 end of input, processing-time timers after them. Processing time is the wall clock, but a
-rate-limited source is read without waiting (its pauses are skipped).
+rate-limited source is read without waiting (its pauses are skipped). An async operator's
+coroutines run on an asyncio loop of the partition's own, driven whenever the operator waits
+(its capacity is used up, the end of input): up to ``capacity`` requests in flight, in real time.
 A failure is raised with ``FAILURE_MARK`` and a JSON description the driver reports.
 """
 
@@ -35,6 +42,7 @@ from typing import Any, Callable, Iterator
 
 from kernel.clock import MAX_LONG, MIN_LONG, NS_PER_MS
 from kernel.rng import SeededRandom
+from kernel.streaming.async_io import BlockingAsyncExecutor
 from kernel.streaming.chain import OperatorChain
 from kernel.streaming.operators import create_operator
 from kernel.streaming.operators.base import StreamOperator
@@ -94,6 +102,10 @@ class BatchRuntime(OperatorRuntime):
 
     def count(self, metric: str, amount: int = 1) -> None:
         self.counters[metric] = self.counters.get(metric, 0) + amount
+
+    def create_async_executor(self, operator_name: str) -> Any:
+        """An asyncio loop of the partition's own, run while the operator waits."""
+        return BlockingAsyncExecutor(self.now_ms)
 
 
 class _Counter:
@@ -273,13 +285,7 @@ class SubtaskRunner:
             inputs[input_index].append(pickle.loads(blob))
         count = sum(len(values) for part in inputs for values, _ in part)
         processes = (head.process_batch1, head.process_batch2) if two_input else (head.process_batch,)
-        inputs = inputs[:len(processes)]
-        timed = any(timestamps is not None for batches in inputs for _, timestamps in batches)
-        if head.keyed and timed:
-            runs = _in_timestamp_order(inputs)
-        else:  # no timestamps to sort by: each input in arrival order, the first input first
-            runs = ((index, values, timestamps) for index, batches in enumerate(inputs) for values, timestamps in batches)
-        for index, values, timestamps in runs:
+        for index, values, timestamps in _runs(head, inputs[:len(processes)]):
             processes[index](values, timestamps)
             if len(self.out) > 64:
                 yield from self.out
@@ -321,6 +327,31 @@ def _picklable(value: Any) -> bool:
         return True
     except Exception:
         return False
+
+
+def _runs(head: StreamOperator, inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:
+    """The order the head gets its input in, as ``(input index, values, timestamps)``: an input
+    a two-input head selects (a broadcast operator's broadcast input) whole and first, in
+    arrival order, then the rest — for a keyed head with timestamps in timestamp order, else
+    each input in arrival order, the first input first. A two-input head hears of each input's
+    end (the selected one before the others are read)."""
+    selected = head.next_selection() if len(inputs) == 2 else None
+    if selected is not None:
+        for values, timestamps in inputs[selected]:
+            yield selected, values, timestamps
+        head.end_input_of(selected)
+        inputs = [[] if index == selected else batches for index, batches in enumerate(inputs)]
+    timed = any(timestamps is not None for batches in inputs for _, timestamps in batches)
+    if head.keyed and timed:
+        yield from _in_timestamp_order(inputs)
+    else:
+        for index, batches in enumerate(inputs):
+            for values, timestamps in batches:
+                yield index, values, timestamps
+    if len(inputs) == 2:
+        for index in (0, 1):
+            if index != selected:
+                head.end_input_of(index)
 
 
 def _in_timestamp_order(inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:

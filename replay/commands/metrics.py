@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kernel.cli.common import config_options, format_table, open_session
+from replay.backpressure import judgement
 from replay.jsonout import dumps
 from replay.metrics import run_metrics, vertex_metrics
 from replay.store import find_run, read_log
@@ -24,18 +25,29 @@ COLUMNS = [
 @config_options
 def metrics_command(run_ref: str, as_json: bool, config_path: str | None, sets: tuple[str, ...]) -> None:
     """Per job vertex: parallelism, busy/idle/back-pressured %, level, records, watermark lag,
-    failures and restarts of a recorded run (RUN: id, id prefix, or "last")."""
+    failures and restarts of a recorded run (RUN: id, id prefix, or "last"). A run recorded with
+    another back-pressure measure than mailbox timing (plugins.backpressure) is judged by it:
+    its level, and the worst subtask's share of back-pressured samples (sampled %)."""
     session = open_session(config_path, sets)
     with read_log(session) as con:
         run = find_run(con, run_ref)
         vertices = vertex_metrics(con, run.run_id)
         totals = run_metrics(con, run.run_id)
+        judged = judgement(con, run.run_id)
     if as_json:
         click.echo(dumps({"run_id": run.run_id, "job_name": run.job_name, "status": run.status,
-                          "clock": run.clock, "duration_s": run.duration_s, **totals, "vertices": vertices}))
+                          "clock": run.clock, "duration_s": run.duration_s, **totals,
+                          "back_pressure_measure": judged.measure, "vertices": vertices}))
         return
     click.echo(f"run {run.run_id} ({run.job_name}): {run.status}, {run.duration_s:.3f} s of {run.clock} clock, "
                f"{run.events} events; failures {totals['failures']}, restarts {totals['restarts']}, "
                f"late records dropped {totals['late_records_dropped']}")
-    rows = [["-" if row[key] is None else row[key] for _, key in COLUMNS] for row in vertices]
-    click.echo(format_table([title for title, _ in COLUMNS], rows))
+    if judged.note:
+        click.echo(f"note: {judged.note}")
+    columns = COLUMNS
+    if judged.measured:
+        click.echo(f"back pressure judged by {judged.measure}")
+        at = columns.index(("level", "level"))
+        columns = [*columns[:at], ("sampled %", "sampled_pct"), *columns[at:]]
+    rows = [["-" if row[key] is None else row[key] for _, key in columns] for row in vertices]
+    click.echo(format_table([title for title, _ in columns], rows))

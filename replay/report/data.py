@@ -2,14 +2,18 @@
 metrics``): plain data, ready to be embedded in the page as JSON.
 
 Times are seconds since the run's first event. ``second`` is the second a metrics sample
-covers (the ``task_metrics`` view's column).
+covers (the ``task_metrics`` view's column). Back-pressure levels are the run's measure's
+(:mod:`replay.backpressure`): for sampling, a second shows the level of the vertex's latest
+request ended by the second's end.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 from typing import Any
 
+from replay.backpressure import judgement, request_levels
 from replay.metrics import run_metrics, vertex_metrics
 from replay.store import RunRecord
 from replay.views import event_tables
@@ -96,11 +100,20 @@ def report_data(con: Any, run: RunRecord) -> dict[str, Any]:
     instants: dict[str, dict[int, dict[str, Any]]] = {}
     for row in _rows(con, INSTANTS, run_id):
         instants.setdefault(row.pop("vertex_id"), {})[row.pop("second")] = row
+    judged = judgement(con, run_id)
+    if judged.measured:
+        requests = request_levels(con, judged, run_id)
+        for vertex_id, seconds in instants.items():
+            ended = requests.get(vertex_id, [])
+            for second, row in seconds.items():
+                latest = bisect.bisect_right(ended, second + 1, key=lambda request: request[0])
+                row["level"] = ended[latest - 1][1] if latest else None
     timeouts = _rows(con, HEARTBEAT_TIMEOUTS, run_id) if "heartbeat_timed_out" in event_tables(con) else []
     return {
         "run": {"run_id": run_id, "job_name": run.job_name, "status": run.status, "clock": run.clock,
                 "seed": run.seed, "duration_s": round(run.duration_s, 6), "events": run.events,
-                "job_file": run.metadata.get("job_file"), "backend": run.metadata.get("backend", "local")},
+                "job_file": run.metadata.get("job_file"), "backend": run.metadata.get("backend", "local"),
+                "back_pressure_measure": judged.measure},
         "config": run.config,
         "plugins": run.plugins,
         "summary": run_metrics(con, run_id),

@@ -109,7 +109,8 @@ def _summary(report: dict[str, Any]) -> str:
     run, summary = report["run"], report["summary"]
     items = [("job", run["job_name"]), ("run", run["run_id"]),
              ("status", f'<span class="status-{escape(run["status"])}">{escape(run["status"])}</span>'),
-             ("backend", run["backend"]), ("clock", run["clock"]), ("seed", run["seed"]),
+             ("backend", run["backend"]), ("back pressure judged by", run["back_pressure_measure"]),
+             ("clock", run["clock"]), ("seed", run["seed"]),
              ("duration", f'{run["duration_s"]:,.3f} s'), ("events", f'{run["events"]:,}'),
              ("failures", summary["failures"]), ("restarts", summary["restarts"]),
              ("late records dropped", summary["late_records_dropped"]), ("job file", run["job_file"] or "-")]
@@ -133,6 +134,8 @@ def _vertex_table(report: dict[str, Any]) -> str:
                ("records out", "records_out"), ("in/s", "records_in_per_s"), ("out/s", "records_out_per_s"),
                ("watermark lag ms", "watermark_lag_ms"), ("late", "late_records_dropped"),
                ("failures", "failures"), ("restarts", "restarts")]
+    if any("sampled_pct" in v["metrics"] for v in report["vertices"]):  # judged by sampling
+        columns.insert(5, ("sampled %", "sampled_pct"))
     rows = [[v["metrics"].get(key) for _, key in columns] for v in report["vertices"] if v["metrics"]]
     return _table([title for title, _ in columns], rows, "vertex-metrics")
 

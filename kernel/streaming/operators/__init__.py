@@ -9,7 +9,9 @@ from typing import Any, Callable
 from kernel.datastream.functions import Function
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
+from kernel.streaming.operators.async_wait import AsyncWaitOperator
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
+from kernel.streaming.operators.broadcast import CoBroadcastWithKeyedOperator, CoBroadcastWithNonKeyedOperator
 from kernel.streaming.operators.basic import (
     FilterOperator,
     FlatMapOperator,
@@ -44,12 +46,15 @@ OPERATORS: dict[str, Callable[[OperatorSpec, StreamNode, OperatorRuntime], Strea
     "co_flat_map": CoFlatMapOperator,
     "co_process": CoProcessOperator,
     "keyed_co_process": KeyedCoProcessOperator,
+    "co_broadcast_process": CoBroadcastWithNonKeyedOperator,
+    "keyed_co_broadcast_process": CoBroadcastWithKeyedOperator,
     "print": PrintSinkOperator,
     "sink_function": SinkFunctionOperator,
     "sink_writer": FileSinkWriterOperator,
     "collect": CollectSinkOperator,
     "window": window_operator,
     "timestamps_watermarks": TimestampsAndWatermarksOperator,
+    "async_wait": AsyncWaitOperator,
 }
 
 

@@ -63,6 +63,12 @@ class StreamOperator:
     def finish(self) -> None:
         """Flush what is buffered; called head to tail after end of input."""
 
+    def drain(self, on_drained: Callable[[], None]) -> bool:
+        """Finish the work in flight (async requests): after ``finish``, and before a checkpoint
+        barrier passes. True if nothing is left in flight; else False, and ``on_drained()`` runs
+        in the task's thread of control once everything has finished."""
+        return True
+
     def close(self) -> None:
         for function in self.user_functions():
             if isinstance(function, Function):
@@ -184,6 +190,13 @@ class TwoInputStreamOperator(StreamOperator):
 
     def process_batch2(self, values: list, timestamps: list | None) -> None:
         raise NotImplementedError
+
+    def next_selection(self) -> int | None:
+        """The input (0 or 1) to read next, or None for either (Flink's InputSelectable)."""
+        return None
+
+    def end_input_of(self, index: int) -> None:
+        """Input ``index`` (0 or 1) has ended (Flink's BoundedMultiInput.endInput)."""
 
     def process_watermark_input(self, index: int, timestamp: int) -> None:
         self.input_watermarks[index] = timestamp

@@ -25,9 +25,11 @@ from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
 from plugins.local.events import ConnectionClosed, TaskExecutorConnected
+from plugins.local.jobmaster.backpressure import create_back_pressure_monitor, final_judgement
 from plugins.local.jobmaster.scheduler import DefaultScheduler
 
 if TYPE_CHECKING:
+    from kernel.contracts.backpressure import BackPressureMonitor
     from kernel.events import Event
     from kernel.run import Run
     from plugins.local.options import ClusterOptions
@@ -45,6 +47,7 @@ class JobMaster(Component):
         self.options = options
         self.tracker = tracker
         self.scheduler: DefaultScheduler | None = None
+        self.back_pressure: BackPressureMonitor | None = None
         self.task_managers: set[str] = set()
         self.rm_connected = False
         self.started_scheduling = False
@@ -63,7 +66,10 @@ class JobMaster(Component):
         self.scheduler = DefaultScheduler(self)
         self.rm_heartbeats = heartbeat_manager(self, Listener(self, "resource_manager"), "receiver")
         self.tm_heartbeats = heartbeat_manager(self, Listener(self, "task_manager"), "sender")
+        self.back_pressure = create_back_pressure_monitor(self)
         self.scheduler.start()
+        if self.back_pressure is not None:
+            self.back_pressure.start()
         self._connect_to_resource_manager()
 
     def on_stop(self) -> None:
@@ -73,10 +79,12 @@ class JobMaster(Component):
         self.tm_heartbeats.stop()
 
     def job_ended(self, status: JobStatus, failure: str) -> None:
-        """The scheduler ended the job: disconnect the TaskExecutors, tell the Dispatcher."""
+        """The scheduler ended the job: disconnect the TaskExecutors, tell the Dispatcher (with
+        the back-pressure monitor's judgement)."""
         for resource_id in sorted(self.task_managers):
             self.tell(resource_id, m.DisconnectJobManager(self.job_id, f"job {status.value.lower()}"))
-        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure))
+        judgement = final_judgement(self.back_pressure)
+        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure, judgement))
 
     # -- the ResourceManager ------------------------------------------------------------------
 
@@ -179,6 +187,8 @@ class JobMaster(Component):
 
     def handle_UpdateTaskExecutionState(self, message: m.UpdateTaskExecutionState, sender: str) -> str:
         self.scheduler.update_task_execution_state(message)
+        if message.state == "RUNNING" and self.back_pressure is not None:
+            self.back_pressure.task_running(message.vertex_id)
         return m.ACK
 
     def handle_CancelJob(self, message: m.CancelJob, sender: str) -> None:

@@ -1,14 +1,16 @@
 """The input of a task that reads input gates (Flink's StreamOneInputProcessor and
 StreamTwoInputProcessor with their network inputs).
 
-Each step takes the next element of the gates, round robin between them: a record batch goes
-to the head operator and its buffer back to the channel (giving its credit back); watermarks
-and watermark statuses go through the gate's valve (the watermarking plugin's
-StatusWatermarkValve) into the head; latency markers go to the head; checkpoint barriers,
-cancellation markers and ended channels go to the barrier handler (when the job takes
-checkpoints); once every channel ended its data the task's operators finish, once every
-channel of every gate has ended the task's input has ended. With nothing to read, the task is
-idle until a gate has data.
+Each step takes the next element of the gates, round robin between them — or of the gate a
+two-input head selects (Flink's InputSelectable: a broadcast operator in BATCH reads its
+broadcast input to the end first): a record batch goes to the head operator and its buffer
+back to the channel (giving its credit back); watermarks and watermark statuses go through
+the gate's valve (the watermarking plugin's StatusWatermarkValve) into the head; latency
+markers go to the head; checkpoint barriers, cancellation markers and ended channels go to the
+barrier handler (when the job takes checkpoints); once every channel ended its data the task's
+operators finish, once every channel of every gate has ended the task's input has ended (a
+two-input head hears of each gate that ended). With nothing to read, the task is idle until a
+gate it may read has data.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class StreamInputProcessor:
                  barriers: CheckpointBarrierHandler | None = None) -> None:
         self.task = task
         self.gates = gates  # reordered: the gate just read goes last
+        self.gate_of_input = list(gates)
         self.valves = valves
         self.barriers = barriers
         self.head = task.chain.head
@@ -72,14 +75,16 @@ class StreamInputProcessor:
         self.valve_outputs = [ValveOutput(self, i) for i in range(len(gates))]
 
     def process_input(self, mailbox: MailboxProcessor) -> None:
-        for gate in self.gates:
+        selected = self.head.next_selection() if self.two_input else None
+        gates = self.gates if selected is None else [self.gate_of_input[selected]]
+        for gate in gates:
             if gate.has_data():
                 self._handle(gate, *gate.poll())
-                if len(self.gates) > 1:  # round robin between the inputs
-                    self.gates.append(self.gates.pop(self.gates.index(gate)))
+                if len(gates) > 1:  # round robin between the inputs
+                    gates.append(gates.pop(gates.index(gate)))
                 return
         suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
-        for gate in self.gates:
+        for gate in gates:
             gate.when_available(suspension.resume)
 
     def _handle(self, gate: InputGate, channel: Any, item: Any) -> None:
@@ -119,6 +124,8 @@ class StreamInputProcessor:
             gate.finished_channels += 1
             if self.barriers is not None:
                 self.barriers.process_end_of_partition(channel)
+            if self.two_input and gate.finished:
+                head.end_input_of(index)
             if all(g.finished for g in self.gates):
                 self.task.end_of_input()
 

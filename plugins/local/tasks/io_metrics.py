@@ -7,7 +7,8 @@ restarts the window. Idle and back-pressured time are TimerGauges that run while
 default action is suspended for want of input (idle) or of room in an output partition
 (back pressured: :meth:`TaskIOMetrics.output_available`), paused while mails run; busy time
 is the rest of the interval (NaN for legacy sources, as in Flink), so idle + busy + back
-pressured is the whole interval. Back pressure here is Flink's soft back pressure; a task is
+pressured is the whole interval. A task whose async operator has used up its capacity is back
+pressured too (:mod:`plugins.local.tasks.async_io`). Back pressure here is Flink's soft back pressure; a task is
 never hard back-pressured (blocked requesting a buffer mid-record): the record writer writes
 a batch it started whole (:mod:`plugins.local.network.partition`). Records are counted per
 batch; late records dropped, timers fired and windows fired are counted per interval too.
@@ -16,7 +17,7 @@ batch; late records dropped, timers fired and windows fired are counted per inte
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
 
@@ -78,18 +79,26 @@ class TaskIOMetrics:
         stands still: it is not idle)."""
         for partition in partitions:
             if not partition.is_available():
-                suspension = mailbox.suspend_default_action(self.back_pressured, "back_pressure")
-                resume = suspension.resume
-                if source is not None:
-                    activity = source.activity
-                    activity.pause("back_pressure")
-
-                    def resume() -> None:
-                        activity.resume("back_pressure")
-                        suspension.resume()
-                partition.when_available(resume)
+                partition.when_available(self.back_pressure(mailbox, source, "back_pressure"))
                 return False
         return True
+
+    def back_pressure(self, mailbox: MailboxProcessor, source: Any, reason: str) -> Callable[[], None]:
+        """Suspend the task's default action, back pressured (``reason``: ``back_pressure`` for
+        want of an output buffer, ``async_capacity`` while an async operator's queue is full);
+        returns the resume callback. A back-pressured ``source`` head's activity clock stands
+        still meanwhile."""
+        suspension = mailbox.suspend_default_action(self.back_pressured, reason)
+        if source is None:
+            return suspension.resume
+        activity = source.activity
+        activity.pause("back_pressure")
+
+        def resume() -> None:
+            activity.resume("back_pressure")
+            suspension.resume()
+
+        return resume
 
     def record_latency(self, latency_ms: float) -> None:
         if math.isnan(self._latency_max) or latency_ms > self._latency_max:

@@ -1,5 +1,6 @@
 """The operators' view of the local cluster: the run's clock, timers as mailbox mails, the
-watermarking plugin's generators, valves and alignment, print output and input files recorded."""
+watermarking plugin's generators, valves and alignment, async I/O executors, print output and
+input files recorded."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from kernel.clock import NS_PER_MS
 from kernel.cluster_events import SinkOutputPrinted, SourceFileOpened
 from kernel.streaming.alignment import AlignmentMember
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
+from plugins.local.tasks.async_io import LocalAsyncExecutor
 
 if TYPE_CHECKING:
     from plugins.local.tasks.streamtask import StreamTask
@@ -51,6 +53,11 @@ class LocalOperatorRuntime(OperatorRuntime):
             task.schedule_mail(task.run.clock.now(), lambda: on_announce(max_allowed, group_min), "watermark alignment")
 
         return coordinator.join(strategy, member, deliver)
+
+    def create_async_executor(self, operator_name: str) -> Any:
+        executor = LocalAsyncExecutor(self.task, operator_name)
+        self.task.async_executors.append(executor)
+        return executor
 
     def create_watermark_valve(self, num_channels: int) -> Any:
         return self.task.run.plugin_manager.hook.create_watermark_valve(num_channels=num_channels, run=self.task.run)

@@ -5,10 +5,12 @@ partitions and gates, open operators tail to head) -> RUNNING (the mailbox loop)
 end of input: ``end_input``/``finish`` head to tail, end of partition downstream, close ->
 FINISHED. A user-code exception fails the task with the operator's name and traceback.
 
-Default action: if an output partition has no free buffer, suspend, back pressured
-(:meth:`TaskIOMetrics.output_available`); else read a source batch, or take the next element
-of the input (:mod:`.input_processor`); with no input, suspend, idle. Both suspensions resume
-on availability.
+Default action: if an output partition has no free buffer, or an async operator of the chain
+has used up its capacity, suspend, back pressured (:meth:`TaskIOMetrics.output_available`,
+:mod:`.async_io`); else read a source batch, or take the next element of the input
+(:mod:`.input_processor`); with no input, suspend, idle. The suspensions resume on
+availability. At the end of input an operator with async requests in flight finishes them
+before the operators after it finish.
 
 A job that takes checkpoints: the task restores its operators' state after opening them,
 checkpoints (:mod:`.checkpoints`) when triggered or when its barrier handler (from the
@@ -40,6 +42,7 @@ from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.record_writer import RecordWriterOutput
+from plugins.local.tasks.async_io import LocalAsyncExecutor, blocked_by_async_io
 from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
@@ -83,6 +86,8 @@ class StreamTask:
         self.mailbox: MailboxProcessor | None = None
         self.chain: OperatorChain | None = None
         self._source_head: Any = None  # the head of a source task (its activity clock pauses under back pressure)
+        #: where the chain's async operators run their coroutines
+        self.async_executors: list[LocalAsyncExecutor] = []
         self.failure: str | None = None
         #: work takes this many times as long (an injected slow TaskExecutor)
         self.slowdown = 1.0
@@ -94,6 +99,7 @@ class StreamTask:
         self.checkpoints: SubtaskCheckpointCoordinator | None = None
         self.barriers: CheckpointBarrierHandler | None = None
         self.final_checkpoint = False
+        self.data_ending = False  # the operators are finishing
         self.data_ended = False  # operators finished, end of data sent downstream
         self.input_ended = False  # every input channel (or the source) ended
         self.restored_finished = False  # restored from a checkpoint taken after its end of data
@@ -235,6 +241,8 @@ class StreamTask:
     def default_action(self, mailbox: MailboxProcessor) -> None:
         if not self.metrics.output_available(mailbox, self.partitions, self._source_head):
             return
+        if self.async_executors and blocked_by_async_io(self.async_executors, self.metrics, mailbox, self._source_head):
+            return
         if self.is_source:
             self._read_source(mailbox)
         else:
@@ -243,6 +251,8 @@ class StreamTask:
     def _read_source(self, mailbox: MailboxProcessor) -> None:
         status = self.chain.head.emit_next(self.settings.records_per_buffer)
         if status is InputStatus.END_OF_INPUT:
+            if any(executor.blocked for executor in self.async_executors):
+                return  # its last records wait to enter an async operator: the source ends once they are in
             self.end_of_input()
         elif status is InputStatus.NOTHING_AVAILABLE:
             suspension = mailbox.suspend_default_action(self.metrics.idle, "idle")
@@ -278,11 +288,20 @@ class StreamTask:
         self.mailbox.execute(self._end_data, "end of data")
 
     def _end_data(self) -> None:
-        if self.data_ended:
+        if self.data_ending:
             return
+        self.data_ending = True
+        if self.restored_finished:
+            self._data_ended()
+        else:
+            self._finish_operators()
+
+    def _finish_operators(self, start: int = 0) -> None:
+        if self.chain.finish(self._finish_operators, start):
+            self._data_ended()  # else an operator finishes its requests in flight first and resumes here
+
+    def _data_ended(self) -> None:
         self.data_ended = True
-        if not self.restored_finished:
-            self.chain.finish()
         for partition in self.partitions:
             partition.broadcast_event(END_OF_DATA)
         self._stop_timers()
@@ -292,7 +311,7 @@ class StreamTask:
 
     def _await_final_checkpoint(self) -> None:
         self._end_data()
-        if self.checkpoints.final_completed:
+        if self.data_ended and self.checkpoints.final_completed:
             self._finish_task()
 
     def final_checkpoint_completed(self) -> None:
@@ -307,8 +326,9 @@ class StreamTask:
         self.chain.close()
         self._set_state("FINISHED")
 
-    def _finish(self) -> None:
-        self.chain.finish()
+    def _finish(self, start: int = 0) -> None:
+        if not self.chain.finish(self._finish, start):
+            return  # an operator finishes its requests in flight first: its last one resumes here
         for partition in self.partitions:
             partition.finish()
         self._stop_timers()
