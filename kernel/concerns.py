@@ -31,6 +31,8 @@ KERNEL_CONCERNS: dict[str, Concern] = {
         Concern("watermarking", "watermark generators, valve and alignment", "default", True),
         Concern("heartbeats", "heartbeat managers between cluster components", "default", True),
         Concern("checkpointing", "checkpoint coordinator, storage and barrier handling", "default"),
+        Concern("barrier-handling", "other ways of handling checkpoint barriers (unaligned), chosen by config keys",
+                None, single=False),
         Concern("backpressure", "how back pressure is measured and judged", "mailbox-timing"),
         Concern("backend", "executes compiled jobs", "local", True),
         Concern("eventlog", "stores every runtime event for replay and SQL", "duckdb"),

@@ -357,7 +357,7 @@ def create_checkpoint_coordinator(context: CheckpointCoordinatorContext, run: Ru
     :param context: the :class:`~kernel.contracts.checkpointing.CheckpointCoordinatorContext`
         (job id and name, ExecutionGraph, ``now()``, ``schedule(delay_ns, callback)``,
         ``emit(event)``, ``trigger_checkpoint``, ``notify_checkpoint_complete`` /
-        ``aborted``, ``fail_job(cause)``, ``fail_task(...)``).
+        ``aborted``, ``fail_job(cause)``, ``fail_job_due_to_task_failure(...)``).
     :param run: the run (config, clock, seeded RNG).
     :returns: a :class:`~kernel.contracts.checkpointing.CheckpointCoordinator`:
         ``job_status_changed(status)``, ``receive_acknowledge``/``receive_decline(message)``,

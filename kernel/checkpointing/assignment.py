@@ -3,9 +3,10 @@
 State is matched to operators by operator ID: a user-defined ID (``set_uid_hash``) when the
 checkpoint has state under it, else the generated one (``uid()`` already shapes that). A
 subtask gets the keyed state of the key groups in its range from every old subtask that held
-any of them, and its share of the operator list state; a subtask marked finished in the
-checkpoint (it had ended its input) is restored finished. An operator without state in the
-checkpoint starts empty.
+any of them, its share of the operator list state, and — same parallelism only — the
+in-flight data of an unaligned checkpoint its own index persisted; a subtask marked finished
+in the checkpoint (it had ended its input) is restored finished. An operator without state in
+the checkpoint starts empty.
 """
 
 from __future__ import annotations
@@ -67,9 +68,13 @@ def assign(metadata: CheckpointMetadata, directory: str | None, vertex: JobVerte
             handle = old.state
             if handle is None:
                 continue
+            if handle.channel_state is not None and rescaled:
+                raise ValueError(f"operator {state.name or state.operator_id} has in-flight data of an unaligned "
+                                 f"checkpoint at parallelism {state.parallelism}: it restores only at that parallelism")
             wanted_keyed = any(first <= group <= last for group, _, _ in handle.key_groups)
             wanted_lists = handle.operator_state is not None and (rescaled or old.subtask == subtask)
-            if wanted_keyed or wanted_lists:
+            wanted_channels = handle.channel_state is not None and old.subtask == subtask
+            if wanted_keyed or wanted_lists or wanted_channels:
                 handles.append((old.subtask, handle))
         operators.append(OperatorRestore(node_id=node_id, operator_id=state.operator_id,
                                          old_parallelism=state.parallelism, handles=handles))

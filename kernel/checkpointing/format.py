@@ -10,9 +10,12 @@ a checkpoint can be moved) or the bytes themselves when they are smaller than
 
 A state file (or inline blob) is a sequence of frames, each a MessagePack :class:`KeyGroupState`
 (the operator's keyed state of one key group: a :class:`StateTable` per state with the pickled
-``(key, namespace, value)`` entries) or one :class:`OperatorStateFrame` (its operator list
-states, e.g. a source's reader position); the handle lists every frame's offset and length,
-so a subtask restored with another key-group range reads only the frames of its key groups.
+``(key, namespace, value)`` entries), one :class:`OperatorStateFrame` (its operator list
+states, e.g. a source's reader position) and — for the head operator of a subtask that took
+an unaligned checkpoint — one :class:`ChannelStateFrame` (the in-flight data of its input
+channels and output subpartitions, :mod:`kernel.checkpointing.channel_state`); the handle
+lists every frame's offset and length, so a subtask restored with another key-group range
+reads only the frames of its key groups.
 
 Compatibility: ``format_version`` says which version wrote it; later versions only add fields
 with defaults (never rename or retype one), so every version reads the files of earlier ones,
@@ -45,8 +48,10 @@ class KeyGroupState(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class OperatorListState(msgspec.Struct, frozen=True, kw_only=True):
-    """Flink's operator list state: ``split`` elements are divided among subtasks when the
-    parallelism changes, ``union`` ones go to every subtask. ``elements``: pickle of a list."""
+    """Flink's operator state: ``split`` elements are divided among subtasks when the
+    parallelism changes, ``union`` ones go to every subtask, a ``broadcast`` state (the
+    entries of a broadcast state, one copy per subtask) goes whole to each new subtask from
+    one old one. ``elements``: pickle of a list."""
 
     name: str
     mode: str = "split"
@@ -57,16 +62,32 @@ class OperatorStateFrame(msgspec.Struct, frozen=True, kw_only=True):
     states: list[OperatorListState] = []
 
 
+class ChannelState(msgspec.Struct, frozen=True, kw_only=True):
+    """The in-flight data of one channel: ``kind`` input (input gate ``gate``, channel
+    ``index``) or output (produced partition ``gate``, subpartition ``index``); ``elements``:
+    the persisted stream elements in order."""
+
+    kind: str
+    gate: int
+    index: int
+    elements: list[bytes] = []
+
+
+class ChannelStateFrame(msgspec.Struct, frozen=True, kw_only=True):
+    channels: list[ChannelState] = []
+
+
 class StateHandle(msgspec.Struct, frozen=True, kw_only=True):
     """One operator subtask's state: ``file`` (relative to the checkpoint directory) or
-    ``data``; ``key_groups`` (key group, offset, length) and ``operator_state`` (offset,
-    length) locate its frames."""
+    ``data``; ``key_groups`` (key group, offset, length), ``operator_state`` and
+    ``channel_state`` (offset, length) locate its frames."""
 
     file: str | None = None
     data: bytes | None = None
     size: int = 0
     key_groups: list[tuple[int, int, int]] = []
     operator_state: tuple[int, int] | None = None
+    channel_state: tuple[int, int] | None = None
 
 
 class OperatorSubtaskState(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,6 +133,7 @@ _encoder = msgspec.msgpack.Encoder()
 _metadata_decoder = msgspec.msgpack.Decoder(CheckpointMetadata)
 _key_group_decoder = msgspec.msgpack.Decoder(KeyGroupState)
 _operator_decoder = msgspec.msgpack.Decoder(OperatorStateFrame)
+_channel_decoder = msgspec.msgpack.Decoder(ChannelStateFrame)
 
 
 def encode(struct: msgspec.Struct) -> bytes:
@@ -141,3 +163,7 @@ def decode_key_group(frame: bytes) -> KeyGroupState:
 
 def decode_operator_state(frame: bytes) -> OperatorStateFrame:
     return _operator_decoder.decode(frame)
+
+
+def decode_channel_state(frame: bytes) -> ChannelStateFrame:
+    return _channel_decoder.decode(frame)

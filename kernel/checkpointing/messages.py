@@ -11,12 +11,15 @@ from kernel.checkpointing.format import StateHandle
 
 class CheckpointMetrics(msgspec.Struct, frozen=True, kw_only=True):
     """How one subtask's part of a checkpoint went (ms of clock time): the alignment (first to
-    last barrier), the records and bytes processed meanwhile, the synchronous part (snapshot)
-    and the asynchronous part (writing it)."""
+    last barrier), the records and bytes processed meanwhile, the in-flight data persisted
+    (``unaligned``: the barrier overtook data), the synchronous part (snapshot) and the
+    asynchronous part (writing it)."""
 
     alignment_ms: float = 0.0
     processed_records: int = 0
     processed_bytes: int = 0
+    persisted_bytes: int = 0
+    unaligned: bool = False
     sync_ms: float = 0.0
     async_ms: float = 0.0
 

@@ -62,13 +62,14 @@ class CheckpointingOptions(Section):
         int, msgspec.Meta(ge=0, description="consecutive failed checkpoints tolerated before the job fails over"),
     ] = msgspec.field(name="execution.checkpointing.tolerable-failed-checkpoints", default=0)
     unaligned: Annotated[
-        bool, msgspec.Meta(description="unaligned checkpoints (not supported: barriers always align)"),
+        bool, msgspec.Meta(description="barriers overtake in-flight data, which is persisted (EXACTLY_ONCE only)"),
     ] = msgspec.field(name="execution.checkpointing.unaligned.enabled", default=False)
     force_unaligned: Annotated[
         bool, msgspec.Meta(description="unaligned checkpoints despite custom partitioners (with unaligned only)"),
     ] = msgspec.field(name="execution.checkpointing.unaligned.forced", default=False)
     aligned_timeout: Annotated[
-        DurationMs, msgspec.Meta(ge=0, description="switch an aligned checkpoint to unaligned after this (with unaligned only)"),
+        DurationMs, msgspec.Meta(ge=0, description="with unaligned: start aligned, switch to unaligned once this long "
+                                                   "has passed since the trigger (0: unaligned at once)"),
     ] = msgspec.field(name="execution.checkpointing.aligned-checkpoint-timeout", default=0)
     retention: Annotated[
         Literal["DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"],
@@ -110,9 +111,6 @@ class CheckpointingOptions(Section):
                              "(unset it to take no checkpoints)")
         if self.timeout < MINIMAL_CHECKPOINT_TIME:
             raise ValueError(f"execution.checkpointing.timeout must be at least {MINIMAL_CHECKPOINT_TIME} ms")
-        if self.unaligned:
-            raise ValueError("execution.checkpointing.unaligned.enabled: unaligned checkpoints are not supported "
-                             "(rill aligns barriers; use EXACTLY_ONCE or AT_LEAST_ONCE)")
         if self.incremental:
             raise ValueError("execution.checkpointing.incremental: rill's snapshots are always full")
         if self.inline_threshold > MAX_INLINE_THRESHOLD:
@@ -132,6 +130,12 @@ class CheckpointingOptions(Section):
         if self.state_backend == "rocksdb":
             worked_out["state.backend.type"] = ("hashmap", "rill keeps keyed state on the heap")
         return worked_out
+
+    @property
+    def unaligned_enabled(self) -> bool:
+        """Whether checkpoints may be unaligned: enabled, and EXACTLY_ONCE (Flink's
+        ``CheckpointingOptions.isUnalignedCheckpointEnabled``)."""
+        return self.unaligned and self.mode == "EXACTLY_ONCE"
 
     @property
     def effective_storage(self) -> str:

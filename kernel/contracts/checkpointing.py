@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 if TYPE_CHECKING:
     from kernel.checkpointing.assignment import TaskRestore
     from kernel.checkpointing.failures import CheckpointFailureReason
-    from kernel.checkpointing.format import StateHandle
+    from kernel.checkpointing.format import ChannelState, StateHandle
     from kernel.checkpointing.messages import AcknowledgeCheckpoint, CheckpointMetrics, DeclineCheckpoint
     from kernel.events import Event
     from kernel.graph.execution import ExecutionGraph, ExecutionVertex
@@ -41,9 +41,12 @@ class CheckpointCoordinatorContext(Protocol):
     def emit(self, event: Event) -> None:
         """Record an event."""
 
-    def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool) -> None:
+    def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool,
+                           unaligned: bool = False, alignment_timeout: int = 0) -> None:
         """Ask the current attempt of ``vertex`` to start checkpoint ``checkpoint_id`` (a mail in
-        its mailbox): it snapshots and sends barriers (``aligned``: EXACTLY_ONCE ones)."""
+        its mailbox): it snapshots and sends barriers (``aligned``: EXACTLY_ONCE ones;
+        ``unaligned``: priority barriers overtaking the queued data; ``alignment_timeout``:
+        aligned ones that switch to unaligned that many ms after ``timestamp``)."""
 
     def notify_checkpoint_complete(self, vertex: ExecutionVertex, checkpoint_id: int) -> None:
         """Tell the current attempt of ``vertex`` that the checkpoint completed."""
@@ -54,8 +57,9 @@ class CheckpointCoordinatorContext(Protocol):
     def fail_job(self, cause: str) -> None:
         """A global failure: the job fails over as a whole (if its restart strategy allows)."""
 
-    def fail_task(self, vertex_id: str, subtask: int, attempt: int, cause: str) -> None:
-        """That attempt fails (its failover region restarts, if the restart strategy allows)."""
+    def fail_job_due_to_task_failure(self, vertex_id: str, subtask: int, attempt: int, cause: str) -> None:
+        """A global failure caused by that attempt, unless it no longer runs (Flink's
+        ``failGlobalIfExecutionIsStillRunning``)."""
 
 
 class CheckpointCoordinator(Protocol):
@@ -92,9 +96,10 @@ class CheckpointStorageWorker(Protocol):
     """Where a task writes the state of a checkpoint (Flink's CheckpointStorageWorkerView)."""
 
     def write_state(self, checkpoint_id: int, name: str, data: bytes, key_groups: list[tuple[int, int, int]],
-                    operator_state: tuple[int, int] | None) -> StateHandle:
+                    operator_state: tuple[int, int] | None,
+                    channel_state: tuple[int, int] | None = None) -> StateHandle:
         """Store one operator subtask's state (a file ``name`` in the checkpoint's directory,
-        or inline when small): the handle the acknowledgement carries."""
+        or inline when small) with where its frames are: the handle the acknowledgement carries."""
 
 
 class CheckpointableTask(Protocol):
@@ -104,20 +109,39 @@ class CheckpointableTask(Protocol):
     info: TaskInfo
 
     def trigger_checkpoint_on_barrier(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics) -> None:
-        """Every input delivered the barrier (aligned): snapshot, forward the barrier."""
+        """Every input delivered the barrier (aligned), or the checkpoint goes unaligned
+        (``barrier.unaligned``): snapshot, forward the barrier. An unaligned checkpoint is
+        acknowledged once :meth:`input_channel_state_completed` came."""
+
+    def input_channel_state_completed(self, checkpoint_id: int, channels: list[ChannelState],
+                                      metrics: CheckpointMetrics) -> None:
+        """Every input delivered the barrier of an unaligned checkpoint: the in-flight data
+        persisted per input channel, and the alignment's metrics."""
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
         """The checkpoint was cancelled or subsumed on an input: decline it, tell downstream."""
 
+    def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
+        """Run ``callback`` as a mail of the task at clock time ``when_ns``; the handle has
+        ``cancel()``."""
+
 
 class CheckpointBarrierHandler(Protocol):
-    """Handles the checkpoint events of a task's input channels (all gates together)."""
+    """Handles the checkpoint events of a task's input channels (all gates together).
+
+    A channel has ``index``, ``gate.index``, ``resume_consumption()`` and, for unaligned
+    checkpoints, ``start_persisting(checkpoint_id)``, ``finish_persisting() -> list[bytes]``
+    and ``convert_to_priority(checkpoint_id)``."""
 
     #: True while a checkpoint is being aligned (records processed meanwhile are reported)
     aligning: bool
 
     def process_barrier(self, barrier: CheckpointBarrier, channel: Any) -> None:
-        """``channel`` delivered ``barrier`` (an aligned barrier blocked it upstream)."""
+        """``channel`` delivered ``barrier`` (an aligned barrier blocked it upstream; an
+        unaligned one overtook the data queued before it)."""
+
+    def process_barrier_announcement(self, barrier: CheckpointBarrier, channel: Any) -> None:
+        """``barrier`` (aligned, with an alignment timeout) is queued on ``channel``."""
 
     def process_cancel_marker(self, marker: CancelCheckpointMarker, channel: Any) -> None:
         """``channel`` delivered a cancellation of a checkpoint."""

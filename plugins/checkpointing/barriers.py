@@ -13,7 +13,9 @@ At-least-once: nothing blocks; the task checkpoints when every open channel deli
 n (records after a barrier may be in the snapshot and are replayed after a restore). A
 completed checkpoint drops older pending ones; a cancellation marker aborts one.
 
-Both report the alignment (first barrier to last) and what was processed meanwhile.
+Both report the alignment (first barrier to last) and what was processed meanwhile, and ignore
+barrier announcements (they wait for the barriers themselves; announced barriers are a
+matter for handlers of unaligned checkpoints).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 MAX_CHECKPOINTS_TO_TRACK = 50
 
 
-class _Alignment:
+class Alignment:
     """One checkpoint being aligned: channels seen, when it started, what was taken in since."""
 
     __slots__ = ("barrier", "received", "started", "records", "bytes", "aborted")
@@ -57,7 +59,7 @@ class _Alignment:
                 self.bytes = -1
 
 
-class _BarrierHandler:
+class BarrierHandler:
     def __init__(self, task: CheckpointableTask, channels: list[Any], run: Run) -> None:
         self.task = task
         self.channels = list(channels)
@@ -66,26 +68,30 @@ class _BarrierHandler:
         self.bus = run.bus
         self.aligning = False
 
-    def _aligned(self, alignment: _Alignment) -> CheckpointMetrics:
-        """Report a completed alignment; the metrics the acknowledgement carries."""
+    def _aligned(self, alignment: Alignment, persisted_bytes: int = 0, unaligned: bool = False) -> CheckpointMetrics:
+        """Report a completed alignment (``unaligned``: the barrier overtook in-flight data, of
+        which ``persisted_bytes`` were persisted); the metrics the acknowledgement carries."""
         info = self.task.info
         duration = (self.clock.now() - alignment.started) / NS_PER_MS
         self.bus.emit(CheckpointBarrierAligned(
             time=self.clock.now(), job_id=self.task.job_id, vertex_id=info.vertex_id, vertex_name=info.task_name,
             subtask=info.subtask, attempt=info.attempt, checkpoint_id=alignment.barrier.checkpoint_id,
             channels=len(self.channels), alignment_ms=duration, processed_records=alignment.records,
-            processed_bytes=alignment.bytes))
+            processed_bytes=alignment.bytes, persisted_bytes=persisted_bytes, unaligned=unaligned))
         return CheckpointMetrics(alignment_ms=duration, processed_records=alignment.records,
-                                 processed_bytes=alignment.bytes)
+                                 processed_bytes=alignment.bytes, persisted_bytes=persisted_bytes, unaligned=unaligned)
+
+    def process_barrier_announcement(self, barrier: CheckpointBarrier, channel: Any) -> None:
+        """Wait for the announced barrier itself."""
 
 
-class AlignedBarrierHandler(_BarrierHandler):
+class AlignedBarrierHandler(BarrierHandler):
     """EXACTLY_ONCE: blocks channels until every open one delivered the barrier."""
 
     def __init__(self, task: CheckpointableTask, channels: list[Any], run: Run) -> None:
         super().__init__(task, channels, run)
         self.current_id = -1
-        self.alignment: _Alignment | None = None
+        self.alignment: Alignment | None = None
 
     def process_barrier(self, barrier: CheckpointBarrier, channel: Any) -> None:
         checkpoint_id = barrier.checkpoint_id
@@ -96,7 +102,7 @@ class AlignedBarrierHandler(_BarrierHandler):
             if self.alignment is not None:
                 self._abort(CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED)
             self.current_id = checkpoint_id
-            self.alignment = _Alignment(barrier, self.clock.now())
+            self.alignment = Alignment(barrier, self.clock.now())
             self.aligning = True
         self.alignment.received.add(channel)
         self._check_complete()
@@ -111,7 +117,7 @@ class AlignedBarrierHandler(_BarrierHandler):
         self.task.trigger_checkpoint_on_barrier(alignment.barrier, metrics)
         self._resume(alignment)
 
-    def _resume(self, alignment: _Alignment) -> None:
+    def _resume(self, alignment: Alignment) -> None:
         for channel in self.channels:
             if channel in alignment.received:
                 channel.resume_consumption()
@@ -151,15 +157,15 @@ class AlignedBarrierHandler(_BarrierHandler):
             self._resume(alignment)
 
 
-class CheckpointBarrierTracker(_BarrierHandler):
+class CheckpointBarrierTracker(BarrierHandler):
     """AT_LEAST_ONCE: counts barriers per checkpoint; nothing waits."""
 
     def __init__(self, task: CheckpointableTask, channels: list[Any], run: Run) -> None:
         super().__init__(task, channels, run)
-        self.pending: list[_Alignment] = []  # by checkpoint id
+        self.pending: list[Alignment] = []  # by checkpoint id
         self.latest_id = -1
 
-    def _find(self, checkpoint_id: int) -> tuple[int, _Alignment | None]:
+    def _find(self, checkpoint_id: int) -> tuple[int, Alignment | None]:
         for position, alignment in enumerate(self.pending):
             if alignment.barrier.checkpoint_id == checkpoint_id:
                 return position, alignment
@@ -171,7 +177,7 @@ class CheckpointBarrierTracker(_BarrierHandler):
             if barrier.checkpoint_id <= self.latest_id:
                 return  # older than a checkpoint already tracked: it was dropped
             self.latest_id = barrier.checkpoint_id
-            alignment = _Alignment(barrier, self.clock.now())
+            alignment = Alignment(barrier, self.clock.now())
             self.pending.append(alignment)
             if len(self.pending) > MAX_CHECKPOINTS_TO_TRACK:
                 self.pending.pop(0)

@@ -56,6 +56,10 @@ class DefaultCheckpointCoordinator:
         self.job_id = context.job_id
         self.interval = max(options.interval, options.min_pause)
         self.aligned = options.mode == "EXACTLY_ONCE"
+        unaligned = options.unaligned_enabled
+        #: barriers overtake data at once, or start aligned and switch after the timeout
+        self.unaligned = unaligned and options.aligned_timeout == 0
+        self.alignment_timeout = options.aligned_timeout if unaligned else 0
         self.storage = CheckpointStorage(options, context.job_id)
         self.store = CompletedCheckpointStore(self.storage, options.num_retained, options.retention)
         self.failures = CheckpointFailureManager(options.tolerable_failures)
@@ -71,6 +75,8 @@ class DefaultCheckpointCoordinator:
         self._trigger: Any = None
         self._next_trigger_ms = 0
         self._requests = 0
+        self._starting = False  # starting queued requests (see _execute)
+        self._started_later: list[CheckpointTriggerRequest] = []
         self._ended_data: set[TaskKey] = set()
 
     def _now_ms(self) -> int:
@@ -122,15 +128,28 @@ class DefaultCheckpointCoordinator:
     def _request(self, periodic: bool) -> None:
         self._requests += 1
         request = CheckpointTriggerRequest(periodic, self.context.now(), self._requests)
-        chosen = self.decider.choose(request, len(self.pending), self.last_completion_ms)
-        if chosen is not None:
-            self._start(chosen)
+        self._execute(request)
 
     def _execute_queued(self) -> None:
-        if not self.shut_down:
-            chosen = self.decider.choose(None, len(self.pending), self.last_completion_ms)
+        self._execute(None)
+
+    def _execute(self, request: CheckpointTriggerRequest | None) -> None:
+        """Queue ``request`` (if any) and start what the decider lets run, one after another
+        (a start that fails at once lets the next queued request run; a start within a start
+        leaves that to the outer one)."""
+        chosen = self.decider.choose(request, len(self.pending), self.last_completion_ms)
+        if self._starting:
             if chosen is not None:
+                self._started_later.append(chosen)
+            return
+        self._starting = True
+        try:
+            while chosen is not None and not self.shut_down:
                 self._start(chosen)
+                chosen = self._started_later.pop(0) if self._started_later else self.decider.choose(
+                    None, len(self.pending), self.last_completion_ms)
+        finally:
+            self._starting = False
 
     # -- triggering ---------------------------------------------------------------------------
 
@@ -139,7 +158,6 @@ class DefaultCheckpointCoordinator:
             plan = calculate_plan(self.graph, self.options.after_tasks_finish)
         except CheckpointPlanError as exc:
             self._failed(UNKNOWN_CHECKPOINT_ID, exc.reason, str(exc), None)
-            self._execute_queued()
             return
         checkpoint_id = self.next_id
         self.next_id += 1
@@ -157,7 +175,8 @@ class DefaultCheckpointCoordinator:
             return
         pending.canceller = self.context.schedule(self.options.timeout * NS_PER_MS, lambda: self._expire(pending))
         for ev in plan.to_trigger:
-            self.context.trigger_checkpoint(ev, checkpoint_id, pending.timestamp, self.aligned)
+            self.context.trigger_checkpoint(ev, checkpoint_id, pending.timestamp, self.aligned, self.unaligned,
+                                            self.alignment_timeout)
         if pending.fully_acknowledged:
             self._complete(pending)
 
@@ -186,8 +205,8 @@ class DefaultCheckpointCoordinator:
             subtask=message.subtask, attempt=message.attempt, checkpoint_id=message.checkpoint_id,
             state_size=message.state.state_size, sync_ms=metrics.sync_ms, async_ms=metrics.async_ms,
             alignment_ms=metrics.alignment_ms, processed_records=metrics.processed_records,
-            processed_bytes=metrics.processed_bytes,
-            end_to_end_ms=(self.context.now() - pending.triggered_ns) / NS_PER_MS, finished=message.state.finished))
+            processed_bytes=metrics.processed_bytes, persisted_bytes=metrics.persisted_bytes,
+            unaligned=metrics.unaligned, end_to_end_ms=(self.context.now() - pending.triggered_ns) / NS_PER_MS, finished=message.state.finished))
         if pending.fully_acknowledged:
             self._complete(pending)
 
@@ -262,10 +281,12 @@ class DefaultCheckpointCoordinator:
             message=message, counted=reason.counted, consecutive=consecutive))
         if not exceeded:
             return
+        cause = (f"{EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE} The latest checkpoint failed due to "
+                 f"{reason.message}, see the checkpoints view to find out why continuous checkpoints failed.")
         if failing_task is not None:
-            self.context.fail_task(*failing_task, EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE)
+            self.context.fail_job_due_to_task_failure(*failing_task, cause)
         else:
-            self.context.fail_job(EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE)
+            self.context.fail_job(cause)
 
     # -- restoring ----------------------------------------------------------------------------
 

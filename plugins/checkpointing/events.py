@@ -25,19 +25,24 @@ class CheckpointTriggered(Event, tag="checkpoint_triggered"):
 class CheckpointBarrierAligned(TaskEvent, tag="checkpoint_barrier_aligned"):
     """A task with inputs received the barrier on all ``channels``: ``alignment_ms`` from the
     first barrier to the last, ``processed_records``/``processed_bytes`` (pickled size) taken in
-    from the channels still without it meanwhile (at-least-once: nothing waits)."""
+    from the channels still without it meanwhile (at-least-once: nothing waits). ``unaligned``:
+    the barrier overtook in-flight data (from the start, or once the alignment timed out), of
+    which ``persisted_bytes`` (pickled) went into the checkpoint."""
 
     checkpoint_id: int = 0
     channels: int = 0
     alignment_ms: float = 0.0
     processed_records: int = 0
     processed_bytes: int = 0
+    persisted_bytes: int = 0
+    unaligned: bool = False
 
 
 class CheckpointAcknowledged(TaskEvent, tag="checkpoint_acknowledged"):
-    """A subtask acknowledged: ``state_size`` bytes, its synchronous and asynchronous parts, its
-    alignment, ``end_to_end_ms`` since the checkpoint was triggered; ``finished``: it had ended
-    its input."""
+    """A subtask acknowledged: ``state_size`` bytes (in-flight data included), its synchronous
+    and asynchronous parts, its alignment, ``end_to_end_ms`` since the checkpoint was triggered;
+    ``unaligned``: it persisted ``persisted_bytes`` of in-flight data (input channels and output
+    subpartitions); ``finished``: it had ended its input."""
 
     checkpoint_id: int = 0
     state_size: int = 0
@@ -46,6 +51,8 @@ class CheckpointAcknowledged(TaskEvent, tag="checkpoint_acknowledged"):
     alignment_ms: float = 0.0
     processed_records: int = 0
     processed_bytes: int = 0
+    persisted_bytes: int = 0
+    unaligned: bool = False
     end_to_end_ms: float = 0.0
     finished: bool = False
 

@@ -1,7 +1,7 @@
 """Plugin ``checkpointing.default``: Flink's CheckpointCoordinator with its storage and
 retention, and the barrier handlers of tasks' inputs (aligned for EXACTLY_ONCE, a tracker
-for AT_LEAST_ONCE); events of every checkpoint and the views ``checkpoints`` and
-``checkpoint_subtasks`` over them."""
+for AT_LEAST_ONCE; unaligned checkpoints are a ``barrier-handling`` plugin's); events of every
+checkpoint and the views ``checkpoints`` and ``checkpoint_subtasks`` over them."""
 
 from kernel import hookimpl
 
@@ -24,8 +24,15 @@ def register_views(register):
 
 @hookimpl
 def create_checkpoint_coordinator(context, run):
+    from kernel.checkpointing.options import CheckpointingOptions
+    from kernel.errors import PluginError
     from plugins.checkpointing.coordinator import DefaultCheckpointCoordinator
 
+    handlers = run.plugin_manager.hook.create_checkpoint_barrier_handler.get_hookimpls()
+    if run.config.section(CheckpointingOptions).unaligned_enabled and all(
+            impl.function is create_checkpoint_barrier_handler for impl in handlers):
+        raise PluginError("execution.checkpointing.unaligned.enabled: no loaded plugin handles unaligned barriers "
+                          "(concern barrier-handling, e.g. barrier-handling.unaligned)")
     return DefaultCheckpointCoordinator(context, run)
 
 

@@ -65,13 +65,16 @@ class CheckpointStorage:
     # -- the tasks' view ----------------------------------------------------------------------
 
     def write_state(self, checkpoint_id: int, name: str, data: bytes, key_groups: list[tuple[int, int, int]],
-                    operator_state: tuple[int, int] | None) -> StateHandle:
+                    operator_state: tuple[int, int] | None,
+                    channel_state: tuple[int, int] | None = None) -> StateHandle:
+        frames = dict(size=len(data), key_groups=key_groups, operator_state=operator_state,
+                      channel_state=channel_state)
         directory = self.checkpoint_directory(checkpoint_id)
         if not self.files or directory is None or len(data) < self.inline_threshold:
-            return StateHandle(data=data, size=len(data), key_groups=key_groups, operator_state=operator_state)
+            return StateHandle(data=data, **frames)
         with open(os.path.join(directory, name), "xb") as stream:
             stream.write(data)
-        return StateHandle(file=name, size=len(data), key_groups=key_groups, operator_state=operator_state)
+        return StateHandle(file=name, **frames)
 
     # -- completed checkpoints ----------------------------------------------------------------
 

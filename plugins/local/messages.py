@@ -219,7 +219,7 @@ class UpdateTaskExecutionState(Message):
 
 class TriggerCheckpoint(Message):
     """JobMaster -> TaskExecutor: start a checkpoint at a task (a source, or a task whose inputs
-    all finished)."""
+    all finished), with barriers of that kind (``CheckpointBarrier``)."""
 
     vertex_id: str
     subtask: int
@@ -227,6 +227,8 @@ class TriggerCheckpoint(Message):
     checkpoint_id: int
     timestamp: int
     aligned: bool
+    unaligned: bool = False
+    alignment_timeout: int = 0
 
 
 class NotifyCheckpointComplete(Message):

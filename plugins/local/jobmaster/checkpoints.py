@@ -39,9 +39,10 @@ class JobMasterCheckpointContext:
         if slot is not None:
             self.job_master.tell(slot.resource_id, message)
 
-    def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool) -> None:
+    def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool,
+                           unaligned: bool = False, alignment_timeout: int = 0) -> None:
         self._tell(vertex, m.TriggerCheckpoint(vertex.job_vertex.id, vertex.subtask, vertex.current.attempt,
-                                               checkpoint_id, timestamp, aligned))
+                                               checkpoint_id, timestamp, aligned, unaligned, alignment_timeout))
 
     def notify_checkpoint_complete(self, vertex: ExecutionVertex, checkpoint_id: int) -> None:
         self._tell(vertex, m.NotifyCheckpointComplete(vertex.job_vertex.id, vertex.subtask, vertex.current.attempt,
@@ -54,5 +55,5 @@ class JobMasterCheckpointContext:
     def fail_job(self, cause: str) -> None:
         self.scheduler.handle_global_failure(cause)
 
-    def fail_task(self, vertex_id: str, subtask: int, attempt: int, cause: str) -> None:
-        self.scheduler.fail_task(vertex_id, subtask, attempt, cause)
+    def fail_job_due_to_task_failure(self, vertex_id: str, subtask: int, attempt: int, cause: str) -> None:
+        self.scheduler.fail_global_if_execution_is_still_running(vertex_id, subtask, attempt, cause)

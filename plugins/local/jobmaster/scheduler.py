@@ -213,16 +213,13 @@ class DefaultScheduler:
             self.checkpoints.task_failed(ev.job_vertex.id, ev.subtask, execution.attempt)
         self._handle_failure(ev, cause)
 
-    def fail_task(self, vertex_id: str, subtask: int, attempt: int, cause: str) -> None:
-        """Fail a running attempt from the JobMaster's side (Flink's ``markFailed``): it is
-        cancelled on its TaskExecutor, its failure handled."""
-        ev = self.graph.vertex(f"{vertex_id}_{subtask}")
-        execution = ev.current
-        if execution.attempt != attempt or execution.state.is_terminal:
-            return
-        if execution.state in RUNNING_STATES:
-            self.cancel_on(execution.slot.resource_id, vertex_id, subtask, attempt)
-        self.execution_failed(ev, cause)
+    def fail_global_if_execution_is_still_running(self, vertex_id: str, subtask: int, attempt: int,
+                                                   cause: str) -> None:
+        """A global failure caused by that attempt (e.g. its declined checkpoint was one too
+        many), unless it is no longer the running attempt (Flink's method of that name)."""
+        execution = self.graph.vertex(f"{vertex_id}_{subtask}").current
+        if execution.attempt == attempt and execution.state in RUNNING_STATES:
+            self.handle_global_failure(cause)
 
     def handle_global_failure(self, cause: str) -> None:
         """A failure of the job as a whole (e.g. too many failed checkpoints): every vertex

@@ -2,21 +2,28 @@
 checkpoint methods).
 
 Checkpoint n at a task — a mail when the coordinator triggers it (sources), or when its
-barrier handler aligned barrier n: ``prepare_snapshot_pre_barrier`` on every operator, barrier
-n to every output partition, the snapshot of every operator (the synchronous part: state
-encoded, so later records cannot change it), then — off the mailbox — the state written to
-the checkpoint storage and the acknowledgement sent (the asynchronous part). A checkpoint
-cancelled or subsumed on an input is declined and a cancellation marker goes downstream; one
-the coordinator aborted before its barrier came is not taken. Completion and abortion are
-passed to the operators; the first completed checkpoint taken after the task ended its
-input is its final one (FLIP-147).
+barrier handler aligned barrier n (or, unaligned, took the first one): first the operators'
+work in flight finishes (an async I/O operator's requests; the task takes no input
+meanwhile), then ``prepare_snapshot_pre_barrier`` on every operator, barrier n to every
+output partition (an unaligned barrier overtakes the queued output, which is persisted), the
+snapshot of every operator (the synchronous part: state encoded, so later records cannot
+change it), then — off the mailbox — the state written to the checkpoint storage and the
+acknowledgement sent (the asynchronous part). An unaligned checkpoint of a task with inputs
+is written once its barrier handler persisted the in-flight data of every input channel;
+the in-flight data goes with the head operator's state. A checkpoint cancelled or subsumed
+on an input is declined and a cancellation marker goes downstream; one the coordinator
+aborted before its barrier came is not taken. Completion and abortion are passed to the
+operators; the first completed checkpoint taken after the task ended its input is its final
+one (FLIP-147).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kernel.checkpointing.channel_state import OUTPUT
 from kernel.checkpointing.failures import CheckpointFailureReason
+from kernel.checkpointing.format import ChannelState
 from kernel.checkpointing.messages import (
     AcknowledgeCheckpoint,
     CheckpointMetrics,
@@ -24,12 +31,32 @@ from kernel.checkpointing.messages import (
     OperatorSubtaskSnapshot,
     TaskStateSnapshot,
 )
+from kernel.checkpointing.snapshots import EncodedState, add_channel_state
 from kernel.clock import NS_PER_MS
 from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointStorageWorker
     from plugins.local.tasks.streamtask import StreamTask
+
+
+class _Snapshot:
+    """A checkpoint the task is taking: its operators' encoded state (by stream node id), the
+    in-flight data (unaligned), and what the acknowledgement reports."""
+
+    __slots__ = ("barrier", "metrics", "encoded", "channels", "sync_ms", "finished", "attempt", "taken",
+                 "awaiting_inputs")
+
+    def __init__(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics, awaiting_inputs: bool) -> None:
+        self.barrier = barrier
+        self.metrics = metrics
+        self.encoded: dict[int, EncodedState] = {}
+        self.channels: list[ChannelState] = []
+        self.sync_ms = 0.0
+        self.finished = False
+        self.attempt: Any = None
+        self.taken = False
+        self.awaiting_inputs = awaiting_inputs  # the input channels' in-flight data is still being persisted
 
 
 class SubtaskCheckpointCoordinator:
@@ -44,17 +71,33 @@ class SubtaskCheckpointCoordinator:
         #: after the end of data: the checkpoint whose completion lets the task finish
         self.final_checkpoint_id: int | None = None
         self.final_completed = False
+        self._in_progress: dict[int, _Snapshot] = {}  # taken or being taken, not yet written
+        self._draining: list[_Snapshot] = []  # waiting for the operators' work in flight, in order
 
     # -- from the coordinator -----------------------------------------------------------------
 
-    def trigger(self, checkpoint_id: int, timestamp: int, aligned: bool) -> None:
+    def trigger(self, checkpoint_id: int, timestamp: int, aligned: bool, unaligned: bool = False,
+                alignment_timeout: int = 0) -> None:
         task = self.task
         if task.state != "RUNNING":
             self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
                          f"Task {task.name} is not running ({task.state})")
             return
-        barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned)
-        task.mailbox.execute(lambda: self.checkpoint(barrier, CheckpointMetrics()), f"checkpoint {checkpoint_id}")
+        barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned, unaligned, alignment_timeout)
+        task.mailbox.execute(lambda: self._triggered(barrier), f"checkpoint {checkpoint_id}")
+
+    def _triggered(self, barrier: CheckpointBarrier) -> None:
+        """A source checkpoints; a task whose inputs all finished takes the barrier as if every
+        channel that has not ended had delivered it (Flink's
+        ``triggerUnfinishedChannelsCheckpoint``): aligned, it checkpoints at once; unaligned,
+        what those channels still hold is persisted."""
+        task = self.task
+        channels = task.unfinished_channels()
+        if task.barriers is None or not channels:
+            self.checkpoint(barrier, CheckpointMetrics())
+            return
+        for channel in channels:
+            task.barriers.process_barrier(barrier, channel)
 
     def notify_complete(self, checkpoint_id: int) -> None:
         self.task.mailbox.execute(lambda: self._completed(checkpoint_id), f"checkpoint {checkpoint_id} complete")
@@ -74,6 +117,7 @@ class SubtaskCheckpointCoordinator:
     def _aborted_by_coordinator(self, checkpoint_id: int) -> None:
         task = self.task
         task.chain.notify_checkpoint_aborted(checkpoint_id)
+        self._in_progress.pop(checkpoint_id, None)
         if checkpoint_id > self.last_checkpoint_id:
             self._aborted.add(checkpoint_id)
             self._broadcast(CancelCheckpointMarker(checkpoint_id))
@@ -82,8 +126,10 @@ class SubtaskCheckpointCoordinator:
 
     # -- taking a checkpoint ------------------------------------------------------------------
 
-    def checkpoint(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics) -> None:
-        """Snapshot and forward the barrier (the task's mailbox thread)."""
+    def checkpoint(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics, awaiting_inputs: bool = False) -> None:
+        """Snapshot and forward the barrier (the task's mailbox thread) once the operators'
+        work in flight has finished; ``awaiting_inputs``: the barrier handler is still
+        persisting the in-flight data of the input channels (unaligned)."""
         checkpoint_id = barrier.checkpoint_id
         if checkpoint_id <= self.last_checkpoint_id:
             return
@@ -93,45 +139,102 @@ class SubtaskCheckpointCoordinator:
         if aborted:
             return
         task = self.task
+        snapshot = self._in_progress[checkpoint_id] = _Snapshot(barrier, metrics, awaiting_inputs)
+        if self._draining:
+            self._draining.append(snapshot)  # behind a checkpoint that waits for the work in flight
+        elif not task.chain.drain(self._drained):
+            self._draining.append(snapshot)
+            task.hold_input(True)
+        else:
+            self._take(snapshot)
+
+    def _drained(self) -> None:
+        waiting, self._draining = self._draining, []
+        for snapshot in waiting:
+            self._take(snapshot)
+        self.task.hold_input(False)
+
+    def _take(self, snapshot: _Snapshot) -> None:
+        """The synchronous part."""
+        task = self.task
+        barrier = snapshot.barrier
+        checkpoint_id = barrier.checkpoint_id
+        if self._in_progress.get(checkpoint_id) is not snapshot:
+            return  # aborted while the work in flight finished
         started = self.clock.now()
         task.chain.prepare_snapshot_pre_barrier(checkpoint_id)
-        self._broadcast(barrier)
-        encoded = []
-        for node_id, snapshot in task.chain.snapshot_state().items():
-            if not snapshot.empty:
-                encoded.append((task.vertex.operator_ids[node_id], snapshot.encode()))
-        sync_ms = (self.clock.now() - started) / NS_PER_MS
-        finished = task.data_ended
-        attempt = task.attempt_key
-        self.loop.call_soon(lambda: self._write(checkpoint_id, encoded, finished, attempt, metrics, sync_ms))
+        if barrier.unaligned:
+            for index, partition in enumerate(task.partitions):
+                for subpartition, elements in enumerate(partition.broadcast_priority_event(barrier)):
+                    if elements:
+                        snapshot.channels.append(ChannelState(kind=OUTPUT, gate=index, index=subpartition,
+                                                              elements=elements))
+        else:
+            self._broadcast(barrier)
+        for node_id, operator_snapshot in task.chain.snapshot_state().items():
+            if not operator_snapshot.empty:
+                snapshot.encoded[node_id] = operator_snapshot.encode()
+        snapshot.sync_ms = (self.clock.now() - started) / NS_PER_MS
+        snapshot.finished = task.data_ended
+        snapshot.attempt = task.attempt_key
+        snapshot.taken = True
+        self._written_when_ready(snapshot)
 
-    def _write(self, checkpoint_id: int, encoded: list[tuple[str, Any]], finished: bool, attempt: Any,
-               metrics: CheckpointMetrics, sync_ms: float) -> None:
+    def input_channel_state_completed(self, checkpoint_id: int, channels: list[ChannelState],
+                                      metrics: CheckpointMetrics) -> None:
+        """The barrier handler persisted the in-flight data of every input channel of an
+        unaligned checkpoint."""
+        snapshot = self._in_progress.get(checkpoint_id)
+        if snapshot is None:
+            return
+        snapshot.channels.extend(channels)
+        snapshot.metrics = metrics
+        snapshot.awaiting_inputs = False
+        self._written_when_ready(snapshot)
+
+    def _written_when_ready(self, snapshot: _Snapshot) -> None:
+        if snapshot.taken and not snapshot.awaiting_inputs:
+            del self._in_progress[snapshot.barrier.checkpoint_id]
+            self.loop.call_soon(lambda: self._write(snapshot))
+
+    def _write(self, snapshot: _Snapshot) -> None:
         """The asynchronous part: write the state, acknowledge."""
         task = self.task
         if task.state in ("FAILED", "CANCELED"):
             return
         started = self.clock.now()
+        checkpoint_id = snapshot.barrier.checkpoint_id
         subtask = task.deployment.subtask
+        encoded = dict(snapshot.encoded)
+        persisted = sum(len(element) for channel in snapshot.channels for element in channel.elements)
+        if snapshot.channels:
+            head = task.vertex.head_node_id
+            encoded[head] = add_channel_state(encoded.get(head), snapshot.channels)
+        operator_ids = task.vertex.operator_ids
         try:
             operators = [
-                OperatorSubtaskSnapshot(operator_id=operator_id, state=self.storage.write_state(
-                    checkpoint_id, f"{operator_id}-{subtask}", data, key_groups, operator_state))
-                for operator_id, (data, key_groups, operator_state) in encoded]
+                OperatorSubtaskSnapshot(operator_id=operator_ids[node_id], state=self.storage.write_state(
+                    checkpoint_id, f"{operator_ids[node_id]}-{subtask}", state.data, state.key_groups,
+                    state.operator_state, state.channel_state))
+                for node_id, state in encoded.items()]
         except OSError as exc:
             self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
                          f"{CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION.message} {exc}")
             return
         d = task.deployment
+        vertex_id, subtask, attempt = snapshot.attempt
+        metrics = snapshot.metrics
         task.tell_job_master(AcknowledgeCheckpoint(
-            job_id=d.job_id, vertex_id=attempt[0], subtask=attempt[1], attempt=attempt[2],
-            checkpoint_id=checkpoint_id, state=TaskStateSnapshot(operators=operators, finished=finished),
+            job_id=d.job_id, vertex_id=vertex_id, subtask=subtask, attempt=attempt, checkpoint_id=checkpoint_id,
+            state=TaskStateSnapshot(operators=operators, finished=snapshot.finished),
             metrics=CheckpointMetrics(alignment_ms=metrics.alignment_ms, processed_records=metrics.processed_records,
-                                      processed_bytes=metrics.processed_bytes, sync_ms=sync_ms,
+                                      processed_bytes=metrics.processed_bytes, persisted_bytes=persisted,
+                                      unaligned=snapshot.barrier.unaligned, sync_ms=snapshot.sync_ms,
                                       async_ms=(self.clock.now() - started) / NS_PER_MS)))
 
     def abort_on_barrier(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
         """Cancelled or subsumed on an input: tell downstream, decline."""
+        self._in_progress.pop(checkpoint_id, None)
         self.last_checkpoint_id = max(self.last_checkpoint_id, checkpoint_id)
         self._aborted.discard(checkpoint_id)
         self._broadcast(CancelCheckpointMarker(checkpoint_id))

@@ -7,7 +7,8 @@ broadcast input to the end first): a record batch goes to the head operator and 
 back to the channel (giving its credit back); watermarks and watermark statuses go through
 the gate's valve (the watermarking plugin's StatusWatermarkValve) into the head; latency
 markers go to the head; checkpoint barriers, cancellation markers and ended channels go to the
-barrier handler (when the job takes checkpoints); once every channel ended its data the task's
+barrier handler (when the job takes checkpoints), and so do priority events (unaligned
+barriers, barrier announcements), at once, as a mail; once every channel ended its data the task's
 operators finish, once every channel of every gate has ended the task's input has ended (a
 two-input head hears of each gate that ended). With nothing to read, the task is idle until a
 gate it may read has data.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.streaming.elements import (
+    BarrierAnnouncement,
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfData,
@@ -73,6 +75,25 @@ class StreamInputProcessor:
         self.two_input = task.two_input
         self.reporter = task.watermark_reporter
         self.valve_outputs = [ValveOutput(self, i) for i in range(len(gates))]
+        if barriers is not None:
+            for gate in gates:
+                gate.priority_listener = self._priority_event_arrived
+
+    def _priority_event_arrived(self) -> None:
+        self.task.mailbox.execute(self.process_priority_events, "priority event")
+
+    def process_priority_events(self) -> None:
+        """Hand every priority event to the barrier handler."""
+        barriers = self.barriers
+        for gate in self.gate_of_input:
+            polled = gate.poll_priority()
+            while polled is not None:
+                channel, item = polled
+                if type(item) is BarrierAnnouncement:
+                    barriers.process_barrier_announcement(item.barrier, channel)
+                else:
+                    barriers.process_barrier(item, channel)
+                polled = gate.poll_priority()
 
     def process_input(self, mailbox: MailboxProcessor) -> None:
         selected = self.head.next_selection() if self.two_input else None

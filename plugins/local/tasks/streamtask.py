@@ -12,9 +12,11 @@ has used up its capacity, suspend, back pressured (:meth:`TaskIOMetrics.output_a
 availability. At the end of input an operator with async requests in flight finishes them
 before the operators after it finish.
 
-A job that takes checkpoints: the task restores its operators' state after opening them,
-checkpoints (:mod:`.checkpoints`) when triggered or when its barrier handler (from the
-``checkpointing`` plugin) aligned a barrier; and, as Flink's FLIP-147, a task that ends its
+A job that takes checkpoints: the task restores its operators' state after opening them (and
+queues the in-flight data an unaligned checkpoint persisted in its channels), checkpoints
+(:mod:`.checkpoints`) when triggered or when its barrier handler (from the ``checkpointing``
+plugin, or one handling barriers unaligned) aligned a barrier, holding its input while
+operators finish their work in flight first; and, as Flink's FLIP-147, a task that ends its
 input finishes its operators, sends the end of data downstream, tells the JobMaster, and
 finishes only once all its input ended and a checkpoint taken after that completed (its final
 checkpoint; meanwhile it is idle).
@@ -25,6 +27,7 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
+from kernel.checkpointing.channel_state import INPUT, OUTPUT, restore
 from kernel.checkpointing.options import CheckpointingOptions
 from kernel.checkpointing.snapshots import RestoredOperatorState
 from kernel.clock import NS_PER_MS
@@ -52,6 +55,7 @@ from plugins.local.tasks.watermark_reporter import WatermarkReporter
 if TYPE_CHECKING:
     from kernel.checkpointing.assignment import TaskRestore
     from kernel.checkpointing.failures import CheckpointFailureReason
+    from kernel.checkpointing.format import ChannelState
     from kernel.checkpointing.messages import CheckpointMetrics
     from kernel.contracts.checkpointing import CheckpointBarrierHandler
     from kernel.contracts.mailbox import MailboxProcessor
@@ -99,6 +103,8 @@ class StreamTask:
         self.checkpoints: SubtaskCheckpointCoordinator | None = None
         self.barriers: CheckpointBarrierHandler | None = None
         self.final_checkpoint = False
+        self.input_held = False  # a checkpoint waits for the operators' work in flight: no input meanwhile
+        self._held: Any = None  # the default action's suspension while the input is held
         self.data_ending = False  # the operators are finishing
         self.data_ended = False  # operators finished, end of data sent downstream
         self.input_ended = False  # every input channel (or the source) ended
@@ -164,37 +170,51 @@ class StreamTask:
         self.mailbox.slowdown = self.slowdown
         self.chain.open()
         if d.checkpoint_storage is not None:
-            self._set_up_checkpointing(d.checkpoint_storage, [c for gate in gates for c in gate.channels])
+            self._set_up_checkpointing(d.checkpoint_storage, gates)
+        self.input = StreamInputProcessor(self, gates, valves, self.barriers)
         for partition in self.partitions:
             self.shuffle.register_partition(partition)
         for gate, consumed in zip(gates, inputs):
             for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
                 self.shuffle.register_channel(partition_id, subpartition, channel)
-        self.input = StreamInputProcessor(self, gates, valves, self.barriers)
         self._source_head = self.chain.head if self.is_source else None
 
-    def _set_up_checkpointing(self, storage: Any, channels: list[Any]) -> None:
+    def _set_up_checkpointing(self, storage: Any, gates: list[InputGate]) -> None:
         self.checkpoints = SubtaskCheckpointCoordinator(self, storage)
         self.final_checkpoint = self.run.config.section(CheckpointingOptions).after_tasks_finish
+        channels = [channel for gate in gates for channel in gate.channels]
         if channels:
             self.barriers = self.run.plugin_manager.hook.create_checkpoint_barrier_handler(
                 task=self, channels=channels, run=self.run)
         if self.deployment.restore is not None:
-            self._restore(self.deployment.restore)
+            self._restore(self.deployment.restore, gates)
 
-    def _restore(self, restore: TaskRestore) -> None:
-        """Give the operators the state of the checkpoint (read from the handles assigned)."""
+    def _restore(self, restore: TaskRestore, gates: list[InputGate]) -> None:
+        """Give the operators the state of the checkpoint (read from the handles assigned), and
+        queue the in-flight data it persisted in the task's channels and subpartitions."""
         info = self.runtime.info
         key_groups = key_group_range(info.max_parallelism, info.parallelism, info.subtask)
-        self.chain.initialize_state({
+        restored = {
             operator.node_id: RestoredOperatorState.read(operator.handles, restore.directory, key_groups, info.subtask,
                                                          info.parallelism, operator.old_parallelism)
-            for operator in restore.operators})
+            for operator in restore.operators}
+        self.chain.initialize_state(restored)
+        head = restored.get(self.vertex.head_node_id)
+        if head is not None:
+            self._restore_in_flight(head.channels, gates)
         self.checkpoints.last_checkpoint_id = restore.checkpoint_id
         if restore.finished:
             self.restored_finished = True
             if self.is_source:
                 self.chain.head.reader.finished = True
+
+    def _restore_in_flight(self, channels: list[ChannelState], gates: list[InputGate]) -> None:
+        for state in channels:
+            elements = [restore(data) for data in state.elements]
+            if state.kind == INPUT:
+                gates[state.gate].channels[state.index].restore_in_flight(elements)
+            elif state.kind == OUTPUT:
+                self.partitions[state.gate].subpartitions[state.index].restore_in_flight(elements)
 
     def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
         """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
@@ -239,6 +259,9 @@ class StreamTask:
     # -- the default action -------------------------------------------------------------------
 
     def default_action(self, mailbox: MailboxProcessor) -> None:
+        if self.input_held:
+            self._held = mailbox.suspend_default_action(None, "checkpoint")
+            return
         if not self.metrics.output_available(mailbox, self.partitions, self._source_head):
             return
         if self.async_executors and blocked_by_async_io(self.async_executors, self.metrics, mailbox, self._source_head):
@@ -265,10 +288,27 @@ class StreamTask:
     # -- checkpoints (the CheckpointableTask of the barrier handler) ----------------------------
 
     def trigger_checkpoint_on_barrier(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics) -> None:
-        self.checkpoints.checkpoint(barrier, metrics)
+        self.checkpoints.checkpoint(barrier, metrics, awaiting_inputs=barrier.unaligned)
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
         self.checkpoints.abort_on_barrier(checkpoint_id, reason)
+
+    def input_channel_state_completed(self, checkpoint_id: int, channels: list[ChannelState],
+                                      metrics: CheckpointMetrics) -> None:
+        self.checkpoints.input_channel_state_completed(checkpoint_id, channels, metrics)
+
+    def unfinished_channels(self) -> list[Any]:
+        """The input channels that have not delivered their end of partition."""
+        if self.input is None:
+            return []
+        return [channel for gate in self.input.gate_of_input for channel in gate.channels if not channel.finished]
+
+    def hold_input(self, held: bool) -> None:
+        """Take no input (and read no source) while held."""
+        self.input_held = held
+        if not held and self._held is not None:
+            suspension, self._held = self._held, None
+            suspension.resume()
 
     # -- ending -------------------------------------------------------------------------------
 
