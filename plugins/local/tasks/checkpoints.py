@@ -7,7 +7,8 @@ work in flight finishes (an async I/O operator's requests; the task takes no inp
 meanwhile), then ``prepare_snapshot_pre_barrier`` on every operator, barrier n to every
 output partition (an unaligned barrier overtakes the queued output, which is persisted), the
 snapshot of every operator (the synchronous part: state encoded, so later records cannot
-change it), then — off the mailbox — the state written to the checkpoint storage and the
+change it; state that cannot be serialized declines the checkpoint, as the asynchronous part
+of Flink's heap backend does), then — off the mailbox — the state written to the checkpoint storage and the
 acknowledgement sent (the asynchronous part). An unaligned checkpoint of a task with inputs
 is written once its barrier handler persisted the in-flight data of every input channel;
 the in-flight data goes with the head operator's state. A checkpoint cancelled or subsumed
@@ -34,6 +35,7 @@ from kernel.checkpointing.messages import (
 from kernel.checkpointing.snapshots import EncodedState, add_channel_state
 from kernel.clock import NS_PER_MS
 from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+from kernel.tracebacks import describe
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointStorageWorker
@@ -172,8 +174,17 @@ class SubtaskCheckpointCoordinator:
         else:
             self._broadcast(barrier)
         for node_id, operator_snapshot in task.chain.snapshot_state().items():
-            if not operator_snapshot.empty:
+            if operator_snapshot.empty:
+                continue
+            try:
                 snapshot.encoded[node_id] = operator_snapshot.encode()
+            except Exception as exc:  # a value that cannot be serialized (Flink's heap backend fails its async part)
+                self._in_progress.pop(checkpoint_id, None)
+                reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+                self.decline(checkpoint_id, reason, f"{reason.message} {task.vertex.name}: state of "
+                                                    f"{task.deployment.job_graph.stream_graph.nodes[node_id].name} "
+                                                    f"cannot be serialized: {describe(exc)}")
+                return
         snapshot.sync_ms = (self.clock.now() - started) / NS_PER_MS
         snapshot.finished = task.data_ended
         snapshot.attempt = task.attempt_key
