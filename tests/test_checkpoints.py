@@ -34,8 +34,13 @@ from kernel.datastream import CheckpointingMode, ExternalizedCheckpointRetention
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.functions import KeyedProcessFunction, RuntimeContext
 from kernel.datastream.state import ValueStateDescriptor
-from kernel.errors import ConfigError
-from plugins.checkpointing.events import CheckpointCompleted, CheckpointFailed, CheckpointTriggered
+from kernel.errors import ConfigError, PluginError
+from plugins.checkpointing.events import (
+    CheckpointAcknowledged,
+    CheckpointCompleted,
+    CheckpointFailed,
+    CheckpointTriggered,
+)
 from runtime import run_job
 
 FAST_NETWORK = ("execution.buffer-timeout.interval=0ms", "taskmanager.memory.segment-size=32b")
@@ -110,6 +115,19 @@ def test_checkpoint_keys_are_checked_like_every_key():
     # a deprecated 1.x name still counts for the current key
     job = run_job(build, "execution.checkpointing.interval=1s", "state.checkpoints.dir=old-name")
     assert job.outcome.status == "FINISHED" and os.path.isdir("old-name")
+
+
+def test_unaligned_checkpoints_are_a_plugins_which_the_key_selects():
+    job = run_job(counted, "execution.checkpointing.interval=45ms", "execution.checkpointing.unaligned.enabled=true")
+    assert job.events(CheckpointCompleted) and all(e.unaligned for e in job.events(CheckpointAcknowledged))
+    with pytest.raises(PluginError, match="execution.checkpointing.unaligned.enabled: no loaded plugin handles "
+                                          "unaligned barriers"):
+        run_job(counted, "execution.checkpointing.interval=45ms", "execution.checkpointing.unaligned.enabled=true",
+                "plugins.disabled=barrier-handling.unaligned")
+    # unaligned checkpoints are EXACTLY_ONCE ones: at least once, barriers are tracked as before
+    job = run_job(counted, "execution.checkpointing.interval=45ms", "execution.checkpointing.unaligned.enabled=true",
+                  "execution.checkpointing.mode=AT_LEAST_ONCE")
+    assert job.events(CheckpointCompleted) and not any(e.unaligned for e in job.events(CheckpointAcknowledged))
 
 
 # -- restart strategy ---------------------------------------------------------------------------------
