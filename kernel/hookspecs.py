@@ -381,11 +381,12 @@ def create_checkpoint_barrier_handler(task: CheckpointableTask, channels: list[A
         ``info``; ``trigger_checkpoint_on_barrier(barrier, metrics)``,
         ``abort_checkpoint_on_barrier(checkpoint_id, reason)``).
     :param channels: every input channel of the task, gate by gate (each has ``index``,
-        ``gate.index`` and ``resume_consumption()``).
+        ``gate.index``, ``resume_consumption()`` and, for unaligned checkpoints,
+        ``start_persisting``, ``finish_persisting`` and ``convert_to_priority``).
     :param run: the run (config, clock, event bus).
     :returns: a :class:`~kernel.contracts.checkpointing.CheckpointBarrierHandler`:
-        ``process_barrier``, ``process_cancel_marker``, ``process_end_of_partition``,
-        ``records_processed``, ``abort`` and ``aligning``.
+        ``process_barrier``, ``process_barrier_announcement``, ``process_cancel_marker``,
+        ``process_end_of_partition``, ``records_processed``, ``abort`` and ``aligning``.
     """
 
 
