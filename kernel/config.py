@@ -15,7 +15,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Iterable, Literal, Mapping, get_args, get_origin, get_type_hints
 
 import msgspec
 
@@ -37,7 +37,12 @@ class Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
             interval: DurationMs = msgspec.field(name="heartbeat.interval", default=10_000)
 
     Override ``check`` to validate relations between keys (raise ``ValueError``).
+    ``deprecated_keys`` maps Flink's older names of the section's keys to the current ones:
+    a value given under an old name counts for the current key unless that is set too.
     """
+
+    #: deprecated key -> the current key it stands for
+    deprecated_keys: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self) -> None:
         try:
@@ -322,6 +327,22 @@ def _convert(info: KeyInfo, value: Any, source: str) -> Any:
         raise ConfigError(f"config key {info.key!r} ({source}): {detail}, got {value!r}") from None
 
 
+def override_section(section: Section, values: Mapping[str, Any], source: str) -> Section:
+    """``section`` with the values of its keys among ``values`` (deprecated names too) converted
+    and validated as a config layer's values are; other keys in ``values`` are ignored."""
+    keys = {info.key: info for info in section_keys(type(section))}
+    given = dict(values)
+    sources = dict.fromkeys(given, source)
+    _apply_deprecated_keys(given, sources, [type(section)], keys)
+    changes = {info.attribute: _convert(info, given[key], sources[key]) for key, info in keys.items() if key in given}
+    if not changes:
+        return section
+    try:
+        return msgspec.structs.replace(section, **changes)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration [{source}]: {exc}") from None
+
+
 def literal_choices(annotation: Any) -> tuple[Any, ...]:
     """The allowed values of a ``Literal`` annotation (inside ``Annotated``/``Optional``)."""
     if get_origin(annotation) is Literal:
@@ -331,6 +352,21 @@ def literal_choices(annotation: Any) -> tuple[Any, ...]:
         if found:
             return found
     return ()
+
+
+def _apply_deprecated_keys(values: dict[str, Any], sources: dict[str, str], sections: Iterable[type[Section]],
+                           keys: Mapping[str, KeyInfo]) -> None:
+    """Values given under a deprecated key move to the current key (which wins when both are set)."""
+    for section in sections:
+        for old, new in section.deprecated_keys.items():
+            if new not in keys:
+                raise ConfigError(f"{section.__name__} maps the deprecated key {old!r} to {new!r}, which it lacks")
+            if old not in values:
+                continue
+            value, source = values.pop(old), sources.pop(old, "?")
+            if new not in values:
+                values[new] = value
+                sources[new] = f"{source}, as {old}"
 
 
 def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterable[str] = ()) -> Config:
@@ -353,6 +389,7 @@ def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterabl
             keys[info.key] = info
     values = dict(raw.values)
     sources = dict(raw.sources)
+    _apply_deprecated_keys(values, sources, sections, keys)
     by_env = {env_name(key): key for key in keys}
     for name, text in raw.env.items():
         if name.startswith(ENV_PREFIX + "PLUGINS_"):
@@ -362,7 +399,7 @@ def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterabl
             close = difflib.get_close_matches(name, list(by_env), n=1, cutoff=0.75)
             hint = f" Did you mean {close[0]}?" if close else ""
             raise ConfigError(f"environment variable {name} is not a rill config key.{hint}")
-        if sources.get(key) != "--set":
+        if not sources.get(key, "").startswith("--set"):
             values[key] = parse_value(text)
             sources[key] = f"env {name}"
     per_section: dict[type[Section], dict[str, Any]] = {section: {} for section in sections}

@@ -11,10 +11,11 @@ Every ``create_*`` factory returns the typed contract of its concern, a Protocol
   records the compilation, lets the backend execute, finishes the run;
 - the local backend (``plugins/local``) builds Flink's cluster from the rest: its JobMaster's
   DefaultScheduler (``jobmaster/scheduler.py``) builds the ExecutionGraph and creates the
-  scheduling, restart and failover strategies and the watermark alignment coordinator, its
-  JobMaster (``jobmaster/jobmaster.py``) the back-pressure monitor; each
-  StreamTask (``tasks/streamtask.py``) creates its mailbox processor and, through its operator
-  runtime (``tasks/operator_runtime.py``), watermark generators and valves; every cluster
+  scheduling, restart and failover strategies, the watermark alignment coordinator and the
+  checkpoint coordinator, its JobMaster (``jobmaster/jobmaster.py``) the back-pressure monitor;
+  each StreamTask (``tasks/streamtask.py``) creates its mailbox processor, its barrier handler
+  and, through its operator runtime (``tasks/operator_runtime.py``), watermark generators and
+  valves; every cluster
   component creates its heartbeat managers (``connections.py``);
 - readers of recorded runs (``replay``) open the event store and create the registered views
   on their connections; ``rill sql`` hands the chosen SQL engine a
@@ -37,6 +38,12 @@ if TYPE_CHECKING:
 
     from kernel.config import Config
     from kernel.contracts.backend import ExecutionBackend
+    from kernel.contracts.checkpointing import (
+        CheckpointableTask,
+        CheckpointBarrierHandler,
+        CheckpointCoordinator,
+        CheckpointCoordinatorContext,
+    )
     from kernel.contracts.backpressure import BackPressureMonitor, MonitoredJob
     from kernel.contracts.eventstore import EventStore
     from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
@@ -223,13 +230,15 @@ def create_scheduling_strategy(
 
 
 @hookspec(firstresult=True)
-def create_restart_strategy(run: Run) -> RestartBackoffTimeStrategy | None:
+def create_restart_strategy(run: Run, checkpointing: bool) -> RestartBackoffTimeStrategy | None:
     """Create the restart back-off strategy (``restart-strategy.type``).
 
     Called: by the JobMaster's DefaultScheduler once per job.
     Stops at first non-None result.
 
     :param run: the run (config, clock and seeded RNG for jitter).
+    :param checkpointing: whether the job takes checkpoints (Flink's default strategy when
+        none is configured depends on it: exponential delay with checkpoints, none without).
     :returns: a :class:`~kernel.contracts.failover.RestartBackoffTimeStrategy`:
         ``notify_failure(now_ms) -> bool`` (True: the failure starts a new restart attempt;
         False: merged into a pending one), ``can_restart()`` (before any failure: whether
@@ -329,6 +338,55 @@ def create_watermark_alignment(run: Run) -> WatermarkAlignmentCoordinator | None
         ``AlignmentMembership`` with ``update_interval_ms``, ``max_drift_ms``,
         ``report(watermark)``, ``waiting(paused, watermark)`` and ``leave()``; and ``close()``.
         ``None`` when sources read unaligned.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Checkpointing.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_checkpoint_coordinator(context: CheckpointCoordinatorContext, run: Run) -> CheckpointCoordinator | None:
+    """Create the CheckpointCoordinator of a job that takes checkpoints.
+
+    Called: by the JobMaster's DefaultScheduler once per job, when checkpointing is on
+    (``execution.checkpointing.interval`` set, STREAMING execution).
+    Stops at first non-None result.
+
+    :param context: the :class:`~kernel.contracts.checkpointing.CheckpointCoordinatorContext`
+        (job id and name, ExecutionGraph, ``now()``, ``schedule(delay_ns, callback)``,
+        ``emit(event)``, ``trigger_checkpoint``, ``notify_checkpoint_complete`` /
+        ``aborted``, ``fail_job(cause)``, ``fail_job_due_to_task_failure(...)``).
+    :param run: the run (config, clock, seeded RNG).
+    :returns: a :class:`~kernel.contracts.checkpointing.CheckpointCoordinator`:
+        ``job_status_changed(status)``, ``receive_acknowledge``/``receive_decline(message)``,
+        ``end_of_data(...)``, ``task_failed(...)``, ``restore(vertices)`` and ``storage``
+        (a :class:`~kernel.contracts.checkpointing.CheckpointStorageWorker` for the tasks).
+    """
+
+
+@hookspec(firstresult=True)
+def create_checkpoint_barrier_handler(task: CheckpointableTask, channels: list[Any],
+                                      run: Run) -> CheckpointBarrierHandler | None:
+    """Create the barrier handler of a task's input (aligned or at-least-once as
+    ``execution.checkpointing.mode`` says).
+
+    Called: by a StreamTask with input gates of a job that takes checkpoints, once per
+    attempt, while it initializes. The built-in implementation is ``trylast``: a plugin
+    handling barriers differently (unaligned checkpoints) takes over by returning a handler.
+    Stops at first non-None result.
+
+    :param task: the :class:`~kernel.contracts.checkpointing.CheckpointableTask` (``job_id``,
+        ``info``; ``trigger_checkpoint_on_barrier(barrier, metrics)``,
+        ``abort_checkpoint_on_barrier(checkpoint_id, reason)``).
+    :param channels: every input channel of the task, gate by gate (each has ``index``,
+        ``gate.index``, ``resume_consumption()`` and, for unaligned checkpoints,
+        ``start_persisting``, ``finish_persisting`` and ``convert_to_priority``).
+    :param run: the run (config, clock, event bus).
+    :returns: a :class:`~kernel.contracts.checkpointing.CheckpointBarrierHandler`:
+        ``process_barrier``, ``process_barrier_announcement``, ``process_cancel_marker``,
+        ``process_end_of_partition``, ``records_processed``, ``abort`` and ``aligning``.
     """
 
 

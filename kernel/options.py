@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from kernel.checkpointing.options import CheckpointingOptions
 from kernel.config import Section
 from kernel.configtypes import DurationMs
 
@@ -89,4 +90,5 @@ class ExecutionOptions(Section):
     )
 
 
-KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions)
+KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
+                                              CheckpointingOptions)

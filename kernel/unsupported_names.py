@@ -24,28 +24,25 @@ SEE = "pyflink.datastream.stream_execution_environment"
 CONNECTORS = "pyflink.datastream.connectors"
 FORMATS = "pyflink.datastream.formats"
 
-CHECKPOINTING = UnsupportedGroup("checkpointing", "rill takes no checkpoints or savepoints yet", {
-    f"{DS}.checkpoint_config": ("CheckpointConfig",),
-    f"{DS}.checkpointing_mode": ("CheckpointingMode",),
-    f"{DS}.externalized_checkpoint_retention": ("ExternalizedCheckpointRetention",),
-    f"{DS}.checkpoint_storage": (
-        "CheckpointStorage", "JobManagerCheckpointStorage", "FileSystemCheckpointStorage", "CustomCheckpointStorage",
-    ),
-    f"{DS}.state_backend": (
-        "StateBackend", "HashMapStateBackend", "EmbeddedRocksDBStateBackend", "CustomStateBackend",
-        "PredefinedOptions",
-    ),
-    SEE: (
-        "StreamExecutionEnvironment.enable_checkpointing", "StreamExecutionEnvironment.get_checkpoint_config",
-        "StreamExecutionEnvironment.get_checkpoint_interval", "StreamExecutionEnvironment.get_checkpointing_mode",
-        "StreamExecutionEnvironment.get_checkpointing_consistency_mode",
-        "StreamExecutionEnvironment.enable_changelog_state_backend",
-        "StreamExecutionEnvironment.is_changelog_state_backend_enabled",
-        "StreamExecutionEnvironment.is_unaligned_checkpoints_enabled",
-        "StreamExecutionEnvironment.is_force_unaligned_checkpoints",
-        "StreamExecutionEnvironment.set_default_savepoint_directory",
-        "StreamExecutionEnvironment.get_default_savepoint_directory",
-    ),
+STATE_BACKEND_OBJECTS = UnsupportedGroup(
+    "state backend and checkpoint storage objects",
+    "PyFlink 2.3 accepts them nowhere; choose with state.backend.type and execution.checkpointing.storage", {
+        f"{DS}.checkpoint_storage": (
+            "CheckpointStorage", "JobManagerCheckpointStorage", "FileSystemCheckpointStorage", "CustomCheckpointStorage",
+        ),
+        f"{DS}.state_backend": (
+            "StateBackend", "HashMapStateBackend", "EmbeddedRocksDBStateBackend", "CustomStateBackend",
+            "PredefinedOptions",
+        ),
+    })
+
+CHANGELOG = UnsupportedGroup(
+    "changelog state backend", "rill keeps keyed state on the heap and snapshots it in full", {
+        SEE: ("StreamExecutionEnvironment.enable_changelog_state_backend",
+              "StreamExecutionEnvironment.is_changelog_state_backend_enabled"),
+    })
+
+SAVEPOINTS = UnsupportedGroup("savepoints", "rill takes checkpoints but no savepoints yet", {
     "pyflink.common.job_client": ("JobClient.stop_with_savepoint", "JobClient.trigger_savepoint"),
 })
 
@@ -164,6 +161,6 @@ PYTHON_ARCHIVES = UnsupportedGroup(
     })
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
-    CHECKPOINTING, EXTERNAL_CONNECTORS, FILE_CONNECTOR, FORMAT_LIBRARIES,
-    JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
+    STATE_BACKEND_OBJECTS, CHANGELOG, SAVEPOINTS, EXTERNAL_CONNECTORS, FILE_CONNECTOR,
+    FORMAT_LIBRARIES, JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

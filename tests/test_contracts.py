@@ -17,6 +17,13 @@ from kernel import hookimpl, hookspecs
 from kernel.common import Duration, Types, WatermarkStrategy
 from kernel.contracts.backend import ExecutionBackend
 from kernel.contracts.backpressure import BackPressureMonitor, MonitoredJob, TaskBackPressureResponse
+from kernel.contracts.checkpointing import (
+    CheckpointableTask,
+    CheckpointBarrierHandler,
+    CheckpointCoordinator,
+    CheckpointCoordinatorContext,
+    CheckpointStorageWorker,
+)
 from kernel.contracts.eventstore import EventStore
 from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
 from kernel.contracts.heartbeats import HeartbeatListener, HeartbeatManager, HeartbeatTarget
@@ -165,7 +172,7 @@ class Products:
         return self._keep("create_scheduling_strategy", (yield), scheduler=scheduler)
 
     @hookimpl(wrapper=True)
-    def create_restart_strategy(self, run):
+    def create_restart_strategy(self, run, checkpointing):
         return self._keep("create_restart_strategy", (yield))
 
     @hookimpl(wrapper=True)
@@ -325,11 +332,45 @@ def test_the_outputs_and_suspensions_the_runtime_hands_over_satisfy_their_contra
     assert violations(processor.suspend_default_action(TimerGauge(), "idle"), Suspension) == []
 
 
+class CheckpointingProducts:
+    """Keeps the checkpoint coordinators and barrier handlers made, and what they were given."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[Any, type]] = []
+
+    @hookimpl(wrapper=True)
+    def create_checkpoint_coordinator(self, context, run):
+        coordinator = yield
+        self.made += [(coordinator, CheckpointCoordinator), (coordinator.storage, CheckpointStorageWorker),
+                      (context, CheckpointCoordinatorContext)]
+        return coordinator
+
+    @hookimpl(wrapper=True)
+    def create_checkpoint_barrier_handler(self, task, channels, run):
+        handler = yield
+        self.made += [(handler, CheckpointBarrierHandler), (task, CheckpointableTask)]
+        return handler
+
+
+@pytest.mark.parametrize("sets", [("execution.checkpointing.mode=EXACTLY_ONCE",),
+                                  ("execution.checkpointing.mode=AT_LEAST_ONCE",),
+                                  ("execution.checkpointing.unaligned.enabled=true",)])
+def test_every_checkpointing_product_satisfies_its_contract(sets):
+    captured = CheckpointingProducts()
+    job = run_job(event_time_job, "execution.checkpointing.interval=100ms", *sets, plugins=(captured,))
+    assert job.outcome.status == "FINISHED"
+    assert {protocol for _, protocol in captured.made} == {
+        CheckpointCoordinator, CheckpointStorageWorker, CheckpointCoordinatorContext, CheckpointBarrierHandler,
+        CheckpointableTask}
+    for product, protocol in captured.made:
+        assert violations(product, protocol) == [], type(product).__qualname__
+
+
 @pytest.mark.parametrize("sets", [(), ("restart-strategy.type=failure-rate",), ("restart-strategy.type=exponential-delay",),
                                   ("restart-strategy.type=fixed-delay",)])
 def test_every_restart_strategy_satisfies_its_contract(sets):
     session = Session.open(sets=sets, environ={})
-    strategy = session.plugin_manager.hook.create_restart_strategy(run=session.new_run("restarts"))
+    strategy = session.plugin_manager.hook.create_restart_strategy(run=session.new_run("restarts"), checkpointing=False)
     assert violations(strategy, RestartBackoffTimeStrategy) == []
     assert str(strategy).endswith(")") or str(strategy) == "NoRestartBackoffTimeStrategy"
 

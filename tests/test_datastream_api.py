@@ -128,8 +128,9 @@ def test_environment_settings(env):
     assert env.from_collection([1]).get_transformation().parallelism == 1  # non-parallel source
     with pytest.raises(ValueError, match="The parallelism must be at least one."):
         env.set_parallelism(0)
-    with pytest.raises(NotSupportedByRill, match="checkpointing"):
-        env.enable_checkpointing(1000)
+    assert env.get_checkpoint_interval() == -1
+    assert env.enable_checkpointing(1000) is env
+    assert env.get_checkpoint_interval() == 1000
 
 
 def test_map_function_classes_are_accepted(env):

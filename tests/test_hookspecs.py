@@ -26,6 +26,7 @@ def test_specs_exist_for_every_family():
         "scheduling": {"create_scheduling_strategy", "create_restart_strategy", "create_failover_strategy"},
         "mailbox": {"create_mailbox_processor"},
         "watermarking": {"create_watermark_generator", "create_watermark_valve", "create_watermark_alignment"},
+        "checkpointing": {"create_checkpoint_coordinator", "create_checkpoint_barrier_handler"},
         "heartbeats": {"create_heartbeat_manager"},
         "backpressure": {"create_back_pressure_monitor"},
         "backend": {"create_execution_backend"},

@@ -138,8 +138,9 @@ def test_unsupported_methods_of_supported_classes_are_refused():
 
     env = StreamExecutionEnvironment.get_execution_environment()
     with pytest.raises(NotSupportedByRill, match="not supported by rill: pyflink.datastream.stream_execution_environment"
-                                                 r".StreamExecutionEnvironment.enable_checkpointing \(checkpointing: "):
-        env.enable_checkpointing(1000)
+                                                 r".StreamExecutionEnvironment.enable_changelog_state_backend "
+                                                 r"\(changelog state backend: "):
+        env.enable_changelog_state_backend(True)
     stream = env.from_collection([1, 2])
     with pytest.raises(NotSupportedByRill, match=r"pyflink.datastream.data_stream.DataStream.cache \(cached streams"):
         stream.cache()

@@ -4,7 +4,8 @@ runtime may call on it (``typing.Protocol`` classes, checked structurally by the
 One module per concern: :mod:`.backend` (execution backends), :mod:`.scheduling`
 (scheduling strategies), :mod:`.failover` (restart back-off and failover strategies),
 :mod:`.mailbox` (mailbox processors), :mod:`.watermarks` (watermark generators, valves,
-alignment coordinators), :mod:`.heartbeats` (heartbeat managers), :mod:`.backpressure`
+alignment coordinators), :mod:`.checkpointing` (checkpoint coordinators, storage, barrier
+handlers), :mod:`.heartbeats` (heartbeat managers), :mod:`.backpressure`
 (back-pressure monitors and what the JobMaster offers them), :mod:`.eventstore` (the
 store recorded runs are read from), :mod:`.sql` (``rill sql`` engines).
 """

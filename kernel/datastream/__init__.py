@@ -1,7 +1,7 @@
 """PyFlink's ``pyflink.datastream`` for rill: rewrite ``pyflink.`` to ``kernel.`` in imports.
 
-Every name of PyFlink's module is here; those rill does not support
-(checkpointing, state backends) are refused when used (``kernel.unsupported``).
+Every name of PyFlink's module is here; those rill does not support (state backend objects,
+savepoints) are refused when used (``kernel.unsupported``).
 """
 
 from kernel.datastream.async_data_stream import AsyncDataStream

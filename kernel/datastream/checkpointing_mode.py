@@ -1,5 +1,14 @@
-"""PyFlink's ``pyflink.datastream.checkpointing_mode``: importable, not supported by rill (see ``kernel.unsupported_names``)."""
+"""PyFlink's ``CheckpointingMode`` (``execution.checkpointing.mode``)."""
 
-from kernel import unsupported
+from enum import Enum
 
-__getattr__ = unsupported.module_getattr(__name__)
+__all__ = ["CheckpointingMode"]
+
+
+class CheckpointingMode(Enum):
+    """What consistency a recovery gives. EXACTLY_ONCE: operators align the barriers of their
+    inputs, so every record is reflected exactly once in the restored state. AT_LEAST_ONCE:
+    no alignment; after a recovery some records may be reflected twice."""
+
+    EXACTLY_ONCE = 0
+    AT_LEAST_ONCE = 1

@@ -1,5 +1,17 @@
-"""PyFlink's ``pyflink.datastream.externalized_checkpoint_retention``: importable, not supported by rill (see ``kernel.unsupported_names``)."""
+"""PyFlink's ``ExternalizedCheckpointRetention``
+(``execution.checkpointing.externalized-checkpoint-retention``)."""
 
-from kernel import unsupported
+from enum import Enum
 
-__getattr__ = unsupported.module_getattr(__name__)
+__all__ = ["ExternalizedCheckpointRetention"]
+
+
+class ExternalizedCheckpointRetention(Enum):
+    """Which completed checkpoints outlive their job. DELETE_ON_CANCELLATION: kept only when the
+    job fails. RETAIN_ON_CANCELLATION: kept when it fails or is cancelled.
+    NO_EXTERNALIZED_CHECKPOINTS: deleted whenever the job ends. Subsumed checkpoints are
+    always deleted."""
+
+    DELETE_ON_CANCELLATION = 0
+    RETAIN_ON_CANCELLATION = 1
+    NO_EXTERNALIZED_CHECKPOINTS = 2

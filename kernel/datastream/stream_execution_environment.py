@@ -15,6 +15,8 @@ from kernel import unsupported
 from kernel.common.configuration import Configuration
 from kernel.common.execution_config import ExecutionConfig
 from kernel.common.typeinfo import TypeInformation, resolve_type
+from kernel.datastream.checkpoint_config import SAVEPOINT_DIR, CheckpointConfig, checkpointing_options
+from kernel.datastream.checkpointing_mode import CheckpointingMode
 from kernel.datastream.data_stream import DataStream
 from kernel.datastream.execution_mode import RuntimeExecutionMode
 from kernel.datastream.slot_sharing_group import SlotSharingGroup
@@ -202,6 +204,45 @@ class StreamExecutionEnvironment:
         from kernel.options import CoreOptions
 
         return current_executor().session.config.section(CoreOptions).chain_different_max_parallelism
+
+    # -- checkpointing ------------------------------------------------------------------------
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        """The job's checkpoint settings (interval, mode, timeout, pauses, retention, ...)."""
+        return CheckpointConfig(self._configuration)
+
+    def enable_checkpointing(self, interval: int, mode: CheckpointingMode | None = None) -> StreamExecutionEnvironment:
+        """Take a checkpoint every ``interval`` ms (EXACTLY_ONCE unless ``mode`` says otherwise);
+        a failed task then restarts from the latest completed checkpoint."""
+        config = self.get_checkpoint_config()
+        config.set_checkpoint_interval(interval)
+        if mode is not None:
+            config.set_checkpointing_mode(mode)
+        return self
+
+    def get_checkpoint_interval(self) -> int:
+        """The checkpoint interval in ms, -1 when checkpointing is disabled."""
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        return self.get_checkpointing_consistency_mode()
+
+    def get_checkpointing_consistency_mode(self) -> CheckpointingMode:
+        return self.get_checkpoint_config().get_checkpointing_mode()
+
+    def is_unaligned_checkpoints_enabled(self) -> bool:
+        return self.get_checkpoint_config().is_unaligned_checkpoints_enabled()
+
+    def is_force_unaligned_checkpoints(self) -> bool:
+        return self.get_checkpoint_config().is_force_unaligned_checkpoints()
+
+    def set_default_savepoint_directory(self, directory: str) -> StreamExecutionEnvironment:
+        """``execution.checkpointing.savepoint-dir`` of this job."""
+        self._configuration.set_string(SAVEPOINT_DIR, directory)
+        return self
+
+    def get_default_savepoint_directory(self) -> str | None:
+        return checkpointing_options(self._configuration).savepoint_dir
 
     def close(self) -> None:
         """Nothing to release: transformations are dropped when the environment is."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
 from kernel.graph.job import JobVertex
 from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
 from kernel.streaming.operators import StreamOperator, create_operator
@@ -45,6 +46,7 @@ class OperatorChain:
         runtime.info.job_parameters = dict(graph.job_parameters)
         nodes = [graph.nodes[nid] for nid in vertex.chained_node_ids]
         self.operators: list[StreamOperator] = [create(node, runtime) for node in nodes]
+        self.node_ids = [node.id for node in nodes]
         by_node = {node.id: op for node, op in zip(nodes, self.operators)}
         chained = {id(edge) for edge in vertex.chained_edges}
         for node, operator in zip(nodes, self.operators):
@@ -129,3 +131,48 @@ class OperatorChain:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        for operator in self.operators:
+            try:
+                operator.prepare_snapshot_pre_barrier(checkpoint_id)
+            except BaseException as exc:
+                blame(exc, operator.name)
+                raise
+
+    def snapshot_state(self) -> dict[int, OperatorSnapshot]:
+        """Each operator's snapshot, by stream node id."""
+        snapshots = {}
+        for node_id, operator in zip(self.node_ids, self.operators):
+            snapshot = OperatorSnapshot(operator.key_group_function())
+            try:
+                operator.snapshot_state(snapshot)
+            except BaseException as exc:
+                blame(exc, operator.name)
+                raise
+            snapshots[node_id] = snapshot
+        return snapshots
+
+    def initialize_state(self, restored: dict[int, RestoredOperatorState]) -> None:
+        """Restore the operators that have state in ``restored`` (by stream node id)."""
+        for node_id, operator in zip(self.node_ids, self.operators):
+            if node_id in restored:
+                try:
+                    operator.initialize_state(restored[node_id])
+                except BaseException as exc:
+                    blame(exc, operator.name)
+                    raise
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        for operator in reversed(self.operators):
+            try:
+                operator.notify_checkpoint_complete(checkpoint_id)
+            except BaseException as exc:
+                blame(exc, operator.name)
+                raise
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for operator in reversed(self.operators):
+            operator.notify_checkpoint_aborted(checkpoint_id)

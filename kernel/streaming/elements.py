@@ -1,8 +1,10 @@
 """Stream elements: what travels between operators besides records.
 
 Records travel in :class:`RecordBatch` buffers (values plus their timestamps, or None when no
-record of the batch has one); watermarks, watermark statuses, latency markers and the end
-of a partition travel in order between batches.
+record of the batch has one); watermarks, watermark statuses, latency markers, checkpoint
+barriers and their cancellation, the end of data and the end of a partition travel in order
+between batches (events: they need no credit, and never overtake a buffer). Priority events
+— unaligned barriers and barrier announcements — overtake everything queued before them.
 """
 
 from __future__ import annotations
@@ -74,3 +76,77 @@ class EndOfPartition:
 
 
 END_OF_PARTITION = EndOfPartition()
+
+
+class CheckpointBarrier:
+    """Checkpoint ``checkpoint_id`` (triggered at ``timestamp``, clock ms): what a task sent
+    before it is in the snapshot, what comes after is not.
+
+    ``aligned``: an EXACTLY_ONCE barrier; unless ``unaligned`` it blocks its subpartition once
+    sent, until the consumer, aligned, resumes it. ``unaligned``: a priority barrier that
+    overtakes the data queued before it (which goes into the snapshot as in-flight data).
+    ``alignment_timeout`` (ms, aligned barriers only): once that long has passed since the
+    checkpoint was triggered, its alignment switches to unaligned (0: never)."""
+
+    __slots__ = ("checkpoint_id", "timestamp", "aligned", "unaligned", "alignment_timeout")
+
+    def __init__(self, checkpoint_id: int, timestamp: int, aligned: bool, unaligned: bool = False,
+                 alignment_timeout: int = 0) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.timestamp = timestamp
+        self.aligned = aligned
+        self.unaligned = unaligned
+        self.alignment_timeout = alignment_timeout
+
+    @property
+    def blocks(self) -> bool:
+        """Whether its subpartition sends nothing more once it went out (an aligned barrier)."""
+        return self.aligned and not self.unaligned
+
+    def as_unaligned(self) -> CheckpointBarrier:
+        """The same checkpoint's barrier, unaligned."""
+        return CheckpointBarrier(self.checkpoint_id, self.timestamp, True, True)
+
+    def __repr__(self) -> str:
+        kind = ", unaligned" if self.unaligned else ", aligned" if self.aligned else ""
+        timeout = f", timeout {self.alignment_timeout} ms" if self.alignment_timeout else ""
+        return f"CheckpointBarrier({self.checkpoint_id}{kind}{timeout})"
+
+
+class BarrierAnnouncement:
+    """A priority event announcing that ``barrier`` (aligned, with an alignment timeout) is
+    queued on this channel (Flink's EventAnnouncement): the consumer starts the alignment
+    timer at once, and may ask for the barrier to overtake the data before it."""
+
+    __slots__ = ("barrier",)
+
+    def __init__(self, barrier: CheckpointBarrier) -> None:
+        self.barrier = barrier
+
+    def __repr__(self) -> str:
+        return f"BarrierAnnouncement({self.barrier.checkpoint_id})"
+
+
+class CancelCheckpointMarker:
+    """Checkpoint ``checkpoint_id`` was aborted upstream: downstream aborts it too."""
+
+    __slots__ = ("checkpoint_id",)
+
+    def __init__(self, checkpoint_id: int) -> None:
+        self.checkpoint_id = checkpoint_id
+
+    def __repr__(self) -> str:
+        return f"CancelCheckpointMarker({self.checkpoint_id})"
+
+
+class EndOfData:
+    """The producer finished its input and its operators (FLIP-147): no more records, but
+    barriers may still come until its final checkpoint completes and the partition ends."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "EndOfData"
+
+
+END_OF_DATA = EndOfData()

@@ -3,6 +3,9 @@
 A reader hands out records in batches: ``poll(limit)`` returns what is available now (maybe
 nothing), ``available_at()`` says when more will be (rate limits, file discovery), and
 ``finished`` turns true when a bounded input is exhausted. Each subtask reads its own split.
+A checkpoint holds each reader's position (``snapshot_position``, as Flink's source operators
+keep their splits in operator list state); a restored reader continues from it
+(``restore_position``, after ``open``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from kernel.datastream.connectors.number_seq import NumberSequenceSource
 from kernel.streaming.alignment import ActivityClock, SourceAlignment
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.runtime import OperatorRuntime
+
+
+#: the operator list state holding a source reader's position
+READER_STATE = "SourceReaderState"
 
 
 class InputStatus(Enum):
@@ -44,6 +51,14 @@ class SourceReader:
     def close(self) -> None:
         pass
 
+    def snapshot_position(self) -> Any:
+        """Where the reader is (picklable)."""
+        raise NotImplementedError
+
+    def restore_position(self, position: Any) -> None:
+        """Continue from a position ``snapshot_position`` gave."""
+        raise NotImplementedError
+
 
 def split_range(start: int, end: int, parts: int, index: int) -> tuple[int, int]:
     """The ``index``-th of ``parts`` contiguous sub-ranges of ``[start, end]`` (inclusive)."""
@@ -64,6 +79,13 @@ class CollectionReader(SourceReader):
         self.finished = self.position >= len(self.elements)
         return batch
 
+    def snapshot_position(self) -> Any:
+        return self.position
+
+    def restore_position(self, position: Any) -> None:
+        self.position = position
+        self.finished = self.position >= len(self.elements)
+
 
 class NumberSequenceReader(SourceReader):
     def __init__(self, source: NumberSequenceSource) -> None:
@@ -80,6 +102,13 @@ class NumberSequenceReader(SourceReader):
         self.next = stop
         self.finished = self.next > self.last
         return batch
+
+    def snapshot_position(self) -> Any:
+        return self.next, self.last
+
+    def restore_position(self, position: Any) -> None:
+        self.next, self.last = position
+        self.finished = self.next > self.last
 
 
 class _GeneratorContext:
@@ -106,8 +135,9 @@ class DataGeneratorReader(SourceReader):
         self.first = self.next
         self.finished = self.next > self.last
         function = self.source.generator_function
+        self.context = _GeneratorContext(runtime)
         if isinstance(function, GeneratorFunction):
-            function.open(_GeneratorContext(runtime))
+            function.open(self.context)
             self.generate = function.map
         else:
             self.generate = function
@@ -135,6 +165,17 @@ class DataGeneratorReader(SourceReader):
             return None
         return self.started + int((self.next - self.first) * self.interval_ms + 0.999999)
 
+    def snapshot_position(self) -> Any:
+        """The next index, the last, and where the generator's seeded RNG is."""
+        return self.next, self.last, self.context.random.getstate()
+
+    def restore_position(self, position: Any) -> None:
+        """Continue at the restored index; the rate counts from now (a new rate limiter)."""
+        self.next, self.last, random_state = position
+        self.context.random.setstate(random_state)
+        self.first, self.started = self.next, self.runtime.now_ms()
+        self.finished = self.next > self.last
+
     def close(self) -> None:
         function = self.source.generator_function
         if isinstance(function, GeneratorFunction):
@@ -150,6 +191,7 @@ class FileReader(SourceReader):
         self.seen: set[str] = set()
         self.pending: list[str] = []
         self.handle: Any = None
+        self.current: str | None = None  # the file being read
 
     def open(self, runtime: OperatorRuntime) -> None:
         self.runtime = runtime
@@ -181,17 +223,21 @@ class FileReader(SourceReader):
             self.next_scan = self.runtime.now_ms() + interval
         self.finished = interval is None and not self.pending and self.handle is None
 
+    def _open_file(self, path: str) -> None:
+        self.current = path
+        encoding = self.source.stream_format.charset_name
+        self.handle = open(self.runtime.open_input(path), encoding=encoding, newline="")
+
     def poll(self, limit: int) -> list:
         interval = self.source.discovery_interval_ms
         if interval is not None and self.runtime.now_ms() >= self.next_scan:
             self._discover()
         batch: list[str] = []
-        encoding = self.source.stream_format.charset_name
         while len(batch) < limit:
             if self.handle is None:
                 if not self.pending:
                     break
-                self.handle = open(self.runtime.open_input(self.pending.pop(0)), encoding=encoding, newline="")
+                self._open_file(self.pending.pop(0))
             line = self.handle.readline()
             if not line:
                 self.handle.close()
@@ -205,6 +251,24 @@ class FileReader(SourceReader):
         if self.source.discovery_interval_ms is None or self.pending or self.handle is not None:
             return None
         return self.next_scan
+
+    def snapshot_position(self) -> Any:
+        """Files discovered, files still to read, and the open file with its read position."""
+        current = None if self.handle is None else (self.current, self.handle.tell())
+        return sorted(self.seen), list(self.pending), current
+
+    def restore_position(self, position: Any) -> None:
+        seen, pending, current = position
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+        self.seen, self.pending = set(seen), list(pending)
+        if current is not None:
+            path, offset = current
+            self._open_file(path)
+            self.handle.seek(offset)
+        self.next_scan = self.runtime.now_ms()
+        self.finished = self.source.discovery_interval_ms is None and not self.pending and self.handle is None
 
     def close(self) -> None:
         if self.handle is not None:
@@ -377,6 +441,18 @@ class SourceOperator(StreamOperator):
             alignment.set_waiting(waiting, self.watermarks.last)
             (self.activity.pause if waiting else self.activity.resume)("alignment")
         return values, timestamps
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def snapshot_state(self, snapshot: Any) -> None:
+        """The reader's position and the records held back for alignment, as the list state
+        ``SourceReaderState`` (Flink's source operator keeps its splits there)."""
+        snapshot.add_list(READER_STATE, [(self.reader.snapshot_position(), self._held)])
+
+    def initialize_state(self, restored: Any) -> None:
+        for position, held in restored.lists.get(READER_STATE, ()):
+            self.reader.restore_position(position)
+            self._held = held
 
     def end(self) -> None:
         if not self.ended:

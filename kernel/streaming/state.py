@@ -6,9 +6,12 @@ code runs; state objects read and write under them. The namespace is None outsid
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from kernel.datastream import state as api
+
+if TYPE_CHECKING:
+    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
 
 
 class KeyedStateBackend:
@@ -22,7 +25,7 @@ class KeyedStateBackend:
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
         self._ttl: dict[str, Any] = {}
-        self._with_ttl: dict[str, bool] = {}
+        self._with_ttl: dict[str, tuple[bool, str]] = {}  # name -> (with a TTL, kind)
 
     def table(self, name: str) -> dict:
         table = self._tables.get(name)
@@ -50,7 +53,7 @@ class KeyedStateBackend:
         name = descriptor.name
         config = descriptor._ttl_config
         with_ttl = config is not None and config.is_enabled()
-        if self._with_ttl.setdefault(name, with_ttl) is not with_ttl:
+        if self._with_ttl.setdefault(name, (with_ttl, _KIND[type(descriptor)]))[0] is not with_ttl:
             raise ValueError(f"state {name!r} is registered {'without' if with_ttl else 'with'} a TTL: "
                              "its values cannot be read with another setting")
         table = self.table(name)
@@ -72,6 +75,25 @@ class KeyedStateBackend:
 
     def keys(self, state_name: str) -> list[Any]:
         return list({key for key, _ in self._tables.get(state_name, {})})
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def snapshot(self, snapshot: OperatorSnapshot) -> None:
+        """Every state's entries (key, namespace, value) — TTL values with their timestamps."""
+        for name, table in self._tables.items():
+            if table:
+                with_ttl, kind = self._with_ttl.get(name, (False, "internal"))
+                snapshot.add_keyed(name, kind, ((key, namespace, value) for (key, namespace), value in table.items()),
+                                   ttl=with_ttl)
+
+    def restore(self, restored: RestoredOperatorState) -> None:
+        """Put the restored entries of every state back (into the tables state objects use)."""
+        for (name, kind, ttl), entries in restored.tables.items():
+            registered = self._with_ttl.setdefault(name, (ttl, kind))
+            if registered[0] is not ttl:
+                raise ValueError(f"state {name!r} was checkpointed {'with' if ttl else 'without'} a TTL and is "
+                                 f"registered {'with' if registered[0] else 'without'} one: it cannot be restored")
+            self.table(name).update(((key, namespace), value) for key, namespace, value in entries)
 
 
 class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
@@ -259,6 +281,14 @@ class MapStateImpl(_KeyedState, api.MapState):
     def is_empty(self) -> bool:
         return not self._map()
 
+
+_KIND = {
+    api.ValueStateDescriptor: "value",
+    api.ListStateDescriptor: "list",
+    api.MapStateDescriptor: "map",
+    api.ReducingStateDescriptor: "reducing",
+    api.AggregatingStateDescriptor: "aggregating",
+}
 
 _STATE_OF = {
     api.ValueStateDescriptor: ValueStateImpl,

@@ -15,12 +15,18 @@ ignored (the service is quiesced, so a timer re-registering itself cannot loop f
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.streaming.state import KeyedStateBackend
 
+if TYPE_CHECKING:
+    from kernel.checkpointing.snapshots import Entry, OperatorSnapshot
+
 Fire = Callable[[int, Any, Any], None]  # (timestamp, key, namespace)
+#: keyed state names of the timers in a checkpoint (entries: key, namespace, (timestamp, order))
+EVENT_TIMERS = "_timer_state/event_timers"
+PROCESSING_TIMERS = "_timer_state/processing_timers"
 
 
 class _TimerQueue:
@@ -73,6 +79,22 @@ class _TimerQueue:
 
     def __len__(self) -> int:
         return len(self.live)
+
+    def entries(self) -> list[Entry]:
+        """The live timers as checkpoint entries (key, namespace, (timestamp, order)): ``order``
+        numbers them in the order they fire (timestamp, then registration)."""
+        live, seen, entries = self.live, set(), []
+        for timestamp, _, key, namespace in sorted(self.heap, key=lambda e: (e[0], e[1])):
+            timer = (timestamp, key, namespace)
+            if timer in live and timer not in seen:
+                seen.add(timer)
+                entries.append((key, namespace, (timestamp, len(entries))))
+        return entries
+
+    def restore(self, entries: list[Entry]) -> None:
+        """Register restored timers in their firing order."""
+        for key, namespace, (timestamp, _) in sorted(entries, key=lambda e: e[2]):
+            self.add(timestamp, key, namespace)
 
 
 class InternalTimerService:
@@ -158,3 +180,19 @@ class InternalTimerService:
 
     def pending(self) -> int:
         return len(self.event_timers) + len(self.processing_timers)
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def snapshot(self, snapshot: OperatorSnapshot) -> None:
+        for name, queue in ((EVENT_TIMERS, self.event_timers), (PROCESSING_TIMERS, self.processing_timers)):
+            if queue.live:
+                snapshot.add_keyed(name, "timers", queue.entries())
+
+    def restore(self, event_timers: list[Entry], processing_timers: list[Entry]) -> None:
+        """Timers restored from a checkpoint: event-time ones fire when a watermark reaches them,
+        processing-time ones get their wake-up (at once when already due)."""
+        self.event_timers.restore(event_timers)
+        self.processing_timers.restore(processing_timers)
+        earliest = self.processing_timers.earliest()
+        if earliest is not None and not self.batch and (self._wakeup is None or earliest < self._wakeup):
+            self._wake_at(earliest)

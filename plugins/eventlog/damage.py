@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,24 @@ def open_error(path: Path, exc: BaseException) -> EventLogError:
         return LogDamaged(path, "an empty file (0 bytes), not a DuckDB file")
     if any(marker in message for marker in _OUT_OF_REACH) or "version number" in message:
         return EventLogError(f"cannot open event log {path}: {message}")
-    return LogDamaged(path, describe(message))
+    return LogDamaged(path, _truncated_metadata(path, message) or describe(message))
+
+
+def _truncated_metadata(path: Path, message: str) -> str | None:
+    """The damage when DuckDB could not attach a file because the block holding its metadata
+    lies past the end of the file (as :func:`check_complete` words a truncated file)."""
+    found = re.search(r"Could not read enough bytes.*location (\d+)", message)
+    if found is None or not path.is_file():
+        return None
+    size = path.stat().st_size
+    with open(path, "rb") as stream:
+        headers = stream.read(HEADER_BYTES)
+    if int(found[1]) < size or len(headers) < HEADER_BYTES:
+        return None
+    # the database header with the higher iteration is the current one: (checksum, iteration,
+    # meta block, free list, block count, block allocation size, ...)
+    current = max((struct.unpack_from("<6Q", headers, offset) for offset in (4096, 8192)), key=lambda h: h[1])
+    return f"truncated: {size:,} bytes, its blocks need {int(found[1]) + current[5]:,}"
 
 
 def check_complete(con: Any, catalog: str, path: Path) -> None:

@@ -18,9 +18,11 @@ RESTART_TYPES = {
 
 
 class RestartOptions(Section):
+    deprecated_keys = {"restart-strategy": "restart-strategy.type"}
+
     type: Annotated[
-        str, msgspec.Meta(description="none|off|disable, fixed-delay, failure-rate, exponential-delay; unset: no restarts "
-                                      "(checkpointing is not enabled)")
+        str, msgspec.Meta(description="none|off|disable, fixed-delay, failure-rate, exponential-delay; unset: "
+                                      "exponential-delay when the job checkpoints, else no restarts")
     ] = msgspec.field(name="restart-strategy.type", default="")
     fixed_delay_attempts: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(
         name="restart-strategy.fixed-delay.attempts", default=1)

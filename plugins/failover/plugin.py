@@ -12,11 +12,11 @@ def register_config(register):
 
 
 @hookimpl
-def create_restart_strategy(run):
+def create_restart_strategy(run, checkpointing):
     from plugins.failover.options import RestartOptions
     from plugins.failover.restart import create_restart_strategy as create
 
-    return create(run.config.section(RestartOptions), run.rng.stream("restart-strategy"))
+    return create(run.config.section(RestartOptions), run.rng.stream("restart-strategy"), checkpointing)
 
 
 @hookimpl

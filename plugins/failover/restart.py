@@ -82,7 +82,7 @@ class FailureRateRestartBackoffTimeStrategy:
 
 
 class ExponentialDelayRestartBackoffTimeStrategy:
-    """Back-off ``initial · multiplier^attempt`` (± jitter, between initial and max); failures
+    """Back-off ``min(initial · multiplier^attempt, max)`` (± jitter, between initial and max); failures
     while a restart is pending are merged into it; after ``reset_threshold_ms`` without
     failures the attempt count starts over."""
 
@@ -110,7 +110,11 @@ class ExponentialDelayRestartBackoffTimeStrategy:
         return True
 
     def _backoff(self) -> int:
-        backoff = int(self.initial_ms * self.multiplier ** self.current)
+        backoff = self.initial_ms
+        for _ in range(self.current):  # as Flink grows it: never past max, so never overflowing
+            if backoff >= self.max_ms:
+                break
+            backoff = min(int(backoff * self.multiplier), self.max_ms)
         offset = int(backoff * self.jitter)
         jitter = self.rng.randint(-offset, offset) if offset else 0
         return max(self.initial_ms, min(backoff + jitter, self.max_ms))
@@ -129,8 +133,10 @@ class ExponentialDelayRestartBackoffTimeStrategy:
                 f"nextRestartTimestamp={self.next_restart})")
 
 
-def create_restart_strategy(options: RestartOptions, rng: Random) -> RestartBackoffTimeStrategy:
-    kind = options.restart_type
+def create_restart_strategy(options: RestartOptions, rng: Random, checkpointing: bool) -> RestartBackoffTimeStrategy:
+    """The configured strategy; when none is configured, Flink's default: exponential delay
+    (with the option defaults) for a job that checkpoints, no restarts otherwise."""
+    kind = options.restart_type if options.type or not checkpointing else "exponential-delay"
     if kind == "fixed-delay":
         return FixedDelayRestartBackoffTimeStrategy(options.fixed_delay_attempts, options.fixed_delay_delay)
     if kind == "failure-rate":

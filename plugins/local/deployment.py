@@ -1,12 +1,14 @@
 """What the JobMaster sends a TaskExecutor to deploy one execution attempt (Flink's
 TaskDeploymentDescriptor): the job vertex and subtask, its slot, the partitions it produces
-and the subpartitions each of its inputs consumes."""
+and the subpartitions each of its inputs consumes, and — when the job takes checkpoints —
+where to write its state and what to restore (Flink's JobManagerTaskRestore)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from kernel.checkpointing.assignment import TaskRestore
 from kernel.graph.job import JobGraph, JobVertex
 from kernel.graph.stream import StreamEdge
 
@@ -39,3 +41,5 @@ class TaskDeploymentDescriptor:
     inputs: list[ConsumedInput]
     alignment: Any = None  # the job's watermark alignment coordinator, if sources align
     committer: Any = None  # the job's SinkCommitter, when sinks stage their output
+    checkpoint_storage: Any = None  # the job's CheckpointStorageWorker, when it takes checkpoints
+    restore: TaskRestore | None = None  # the state of the latest completed checkpoint

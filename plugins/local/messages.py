@@ -212,3 +212,48 @@ class UpdateTaskExecutionState(Message):
     attempt: int
     state: str
     failure: str = ""
+
+
+# -- checkpoints (acknowledgements and declines are kernel.checkpointing.messages) --------------
+
+
+class TriggerCheckpoint(Message):
+    """JobMaster -> TaskExecutor: start a checkpoint at a task (a source, or a task whose inputs
+    all finished), with barriers of that kind (``CheckpointBarrier``)."""
+
+    vertex_id: str
+    subtask: int
+    attempt: int
+    checkpoint_id: int
+    timestamp: int
+    aligned: bool
+    unaligned: bool = False
+    alignment_timeout: int = 0
+
+
+class NotifyCheckpointComplete(Message):
+    """JobMaster -> TaskExecutor."""
+
+    vertex_id: str
+    subtask: int
+    attempt: int
+    checkpoint_id: int
+
+
+class NotifyCheckpointAborted(Message):
+    """JobMaster -> TaskExecutor."""
+
+    vertex_id: str
+    subtask: int
+    attempt: int
+    checkpoint_id: int
+
+
+class NotifyEndOfData(Message):
+    """TaskExecutor -> JobMaster: a task finished its input and operators (FLIP-147) and waits
+    for its final checkpoint."""
+
+    job_id: str
+    vertex_id: str
+    subtask: int
+    attempt: int

@@ -5,6 +5,9 @@ It registers at the ResourceManager (retrying; if it cannot register within
 requests one, connects to the job's JobMaster and offers the slot, runs the tasks the
 JobMaster submits and reports their state changes (final states until acknowledged).
 
+Checkpoint triggers and notifications go to the task they name; a trigger for a task that is
+not here is declined.
+
 Heartbeats (seed 003): it answers the ResourceManager's requests with its slot report and
 the JobMaster's with the executions it runs; the JobMaster's requests carry the allocations
 it holds here, and active slots it no longer knows are freed. Losing the ResourceManager
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kernel.checkpointing.failures import CheckpointFailureReason
+from kernel.checkpointing.messages import DeclineCheckpoint
 from kernel.clock import NS_PER_MS
 from kernel.cluster_events import TaskMetricsSampled, WorkerStopped
 from kernel.messaging import AskTimeout, Component, MessagingService, RecipientUnreachable
@@ -304,6 +309,7 @@ class TaskExecutor(Component):
                                f"{self.resource_id}")
         task = StreamTask(deployment, self.run, self.cluster.shuffle, self.cluster.network_settings, self._report)
         task.job_master = sender  # type: ignore[attr-defined]
+        task.tell_job_master = lambda message: self._tell_job_master(sender, message)
         task.slowdown = self.slowdown
         task.instrument = self.cluster.faults.instrument
         self.tasks[task.attempt_key] = task
@@ -323,6 +329,34 @@ class TaskExecutor(Component):
             return "unknown"  # ended already (its final state is reported) or never arrived
         task.cancel()
         return m.ACK
+
+    def _tell_job_master(self, job_master: str, message: Any) -> None:
+        if not self.stopped:
+            self.tell(job_master, message)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def handle_TriggerCheckpoint(self, message: m.TriggerCheckpoint, sender: str) -> None:
+        task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
+        if task is None:
+            job_id = next((c.job_id for c in self.jobs.values() if c.address == sender), "")
+            self.tell(sender, DeclineCheckpoint(
+                job_id=job_id, vertex_id=message.vertex_id, subtask=message.subtask, attempt=message.attempt,
+                checkpoint_id=message.checkpoint_id, reason=CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY.name,
+                message=f"TaskExecutor {self.resource_id} runs no such task"))
+        elif task.checkpoints is not None:
+            task.checkpoints.trigger(message.checkpoint_id, message.timestamp, message.aligned, message.unaligned,
+                                     message.alignment_timeout)
+
+    def handle_NotifyCheckpointComplete(self, message: m.NotifyCheckpointComplete, sender: str) -> None:
+        task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
+        if task is not None and task.checkpoints is not None and task.state == "RUNNING":
+            task.checkpoints.notify_complete(message.checkpoint_id)
+
+    def handle_NotifyCheckpointAborted(self, message: m.NotifyCheckpointAborted, sender: str) -> None:
+        task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
+        if task is not None and task.checkpoints is not None and task.state == "RUNNING":
+            task.checkpoints.notify_aborted(message.checkpoint_id)
 
     def _report(self, task: StreamTask, state: str, failure: str) -> None:
         d = task.deployment

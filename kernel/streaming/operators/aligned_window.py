@@ -12,7 +12,7 @@ late-element handling, side output and counters.
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.datastream.window import (
@@ -22,7 +22,14 @@ from kernel.datastream.window import (
     TumblingEventTimeWindows,
     check_time_record,
 )
-from kernel.streaming.operators.window import WindowOperator
+from kernel.streaming.operators.window import WINDOW_CONTENTS, WindowOperator
+from kernel.streaming.timers import EVENT_TIMERS
+
+if TYPE_CHECKING:
+    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+
+#: kind of the window contents' state in a checkpoint, as the generic operator's
+CONTENTS_KIND = {"list": "list", "reduce": "reducing", "aggregate": "aggregating"}
 
 
 def is_aligned_event_time(params: dict) -> bool:
@@ -134,6 +141,30 @@ class AlignedWindowOperator(WindowOperator):
             heapq.heappush(self.due_times, time)
         else:
             slots.append(slot)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
+        """As the generic operator's state: contents under (key, TimeWindow), their timers."""
+        super().snapshot_state(snapshot)
+        size = self.size
+        snapshot.add_keyed(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind],
+                           ((key, TimeWindow(start, start + size), contents)
+                            for (key, start), contents in self.windows.items()))
+        due, order = self.due, 0
+        entries = []
+        for time in sorted(due):
+            for key, start in due[time]:
+                entries.append((key, TimeWindow(start, start + size), (time, order)))
+                order += 1
+        snapshot.add_keyed(EVENT_TIMERS, "timers", entries)
+
+    def initialize_state(self, restored: RestoredOperatorState) -> None:
+        for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
+            self.windows[(key, window.start)] = contents
+        for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2]):
+            self._register(time, (key, window.start))
+        super().initialize_state(restored)
 
     # -- firing -------------------------------------------------------------------------------
 

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MIN_LONG
+from kernel.common.keyhash import equal_keys_hash_equal, key_hasher
 from kernel.datastream.functions import Function
 from kernel.datastream.output_tag import OutputTag
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
 from kernel.streaming.outputs import Output
 from kernel.streaming.runtime import OperatorRuntime, StreamingRuntimeContext
+from kernel.streaming.keygroups import assign_to_key_group
 from kernel.streaming.state import KeyedStateBackend
+from kernel.streaming.timers import EVENT_TIMERS, PROCESSING_TIMERS
+
+if TYPE_CHECKING:
+    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.streaming.timers import InternalTimerService
 
 
 def method_or_callable(function: Any, base: type, method: str) -> Callable[..., Any]:
@@ -24,6 +31,8 @@ class StreamOperator:
     statuses and latency markers are forwarded unless an operator overrides them."""
 
     output: Output
+    #: the internal timer service of a keyed operator with timers
+    timers: InternalTimerService | None = None
 
     def __init__(self, spec: OperatorSpec, node: StreamNode, runtime: OperatorRuntime) -> None:
         self.spec = spec
@@ -64,6 +73,62 @@ class StreamOperator:
         for function in self.user_functions():
             if isinstance(function, Function):
                 function.close()
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id``'s barrier is about to go downstream: emit now what must
+        be in front of it (a two-phase-commit sink hands over its pending committables)."""
+
+    def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
+        """Add this operator's state to a checkpoint: keyed state and timers by key group,
+        operator list state."""
+        if self.backend is not None:
+            self.backend.snapshot(snapshot)
+        if self.timers is not None:
+            self.timers.snapshot(snapshot)
+
+    def initialize_state(self, restored: RestoredOperatorState) -> None:
+        """Restore this operator's state from a checkpoint (after ``open``)."""
+        if self.timers is not None:
+            self.timers.restore(restored.pop_keyed(EVENT_TIMERS), restored.pop_keyed(PROCESSING_TIMERS))
+        if self.backend is not None:
+            self.backend.restore(restored)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed (a two-phase-commit sink commits)."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted."""
+
+    def key_group_function(self) -> Callable[[Any], int] | None:
+        """``key_group_of(key)`` for this operator's keys, as ``key_by`` routes them (None when
+        not keyed); remembers the keys whose Python equality is Java equality (as
+        :class:`kernel.streaming.partitioning.KeyGroupChannels` does)."""
+        key = next((k for k in self.spec.keys if k is not None), None)
+        if key is None:
+            return None
+        hasher, max_parallelism = key_hasher(key.key_type), self.runtime.info.max_parallelism
+
+        def key_group_of(value: Any) -> int:
+            return assign_to_key_group(hasher(value), max_parallelism)
+
+        any_key = equal_keys_hash_equal(key.key_type)
+        known: dict[Any, int] = {}
+
+        def remembered(value: Any) -> int:
+            kind = type(value)
+            if not (any_key or kind is str or kind is int or (kind is tuple and all(type(v) in (str, int) for v in value))):
+                return key_group_of(value)
+            try:
+                group = known.get(value)
+            except TypeError:  # an unhashable key
+                return key_group_of(value)
+            if group is None:
+                group = known[value] = key_group_of(value)
+            return group
+
+        return remembered
 
     # -- elements -----------------------------------------------------------------------------
 

@@ -135,6 +135,17 @@ class _BroadcastOperator(TwoInputStreamOperator):
         self._process_element = function.process_element
         self._process_broadcast_element = function.process_broadcast_element
 
+    def snapshot_state(self, snapshot: Any) -> None:
+        """Keyed state and timers (keyed side) and every broadcast state, each as an operator
+        state of mode ``broadcast`` named by its descriptor (entries as (key, value) pairs)."""
+        super().snapshot_state(snapshot)
+        for name, entries in self.operator_state_backend.snapshot().items():
+            snapshot.add_list(name, list(entries.items()), mode="broadcast")
+
+    def initialize_state(self, restored: Any) -> None:
+        self.operator_state_backend.restore({name: dict(entries) for name, entries in restored.lists.items()})
+        super().initialize_state(restored)
+
     def next_selection(self) -> int | None:
         """BATCH: the broadcast input until it ended, as Flink's batch broadcast operators."""
         if self.runtime.batch and not self._broadcast_ended:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
 from kernel.datastream import functions as fn
@@ -10,6 +10,12 @@ from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
 from kernel.streaming.operators.base import StreamOperator, method_or_callable
 from kernel.streaming.timers import InternalTimerService
+
+if TYPE_CHECKING:
+    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+
+#: the keyed state of a rolling reduce in a checkpoint (Flink's StreamGroupedReduceOperator)
+REDUCE_STATE = "_op_state"
 
 
 class KeyedTimerService(TimerService):
@@ -157,6 +163,14 @@ class ReduceOperator(StreamOperator):
             state[key] = value
             append(value)
         self.output.collect(out, timestamps)
+
+    def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
+        super().snapshot_state(snapshot)
+        snapshot.add_keyed(REDUCE_STATE, "value", ((key, None, value) for key, value in self._values.items()))
+
+    def initialize_state(self, restored: RestoredOperatorState) -> None:
+        self._values.update((key, value) for key, _, value in restored.pop_keyed(REDUCE_STATE))
+        super().initialize_state(restored)
 
     def process_watermark(self, timestamp: int) -> None:
         """BATCH: the final watermark emits each key's value (at MAX_LONG, as Flink's

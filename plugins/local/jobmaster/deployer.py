@@ -127,6 +127,8 @@ class ExecutionDeployer:
             subtask=ev.subtask, attempt=ev.current.attempt, max_parallelism=ev.job_vertex.max_parallelism,
             allocation_id=slot.allocation_id, produced=produced, inputs=list(inputs.values()),
             alignment=scheduler.alignment, committer=scheduler.committer,
+            checkpoint_storage=scheduler.checkpoints.storage if scheduler.checkpoints is not None else None,
+            restore=scheduler.task_restores.get(ev.id),
         )
 
     # -- reconciliation -----------------------------------------------------------------------

@@ -4,7 +4,8 @@ It starts the job's :class:`DefaultScheduler` (which builds the ExecutionGraph a
 SlotPool and the ExecutionDeployer), connects to the ResourceManager (retrying; requirements
 are declared again after a reconnection, slots are kept) and lets TaskExecutors connect
 before they offer slots. Messages from the cluster go to the scheduler's parts: slot offers
-to the slot pool, execution state updates and cancellation to the scheduler.
+to the slot pool, execution state updates and cancellation to the scheduler, checkpoint
+acknowledgements, declines and ends of data to the checkpoint coordinator.
 
 Heartbeats (seed 003): the JobMaster requests heartbeats from its TaskExecutors, sending the
 allocations it holds there, and reconciles the executions they report; it answers the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kernel.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
 from kernel.graph.execution import JobStatus
 from kernel.graph.job import JobGraph
 from kernel.messaging import Component, MessagingService
@@ -191,3 +193,17 @@ class JobMaster(Component):
 
     def handle_CancelJob(self, message: m.CancelJob, sender: str) -> None:
         self.scheduler.cancel(message.reason)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def handle_AcknowledgeCheckpoint(self, message: AcknowledgeCheckpoint, sender: str) -> None:
+        if self.scheduler.checkpoints is not None:
+            self.scheduler.checkpoints.receive_acknowledge(message)
+
+    def handle_DeclineCheckpoint(self, message: DeclineCheckpoint, sender: str) -> None:
+        if self.scheduler.checkpoints is not None:
+            self.scheduler.checkpoints.receive_decline(message)
+
+    def handle_NotifyEndOfData(self, message: m.NotifyEndOfData, sender: str) -> None:
+        if self.scheduler.checkpoints is not None:
+            self.scheduler.checkpoints.end_of_data(message.vertex_id, message.subtask, message.attempt)

@@ -2,11 +2,15 @@
 status, the scheduling strategy it serves (SchedulerOperations), and failure handling.
 
 Failures (Flink's ExecutionFailureHandler): a failed execution is reported to the restart
-back-off strategy; if it may restart, the failover strategy names the vertices to restart,
-they are cancelled, and after the back-off delay (once all of them ended) they get new
-attempts and go back to the scheduling strategy; otherwise the job fails ("Recovery is
-suppressed by ..."). Cancelling the job cancels every execution; the job ends once all of
-them are terminal.
+back-off strategy; if it may restart, the failover strategy names the vertices to restart
+(a global failure: all of them), they are cancelled, and after the back-off delay (once all of
+them ended) they get new attempts, the state of the latest completed checkpoint, and go back
+to the scheduling strategy; otherwise the job fails ("Recovery is suppressed by ...").
+Cancelling the job cancels every execution; the job ends once all of them are terminal.
+
+A job that takes checkpoints has a CheckpointCoordinator (``checkpointing`` plugin), told of
+the job's status and of failed executions; sinks then write at once (no staging: print is
+at-least-once, as in Flink).
 """
 
 from __future__ import annotations
@@ -14,17 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kernel.checkpointing.options import CheckpointingOptions, checkpointing_enabled
 from kernel.clock import NS_PER_MS
 from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskFailureHandled, TasksRestarted
 from kernel.graph.execution import LEGAL_TRANSITIONS, ExecutionState, ExecutionVertex, JobStatus
 from kernel.graph.job import JobGraph
 from kernel.streaming.committer import SinkCommitter
 from plugins.local import messages as m
+from plugins.local.jobmaster.checkpoints import JobMasterCheckpointContext
 from plugins.local.jobmaster.deployer import RUNNING_STATES, ExecutionDeployer
 from plugins.local.jobmaster.slotpool import AllocatedSlot, SlotPool
 from plugins.local.jobmaster.slotsharing import ExecutionSlotSharingGroup, slot_sharing_groups
 
 if TYPE_CHECKING:
+    from kernel.checkpointing.assignment import TaskRestore
+    from kernel.contracts.checkpointing import CheckpointCoordinator
     from kernel.events import Event
     from plugins.local.jobmaster.jobmaster import JobMaster
 
@@ -65,12 +73,20 @@ class DefaultScheduler:
         plugins.require("create_restart_strategy", "failover")
         plugins.require("create_failover_strategy", "failover")
         hook = plugins.hook
+        self.checkpointing = checkpointing_enabled(run.config.section(CheckpointingOptions),
+                                                   self.job_graph.runtime_mode)
         self.strategy = hook.create_scheduling_strategy(execution_graph=self.graph, scheduler=self, config=run.config)
-        self.restart_strategy = hook.create_restart_strategy(run=run)
+        self.restart_strategy = hook.create_restart_strategy(run=run, checkpointing=self.checkpointing)
         self.failover_strategy = hook.create_failover_strategy(execution_graph=self.graph, config=run.config)
         self.alignment = hook.create_watermark_alignment(run=run)  # the coordinator, when sources align
+        self.checkpoints: CheckpointCoordinator | None = None
+        if self.checkpointing:
+            plugins.require("create_checkpoint_coordinator", "checkpointing")
+            self.checkpoints = hook.create_checkpoint_coordinator(context=JobMasterCheckpointContext(self), run=run)
+        #: what the current attempt of each execution vertex restores (by vertex id)
+        self.task_restores: dict[str, TaskRestore] = {}
         self.committer: SinkCommitter | None = None
-        if self.restart_strategy.can_restart() and job_is_bounded(self.job_graph):
+        if self.restart_strategy.can_restart() and job_is_bounded(self.job_graph) and not self.checkpointing:
             self.committer = SinkCommitter()
         self.slot_pool = SlotPool(job_master, self)
         self.deployer = ExecutionDeployer(job_master, self, self.slot_pool, groups)
@@ -193,24 +209,43 @@ class DefaultScheduler:
             self._ended()
             return
         self.transition(ev, S.FAILED, cause)
-        self._handle_task_failure(ev, cause)
+        if self.checkpoints is not None:
+            self.checkpoints.task_failed(ev.job_vertex.id, ev.subtask, execution.attempt)
+        self._handle_failure(ev, cause)
 
-    def _handle_task_failure(self, ev: ExecutionVertex, cause: str) -> None:
+    def fail_global_if_execution_is_still_running(self, vertex_id: str, subtask: int, attempt: int,
+                                                   cause: str) -> None:
+        """A global failure caused by that attempt (e.g. its declined checkpoint was one too
+        many), unless it is no longer the running attempt (Flink's method of that name)."""
+        execution = self.graph.vertex(f"{vertex_id}_{subtask}").current
+        if execution.attempt == attempt and execution.state in RUNNING_STATES:
+            self.handle_global_failure(cause)
+
+    def handle_global_failure(self, cause: str) -> None:
+        """A failure of the job as a whole (e.g. too many failed checkpoints): every vertex
+        restarts, if the restart strategy allows."""
+        if self.status is JobStatus.RUNNING:
+            self._handle_failure(None, cause)
+
+    def _handle_failure(self, ev: ExecutionVertex | None, cause: str) -> None:
         if self.status is not JobStatus.RUNNING:
             self._ended()
             return
         now_ms = self.clock.now() // NS_PER_MS
         new_attempt = self.restart_strategy.notify_failure(now_ms)
         first_line = cause.splitlines()[0] if cause else ""
-        event = dict(time=self.clock.now(), job_id=self.job_id, vertex_id=ev.job_vertex.id,
-                     vertex_name=ev.job_vertex.name, subtask=ev.subtask, attempt=ev.current.attempt, cause=first_line)
+        event = dict(time=self.clock.now(), job_id=self.job_id, cause=first_line, subtask=-1, attempt=-1)
+        if ev is not None:
+            event.update(vertex_id=ev.job_vertex.id, vertex_name=ev.job_vertex.name, subtask=ev.subtask,
+                         attempt=ev.current.attempt)
         if not self.restart_strategy.can_restart():
             reason = f"JobException: Recovery is suppressed by {self.restart_strategy}"
             self.emit(TaskFailureHandled(**event, restart=False, reason=reason))
             self.tracker.failure(self.clock.now(), first_line, restart=False)
             self._fail_job(f"{cause}\n{reason}")
             return
-        vertex_ids = self.failover_strategy.tasks_to_restart(ev)
+        vertex_ids = self.failover_strategy.tasks_to_restart(ev) if ev is not None else {
+            vertex.id for vertex in self.graph.vertices()}
         delay = self.restart_strategy.backoff_time_ms(now_ms)
         if new_attempt:
             self.restarts += 1
@@ -262,7 +297,10 @@ class DefaultScheduler:
             self.pending_restarts.remove(pending)
             for ev in vertices:
                 ev.reset_for_new_execution()
+                self.task_restores.pop(ev.id, None)
             self.emit(TasksRestarted(time=now, job_id=self.job_id, vertices=len(vertices), restart_number=pending.number))
+            if self.checkpoints is not None:
+                self.task_restores.update(self.checkpoints.restore(vertices))
             self.strategy.restart_tasks(pending.vertex_ids)
 
     # -- ending -------------------------------------------------------------------------------
@@ -316,3 +354,5 @@ class DefaultScheduler:
         self.status = status
         self.emit(JobStatusChanged(time=self.clock.now(), job_id=self.job_id, old_status=old.value,
                                    new_status=status.value, reason=reason))
+        if self.checkpoints is not None:
+            self.checkpoints.job_status_changed(status.value)

@@ -3,7 +3,17 @@
 Credit-based flow control: the channel gives credit for a buffer from its exclusive buffers
 (``buffers-per-channel``), else from its gate's floating buffers (``floating-buffers-per-gate``);
 without credit the producer keeps the buffer queued and the channel waits in its gate's queue
-for a floating buffer. Processing a buffer (``recycle``) gives its credit back.
+for a floating buffer. Processing a buffer (``recycle``) gives its credit back. An aligned
+checkpoint barrier blocks the subpartition that sent it until the consumer, aligned, resumes
+consumption (``resume_consumption``).
+
+Priority events (unaligned barriers, barrier announcements) wait apart from the queue and the
+gate has its task handle them at once; a priority barrier also goes into the queue where it
+overtook, marking what came before it. For an unaligned checkpoint the channel persists its
+in-flight data: what is queued before the barrier and, until the barrier arrives, what is
+delivered (``start_persisting`` / ``finish_persisting``); ``convert_to_priority`` makes an
+announced barrier overtake the data before it, here or still at the producer. Data an
+unaligned checkpoint persisted is queued again on restore, without credit.
 """
 
 from __future__ import annotations
@@ -11,23 +21,33 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from kernel.checkpointing.channel_state import persist, persist_all
+from kernel.streaming.elements import CheckpointBarrier, RecordBatch
+
 if TYPE_CHECKING:
     from plugins.local.network.input_gate import InputGate
     from plugins.local.network.partition import Subpartition
 
 
 class InputChannel:
-    __slots__ = ("gate", "index", "exclusive_free", "queue", "credits", "subpartition", "finished", "waiting")
+    __slots__ = ("gate", "index", "exclusive_free", "queue", "credits", "subpartition", "finished", "data_ended",
+                 "waiting", "priority", "barrier_seen", "persisted", "persisting")
 
     def __init__(self, gate: InputGate, index: int) -> None:
         self.gate = gate
         self.index = index
         self.exclusive_free = gate.settings.buffers_per_channel
         self.queue: deque[Any] = deque()
-        self.credits: deque[bool] = deque()  # per received buffer: came from the exclusive buffers?
+        #: per received buffer: came from the exclusive buffers? (None: restored, without credit)
+        self.credits: deque[bool | None] = deque()
         self.subpartition: Subpartition | None = None
         self.finished = False
+        self.data_ended = False  # the producer ended its data (FLIP-147); barriers may still come
         self.waiting = False  # queued for a floating buffer
+        self.priority: deque[Any] = deque()  # priority events not yet handled
+        self.barrier_seen = 0  # the latest checkpoint whose barrier was delivered here
+        self.persisted: list[bytes] | None = None  # in-flight data persisted for an unaligned checkpoint
+        self.persisting = 0  # persist what is delivered until this checkpoint's barrier (0: nothing)
 
     def reserve(self) -> bool:
         """Credit for one more buffer: an exclusive one, else a floating one of the gate."""
@@ -47,11 +67,37 @@ class InputChannel:
 
     def deliver(self, item: Any) -> None:
         self.queue.append(item)
+        if self.persisting:
+            data = persist(item)
+            if data is not None:
+                self.persisted.append(data)
         self.gate.data_arrived(self)
+
+    def deliver_event(self, item: Any) -> None:
+        if type(item) is CheckpointBarrier:
+            self._barrier_arrived(item.checkpoint_id)
+        self.deliver(item)
+
+    def deliver_priority(self, item: Any) -> None:
+        if type(item) is CheckpointBarrier:
+            self.deliver_event(item)  # the mark of where it overtook
+        self._priority(item)
+
+    def _priority(self, item: Any) -> None:
+        self.priority.append(item)
+        self.gate.priority_arrived(self)
+
+    def _barrier_arrived(self, checkpoint_id: int) -> None:
+        self.barrier_seen = max(self.barrier_seen, checkpoint_id)
+        if self.persisting and checkpoint_id >= self.persisting:
+            self.persisting = 0
 
     def recycle(self) -> None:
         """The consumer processed a buffer: its credit goes back."""
-        if self.credits.popleft():
+        credit = self.credits.popleft()
+        if credit is None:
+            return
+        if credit:
             self.exclusive_free += 1
             if self.subpartition is not None:
                 self.subpartition.try_send()
@@ -59,3 +105,53 @@ class InputChannel:
             gate = self.gate
             gate.floating_free += 1
             gate.retry_waiting()
+
+    def resume_consumption(self) -> None:
+        """The consumer is aligned: the subpartition a barrier blocked sends again."""
+        if self.subpartition is not None:
+            self.subpartition.resume()
+
+    # -- unaligned checkpoints ------------------------------------------------------------------
+
+    def start_persisting(self, checkpoint_id: int) -> None:
+        """Persist the in-flight data before the barrier of ``checkpoint_id`` (which the task
+        has not handled here yet): what is queued before it, and — until it is delivered —
+        whatever is delivered."""
+        before = []
+        for item in self.queue:
+            if type(item) is CheckpointBarrier and item.checkpoint_id >= checkpoint_id:
+                break
+            before.append(item)
+        self.persisted = persist_all(before)
+        self.persisting = checkpoint_id if self.barrier_seen < checkpoint_id else 0
+
+    def convert_to_priority(self, checkpoint_id: int) -> None:
+        """The barrier of ``checkpoint_id``, queued here or still at the producer, overtakes
+        the data before it as an unaligned barrier (the data overtaken at the producer is
+        persisted here)."""
+        for item in self.queue:
+            if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
+                self._priority(item.as_unaligned())  # the barrier in the queue stays as the mark
+                if item.blocks:
+                    self.resume_consumption()
+                return
+        if self.subpartition is not None:
+            overtaken = self.subpartition.convert_to_priority(checkpoint_id)
+            if overtaken and self.persisted is not None:
+                self.persisted.extend(overtaken)
+
+    def finish_persisting(self) -> list[bytes]:
+        """The data persisted for the checkpoint (persisting ends)."""
+        persisted = self.persisted or []
+        self.persisted = None
+        self.persisting = 0
+        return persisted
+
+    def restore_in_flight(self, elements: list) -> None:
+        """Queue the in-flight data an unaligned checkpoint persisted here (before the
+        producer is connected); its buffers took no credit."""
+        for element in elements:
+            if type(element) is RecordBatch:
+                self.credits.append(None)
+            self.queue.append(element)
+            self.gate.data_arrived(self)

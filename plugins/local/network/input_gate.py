@@ -1,5 +1,6 @@
 """The consumer side of one input: an :class:`InputGate` with its channels, its floating
-buffers and the channels that have data (polled round robin)."""
+buffers and the channels that have data (polled round robin). Channels with priority events
+are polled apart, and the gate's ``priority_listener`` hears of each at once."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ class InputGate:
         self.waiting_for_credit: deque[InputChannel] = deque()
         self.finished_channels = 0
         self._waiter: Callable[[], None] | None = None
+        self.with_priority: deque[InputChannel] = deque()
+        #: called when a priority event arrived (the task handles it as a mail)
+        self.priority_listener: Callable[[], None] | None = None
 
     @property
     def finished(self) -> bool:
@@ -51,6 +55,23 @@ class InputGate:
         item = channel.queue.popleft()
         if channel.queue:
             with_data.append(channel)
+        return channel, item
+
+    def priority_arrived(self, channel: InputChannel) -> None:
+        if len(channel.priority) == 1:
+            self.with_priority.append(channel)
+        if self.priority_listener is not None:
+            self.priority_listener()
+
+    def poll_priority(self) -> tuple[InputChannel, Any] | None:
+        """The next priority event, of the channels in the order they got one."""
+        with_priority = self.with_priority
+        if not with_priority:
+            return None
+        channel = with_priority.popleft()
+        item = channel.priority.popleft()
+        if channel.priority:
+            with_priority.append(channel)
         return channel, item
 
     def retry_waiting(self) -> None:

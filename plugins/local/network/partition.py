@@ -8,8 +8,12 @@ are sent. A buffer is only sent when the consumer's channel has credit
 (:meth:`InputChannel.reserve`). So a slow consumer keeps its buffers full, the producer's
 queue grows, its pool runs dry, the partition turns unavailable and the producer's mailbox
 suspends: back pressure, hop by hop. Events (watermarks, end of partition) need no credit
-but never overtake buffers. BLOCKING partitions (batch) hold everything until they are
-finished. The writer never waits for a buffer: a batch it started is written whole (its
+but never overtake buffers; an aligned checkpoint barrier, once sent, blocks its subpartition
+(nothing more is sent, whatever the credit) until the consumer resumes it. Priority events
+go out first, blocked or not: an unaligned barrier overtakes what is queued (the data it
+overtakes is persisted for the checkpoint), an aligned barrier with an alignment timeout is
+announced ahead of it, and an announced barrier converted to unaligned moves to the front.
+BLOCKING partitions (batch) hold everything until they are finished. The writer never waits for a buffer: a batch it started is written whole (its
 buffers may exceed the pool, as Flink's overdraft buffers), so a task is never blocked
 mid-record.
 """
@@ -17,9 +21,11 @@ mid-record.
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.streaming.elements import END_OF_PARTITION, RecordBatch
+from kernel.checkpointing.channel_state import persist_all
+from kernel.streaming.elements import END_OF_PARTITION, BarrierAnnouncement, CheckpointBarrier, RecordBatch
 
 if TYPE_CHECKING:
     from plugins.local.network.input_channel import InputChannel
@@ -27,7 +33,8 @@ if TYPE_CHECKING:
 
 
 class Subpartition:
-    __slots__ = ("partition", "index", "values", "timestamps", "queue", "queued_buffers", "channel")
+    __slots__ = ("partition", "index", "values", "timestamps", "queue", "queued_buffers", "channel", "blocked",
+                 "priority")
 
     def __init__(self, partition: ResultPartition, index: int) -> None:
         self.partition = partition
@@ -37,6 +44,8 @@ class Subpartition:
         self.queue: deque[Any] = deque()  # finished buffers and events, not yet sent
         self.queued_buffers = 0
         self.channel: InputChannel | None = None
+        self.blocked = False  # an aligned barrier went out: wait for the consumer to resume
+        self.priority: deque[Any] = deque()  # priority events, sent before anything else
 
     def add(self, values: list, timestamps: list | None) -> None:
         partition = self.partition
@@ -83,18 +92,59 @@ class Subpartition:
     def add_event(self, event: Any) -> None:
         self.flush()
         self.queue.append(event)
+        if type(event) is CheckpointBarrier and event.alignment_timeout:
+            self.priority.append(BarrierAnnouncement(event))
         self.try_send()
+
+    def add_priority_event(self, event: Any) -> list[bytes]:
+        """Send ``event`` ahead of everything queued (an unaligned barrier): the persisted
+        forms of the data it overtook."""
+        self.flush()
+        overtaken = persist_all(self.queue)
+        self.priority.append(event)
+        self.try_send()
+        return overtaken
+
+    def convert_to_priority(self, checkpoint_id: int) -> list[bytes] | None:
+        """The barrier of ``checkpoint_id`` still queued here overtakes the data before it, as
+        an unaligned barrier: the persisted forms of that data (None: not queued here)."""
+        queue = self.queue
+        for position, item in enumerate(queue):
+            if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
+                overtaken = persist_all(islice(queue, position))
+                del queue[position]
+                self.priority.append(item.as_unaligned())
+                self.try_send()
+                return overtaken
+        return None
+
+    def restore_in_flight(self, elements: list) -> None:
+        """Queue the in-flight data an unaligned checkpoint persisted here (before the
+        consumer is connected)."""
+        for element in elements:
+            if type(element) is RecordBatch:
+                self.partition.take_buffer()
+                self._enqueue_buffer(element.values, element.timestamps)
+            else:
+                self.queue.append(element)
 
     def try_send(self) -> None:
         channel = self.channel
         partition = self.partition
-        if channel is None or (partition.blocking and not partition.finished):
+        if channel is None:
+            return
+        if self.priority:
+            priority = self.priority
+            while priority:
+                channel.deliver_priority(priority.popleft())
+        if self.blocked or (partition.blocking and not partition.finished):
             return
         queue = self.queue
         sent_buffer = False
         while queue:
             item = queue[0]
-            if type(item) is RecordBatch:
+            kind = type(item)
+            if kind is RecordBatch:
                 if not channel.reserve():
                     break
                 queue.popleft()
@@ -103,11 +153,21 @@ class Subpartition:
                     partition.unavailable_subpartitions.discard(self.index)
                 partition.recycle_buffer()
                 sent_buffer = True
-            else:
-                queue.popleft()
-            channel.deliver(item)
+                channel.deliver(item)
+                continue
+            queue.popleft()
+            channel.deliver_event(item)
+            if kind is CheckpointBarrier and item.blocks:
+                self.blocked = True
+                break
         if sent_buffer:
             partition.check_available()
+
+    def resume(self) -> None:
+        """The consumer resumed consumption after aligning a barrier."""
+        if self.blocked:
+            self.blocked = False
+            self.try_send()
 
 
 class ResultPartition:
@@ -155,6 +215,11 @@ class ResultPartition:
         for subpartition in self.subpartitions:
             subpartition.add_event(event)
 
+    def broadcast_priority_event(self, event: Any) -> list[list[bytes]]:
+        """``event`` to every subpartition ahead of its queue: per subpartition, the persisted
+        forms of the data it overtook."""
+        return [subpartition.add_priority_event(event) for subpartition in self.subpartitions]
+
     def finish(self) -> None:
         """End of this producer: flush and append the end of partition everywhere."""
         for subpartition in self.subpartitions:
@@ -168,5 +233,7 @@ class ResultPartition:
         """Drop everything (the producer failed or was cancelled)."""
         for subpartition in self.subpartitions:
             subpartition.queue.clear()
+            subpartition.priority.clear()
             subpartition.values = subpartition.timestamps = None
+            subpartition.blocked = False
         self._waiters.clear()

@@ -6,19 +6,33 @@ two-input head selects (Flink's InputSelectable: a broadcast operator in BATCH r
 broadcast input to the end first): a record batch goes to the head operator and its buffer
 back to the channel (giving its credit back); watermarks and watermark statuses go through
 the gate's valve (the watermarking plugin's StatusWatermarkValve) into the head; latency
-markers go to the head; once every channel of every gate has ended, the task's input has
-ended (a two-input head hears of each gate that ended). With nothing to read, the task is
-idle until a gate it may read has data.
+markers go to the head; checkpoint barriers, cancellation markers and ended channels go to the
+barrier handler (when the job takes checkpoints), and so do priority events (unaligned
+barriers, barrier announcements), at once, as a mail; once every channel ended its data the task's
+operators finish, once every channel of every gate has ended the task's input has ended (a
+two-input head hears of each gate that ended). With nothing to read, the task is idle until a
+gate it may read has data.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.streaming.elements import EndOfPartition, LatencyMarker, RecordBatch, Watermark, WatermarkStatus
+from kernel.streaming.elements import (
+    BarrierAnnouncement,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    EndOfData,
+    EndOfPartition,
+    LatencyMarker,
+    RecordBatch,
+    Watermark,
+    WatermarkStatus,
+)
 from kernel.streaming.outputs import blame
 
 if TYPE_CHECKING:
+    from kernel.contracts.checkpointing import CheckpointBarrierHandler
     from kernel.contracts.mailbox import MailboxProcessor
     from kernel.contracts.watermarks import WatermarkValve
     from plugins.local.network.input_gate import InputGate
@@ -49,16 +63,37 @@ class ValveOutput:
 
 
 class StreamInputProcessor:
-    def __init__(self, task: StreamTask, gates: list[InputGate], valves: list[WatermarkValve]) -> None:
+    def __init__(self, task: StreamTask, gates: list[InputGate], valves: list[WatermarkValve],
+                 barriers: CheckpointBarrierHandler | None = None) -> None:
         self.task = task
         self.gates = gates  # reordered: the gate just read goes last
         self.gate_of_input = list(gates)
         self.valves = valves
+        self.barriers = barriers
         self.head = task.chain.head
         self.metrics = task.metrics
         self.two_input = task.two_input
         self.reporter = task.watermark_reporter
         self.valve_outputs = [ValveOutput(self, i) for i in range(len(gates))]
+        if barriers is not None:
+            for gate in gates:
+                gate.priority_listener = self._priority_event_arrived
+
+    def _priority_event_arrived(self) -> None:
+        self.task.mailbox.execute(self.process_priority_events, "priority event")
+
+    def process_priority_events(self) -> None:
+        """Hand every priority event to the barrier handler."""
+        barriers = self.barriers
+        for gate in self.gate_of_input:
+            polled = gate.poll_priority()
+            while polled is not None:
+                channel, item = polled
+                if type(item) is BarrierAnnouncement:
+                    barriers.process_barrier_announcement(item.barrier, channel)
+                else:
+                    barriers.process_barrier(item, channel)
+                polled = gate.poll_priority()
 
     def process_input(self, mailbox: MailboxProcessor) -> None:
         selected = self.head.next_selection() if self.two_input else None
@@ -87,6 +122,9 @@ class StreamInputProcessor:
             except BaseException as exc:
                 blame(exc, head.name)
                 raise
+            barriers = self.barriers
+            if barriers is not None and barriers.aligning:
+                barriers.records_processed(item.values)
             channel.recycle()
         elif kind is Watermark:
             self.valves[index].input_watermark(item.timestamp, channel.index, self.valve_outputs[index])
@@ -94,9 +132,19 @@ class StreamInputProcessor:
             self.valves[index].input_watermark_status(item.idle, channel.index, self.valve_outputs[index])
         elif kind is LatencyMarker:
             head.process_latency_marker(item)
+        elif kind is CheckpointBarrier:
+            self.barriers.process_barrier(item, channel)
+        elif kind is CancelCheckpointMarker:
+            self.barriers.process_cancel_marker(item, channel)
+        elif kind is EndOfData:
+            channel.data_ended = True
+            if all(c.data_ended or c.finished for g in self.gates for c in g.channels):
+                self.task.end_of_data()
         elif kind is EndOfPartition:
             channel.finished = True
             gate.finished_channels += 1
+            if self.barriers is not None:
+                self.barriers.process_end_of_partition(channel)
             if self.two_input and gate.finished:
                 head.end_input_of(index)
             if all(g.finished for g in self.gates):

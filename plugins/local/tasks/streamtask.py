@@ -11,6 +11,15 @@ has used up its capacity, suspend, back pressured (:meth:`TaskIOMetrics.output_a
 (:mod:`.input_processor`); with no input, suspend, idle. The suspensions resume on
 availability. At the end of input an operator with async requests in flight finishes them
 before the operators after it finish.
+
+A job that takes checkpoints: the task restores its operators' state after opening them (and
+queues the in-flight data an unaligned checkpoint persisted in its channels), checkpoints
+(:mod:`.checkpoints`) when triggered or when its barrier handler (from the ``checkpointing``
+plugin, or one handling barriers unaligned) aligned a barrier, holding its input while
+operators finish their work in flight first; and, as Flink's FLIP-147, a task that ends its
+input finishes its operators, sends the end of data downstream, tells the JobMaster, and
+finishes only once all its input ended and a checkpoint taken after that completed (its final
+checkpoint; meanwhile it is idle).
 """
 
 from __future__ import annotations
@@ -18,27 +27,39 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
+from kernel.checkpointing.channel_state import INPUT, OUTPUT, restore
+from kernel.checkpointing.options import CheckpointingOptions
+from kernel.checkpointing.snapshots import RestoredOperatorState
 from kernel.clock import NS_PER_MS
 from kernel.loop import TimerGroup
 from kernel.options import ExecutionOptions
 from kernel.streaming.chain import OperatorChain
-from kernel.streaming.elements import LatencyMarker
+from kernel.streaming.elements import END_OF_DATA, LatencyMarker
+from kernel.streaming.keygroups import key_group_range
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import TaskInfo
 from kernel.streaming.sources import InputStatus
 from kernel.tracebacks import describe
+from plugins.local import messages as m
 from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.record_writer import RecordWriterOutput
 from plugins.local.tasks.async_io import LocalAsyncExecutor, blocked_by_async_io
+from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
 from plugins.local.tasks.operator_runtime import LocalOperatorRuntime
 from plugins.local.tasks.watermark_reporter import WatermarkReporter
 
 if TYPE_CHECKING:
+    from kernel.checkpointing.assignment import TaskRestore
+    from kernel.checkpointing.failures import CheckpointFailureReason
+    from kernel.checkpointing.format import ChannelState
+    from kernel.checkpointing.messages import CheckpointMetrics
+    from kernel.contracts.checkpointing import CheckpointBarrierHandler
     from kernel.contracts.mailbox import MailboxProcessor
+    from kernel.streaming.elements import CheckpointBarrier
     from kernel.run import Run
     from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
@@ -76,6 +97,18 @@ class StreamTask:
         self.slowdown = 1.0
         #: called with the task once its chain exists (injected faults wrap operators)
         self.instrument: Callable[[StreamTask], None] | None = None
+        #: sends a message to the task's JobMaster (set by the TaskExecutor)
+        self.tell_job_master: Callable[[Any], None] = lambda message: None
+        #: checkpoints: the task's part, its input's barrier handler, whether it waits for a final checkpoint
+        self.checkpoints: SubtaskCheckpointCoordinator | None = None
+        self.barriers: CheckpointBarrierHandler | None = None
+        self.final_checkpoint = False
+        self.input_held = False  # a checkpoint waits for the operators' work in flight: no input meanwhile
+        self._held: Any = None  # the default action's suspension while the input is held
+        self.data_ending = False  # the operators are finishing
+        self.data_ended = False  # operators finished, end of data sent downstream
+        self.input_ended = False  # every input channel (or the source) ended
+        self.restored_finished = False  # restored from a checkpoint taken after its end of data
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -83,6 +116,14 @@ class StreamTask:
     def attempt_key(self) -> tuple[str, int, int]:
         d = self.deployment
         return d.vertex.id, d.subtask, d.attempt
+
+    @property
+    def job_id(self) -> str:
+        return self.deployment.job_id
+
+    @property
+    def info(self) -> TaskInfo:
+        return self.runtime.info
 
     def _set_state(self, state: str, failure: str = "") -> None:
         self.state = state
@@ -128,13 +169,52 @@ class StreamTask:
         self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
         self.mailbox.slowdown = self.slowdown
         self.chain.open()
+        if d.checkpoint_storage is not None:
+            self._set_up_checkpointing(d.checkpoint_storage, gates)
+        self.input = StreamInputProcessor(self, gates, valves, self.barriers)
         for partition in self.partitions:
             self.shuffle.register_partition(partition)
         for gate, consumed in zip(gates, inputs):
             for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
                 self.shuffle.register_channel(partition_id, subpartition, channel)
-        self.input = StreamInputProcessor(self, gates, valves)
         self._source_head = self.chain.head if self.is_source else None
+
+    def _set_up_checkpointing(self, storage: Any, gates: list[InputGate]) -> None:
+        self.checkpoints = SubtaskCheckpointCoordinator(self, storage)
+        self.final_checkpoint = self.run.config.section(CheckpointingOptions).after_tasks_finish
+        channels = [channel for gate in gates for channel in gate.channels]
+        if channels:
+            self.barriers = self.run.plugin_manager.hook.create_checkpoint_barrier_handler(
+                task=self, channels=channels, run=self.run)
+        if self.deployment.restore is not None:
+            self._restore(self.deployment.restore, gates)
+
+    def _restore(self, restore: TaskRestore, gates: list[InputGate]) -> None:
+        """Give the operators the state of the checkpoint (read from the handles assigned), and
+        queue the in-flight data it persisted in the task's channels and subpartitions."""
+        info = self.runtime.info
+        key_groups = key_group_range(info.max_parallelism, info.parallelism, info.subtask)
+        restored = {
+            operator.node_id: RestoredOperatorState.read(operator.handles, restore.directory, key_groups, info.subtask,
+                                                         info.parallelism, operator.old_parallelism)
+            for operator in restore.operators}
+        self.chain.initialize_state(restored)
+        head = restored.get(self.vertex.head_node_id)
+        if head is not None:
+            self._restore_in_flight(head.channels, gates)
+        self.checkpoints.last_checkpoint_id = restore.checkpoint_id
+        if restore.finished:
+            self.restored_finished = True
+            if self.is_source:
+                self.chain.head.reader.finished = True
+
+    def _restore_in_flight(self, channels: list[ChannelState], gates: list[InputGate]) -> None:
+        for state in channels:
+            elements = [restore(data) for data in state.elements]
+            if state.kind == INPUT:
+                gates[state.gate].channels[state.index].restore_in_flight(elements)
+            elif state.kind == OUTPUT:
+                self.partitions[state.gate].subpartitions[state.index].restore_in_flight(elements)
 
     def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
         """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
@@ -179,6 +259,9 @@ class StreamTask:
     # -- the default action -------------------------------------------------------------------
 
     def default_action(self, mailbox: MailboxProcessor) -> None:
+        if self.input_held:
+            self._held = mailbox.suspend_default_action(None, "checkpoint")
+            return
         if not self.metrics.output_available(mailbox, self.partitions, self._source_head):
             return
         if self.async_executors and blocked_by_async_io(self.async_executors, self.metrics, mailbox, self._source_head):
@@ -202,12 +285,86 @@ class StreamTask:
                 wake_ms = when if when is not None else self.run.clock.now_ms() + 100
                 self._timers.add(self.run.loop.call_at(wake_ms * NS_PER_MS, suspension.resume))
 
+    # -- checkpoints (the CheckpointableTask of the barrier handler) ----------------------------
+
+    def trigger_checkpoint_on_barrier(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics) -> None:
+        self.checkpoints.checkpoint(barrier, metrics, awaiting_inputs=barrier.unaligned)
+
+    def abort_checkpoint_on_barrier(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
+        self.checkpoints.abort_on_barrier(checkpoint_id, reason)
+
+    def input_channel_state_completed(self, checkpoint_id: int, channels: list[ChannelState],
+                                      metrics: CheckpointMetrics) -> None:
+        self.checkpoints.input_channel_state_completed(checkpoint_id, channels, metrics)
+
+    def unfinished_channels(self) -> list[Any]:
+        """The input channels that have not delivered their end of partition."""
+        if self.input is None:
+            return []
+        return [channel for gate in self.input.gate_of_input for channel in gate.channels if not channel.finished]
+
+    def hold_input(self, held: bool) -> None:
+        """Take no input (and read no source) while held."""
+        self.input_held = held
+        if not held and self._held is not None:
+            suspension, self._held = self._held, None
+            suspension.resume()
+
     # -- ending -------------------------------------------------------------------------------
 
     def end_of_input(self) -> None:
-        """Finish as a mail: after the work the last step charged (simulated time) is done."""
-        self.mailbox.suspend_default_action(None, "finishing")
-        self.mailbox.execute(self._finish, "finish")
+        """Finish as a mail: after the work the last step charged (simulated time) is done.
+        With a final checkpoint to wait for, the wait is idle time."""
+        if not self.final_checkpoint:
+            self.mailbox.suspend_default_action(None, "finishing")
+            self.mailbox.execute(self._finish, "finish")
+            return
+        self.input_ended = True
+        self.mailbox.suspend_default_action(self.metrics.idle, "finishing")
+        self.mailbox.execute(self._await_final_checkpoint, "final checkpoint")
+
+    def end_of_data(self) -> None:
+        """Every input channel ended its data: finish the operators (as a mail)."""
+        self.mailbox.execute(self._end_data, "end of data")
+
+    def _end_data(self) -> None:
+        if self.data_ending:
+            return
+        self.data_ending = True
+        if self.restored_finished:
+            self._data_ended()
+        else:
+            self._finish_operators()
+
+    def _finish_operators(self, start: int = 0) -> None:
+        if self.chain.finish(self._finish_operators, start):
+            self._data_ended()  # else an operator finishes its requests in flight first and resumes here
+
+    def _data_ended(self) -> None:
+        self.data_ended = True
+        for partition in self.partitions:
+            partition.broadcast_event(END_OF_DATA)
+        self._stop_timers()
+        self.checkpoints.end_of_data()
+        d = self.deployment
+        self.tell_job_master(m.NotifyEndOfData(d.job_id, d.vertex.id, d.subtask, d.attempt))
+
+    def _await_final_checkpoint(self) -> None:
+        self._end_data()
+        if self.data_ended and self.checkpoints.final_completed:
+            self._finish_task()
+
+    def final_checkpoint_completed(self) -> None:
+        """A checkpoint taken after the end of data completed: finish once the input ended."""
+        if self.input_ended:
+            self._finish_task()
+
+    def _finish_task(self) -> None:
+        for partition in self.partitions:
+            partition.finish()
+        self.mailbox.stop()
+        self.chain.close()
+        self._set_state("FINISHED")
 
     def _finish(self, start: int = 0) -> None:
         if not self.chain.finish(self._finish, start):

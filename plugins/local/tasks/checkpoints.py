@@ -1,0 +1,268 @@
+"""A task's part in checkpoints (Flink's SubtaskCheckpointCoordinatorImpl with StreamTask's
+checkpoint methods).
+
+Checkpoint n at a task — a mail when the coordinator triggers it (sources), or when its
+barrier handler aligned barrier n (or, unaligned, took the first one): first the operators'
+work in flight finishes (an async I/O operator's requests; the task takes no input
+meanwhile), then ``prepare_snapshot_pre_barrier`` on every operator, barrier n to every
+output partition (an unaligned barrier overtakes the queued output, which is persisted), the
+snapshot of every operator (the synchronous part: state encoded, so later records cannot
+change it; state that cannot be serialized declines the checkpoint, as the asynchronous part
+of Flink's heap backend does), then — off the mailbox — the state written to the checkpoint storage and the
+acknowledgement sent (the asynchronous part). An unaligned checkpoint of a task with inputs
+is written once its barrier handler persisted the in-flight data of every input channel;
+the in-flight data goes with the head operator's state. A checkpoint cancelled or subsumed
+on an input is declined and a cancellation marker goes downstream; one the coordinator
+aborted before its barrier came is not taken. Completion and abortion are passed to the
+operators; the first completed checkpoint taken after the task ended its input is its final
+one (FLIP-147).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernel.checkpointing.channel_state import OUTPUT
+from kernel.checkpointing.failures import CheckpointFailureReason
+from kernel.checkpointing.format import ChannelState
+from kernel.checkpointing.messages import (
+    AcknowledgeCheckpoint,
+    CheckpointMetrics,
+    DeclineCheckpoint,
+    OperatorSubtaskSnapshot,
+    TaskStateSnapshot,
+)
+from kernel.checkpointing.snapshots import EncodedState, add_channel_state
+from kernel.clock import NS_PER_MS
+from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+from kernel.tracebacks import describe
+
+if TYPE_CHECKING:
+    from kernel.contracts.checkpointing import CheckpointStorageWorker
+    from plugins.local.tasks.streamtask import StreamTask
+
+
+class _Snapshot:
+    """A checkpoint the task is taking: its operators' encoded state (by stream node id), the
+    in-flight data (unaligned), and what the acknowledgement reports."""
+
+    __slots__ = ("barrier", "metrics", "encoded", "channels", "sync_ms", "finished", "attempt", "taken",
+                 "awaiting_inputs")
+
+    def __init__(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics, awaiting_inputs: bool) -> None:
+        self.barrier = barrier
+        self.metrics = metrics
+        self.encoded: dict[int, EncodedState] = {}
+        self.channels: list[ChannelState] = []
+        self.sync_ms = 0.0
+        self.finished = False
+        self.attempt: Any = None
+        self.taken = False
+        self.awaiting_inputs = awaiting_inputs  # the input channels' in-flight data is still being persisted
+
+
+class SubtaskCheckpointCoordinator:
+    def __init__(self, task: StreamTask, storage: CheckpointStorageWorker) -> None:
+        self.task = task
+        self.storage = storage
+        self.clock = task.run.clock
+        self.loop = task.run.loop
+        #: the latest checkpoint this task took, declined or saw aborted
+        self.last_checkpoint_id = 0
+        self._aborted: set[int] = set()  # aborted by the coordinator before the task took them
+        #: after the end of data: the checkpoint whose completion lets the task finish
+        self.final_checkpoint_id: int | None = None
+        self.final_completed = False
+        self._in_progress: dict[int, _Snapshot] = {}  # taken or being taken, not yet written
+        self._draining: list[_Snapshot] = []  # waiting for the operators' work in flight, in order
+
+    # -- from the coordinator -----------------------------------------------------------------
+
+    def trigger(self, checkpoint_id: int, timestamp: int, aligned: bool, unaligned: bool = False,
+                alignment_timeout: int = 0) -> None:
+        task = self.task
+        if task.state != "RUNNING":
+            self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
+                         f"Task {task.name} is not running ({task.state})")
+            return
+        barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned, unaligned, alignment_timeout)
+        task.mailbox.execute(lambda: self._triggered(barrier), f"checkpoint {checkpoint_id}")
+
+    def _triggered(self, barrier: CheckpointBarrier) -> None:
+        """A source checkpoints; a task whose inputs all finished takes the barrier as if every
+        channel that has not ended had delivered it (Flink's
+        ``triggerUnfinishedChannelsCheckpoint``): aligned, it checkpoints at once; unaligned,
+        what those channels still hold is persisted."""
+        task = self.task
+        channels = task.unfinished_channels()
+        if task.barriers is None or not channels:
+            self.checkpoint(barrier, CheckpointMetrics())
+            return
+        for channel in channels:
+            task.barriers.process_barrier(barrier, channel)
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        self.task.mailbox.execute(lambda: self._completed(checkpoint_id), f"checkpoint {checkpoint_id} complete")
+
+    def _completed(self, checkpoint_id: int) -> None:
+        task = self.task
+        task.chain.notify_checkpoint_complete(checkpoint_id)
+        final = self.final_checkpoint_id
+        if final is not None and checkpoint_id >= final and not self.final_completed:
+            self.final_completed = True
+            task.final_checkpoint_completed()
+
+    def notify_aborted(self, checkpoint_id: int) -> None:
+        self.task.mailbox.execute(lambda: self._aborted_by_coordinator(checkpoint_id),
+                                  f"checkpoint {checkpoint_id} aborted")
+
+    def _aborted_by_coordinator(self, checkpoint_id: int) -> None:
+        task = self.task
+        task.chain.notify_checkpoint_aborted(checkpoint_id)
+        self._in_progress.pop(checkpoint_id, None)
+        if checkpoint_id > self.last_checkpoint_id:
+            self._aborted.add(checkpoint_id)
+            self._broadcast(CancelCheckpointMarker(checkpoint_id))
+        if task.barriers is not None:
+            task.barriers.abort(checkpoint_id)
+
+    # -- taking a checkpoint ------------------------------------------------------------------
+
+    def checkpoint(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics, awaiting_inputs: bool = False) -> None:
+        """Snapshot and forward the barrier (the task's mailbox thread) once the operators'
+        work in flight has finished; ``awaiting_inputs``: the barrier handler is still
+        persisting the in-flight data of the input channels (unaligned)."""
+        checkpoint_id = barrier.checkpoint_id
+        if checkpoint_id <= self.last_checkpoint_id:
+            return
+        self.last_checkpoint_id = checkpoint_id
+        aborted = checkpoint_id in self._aborted
+        self._aborted = {other for other in self._aborted if other > checkpoint_id}
+        if aborted:
+            return
+        task = self.task
+        snapshot = self._in_progress[checkpoint_id] = _Snapshot(barrier, metrics, awaiting_inputs)
+        if self._draining:
+            self._draining.append(snapshot)  # behind a checkpoint that waits for the work in flight
+        elif not task.chain.drain(self._drained):
+            self._draining.append(snapshot)
+            task.hold_input(True)
+        else:
+            self._take(snapshot)
+
+    def _drained(self) -> None:
+        waiting, self._draining = self._draining, []
+        for snapshot in waiting:
+            self._take(snapshot)
+        self.task.hold_input(False)
+
+    def _take(self, snapshot: _Snapshot) -> None:
+        """The synchronous part."""
+        task = self.task
+        barrier = snapshot.barrier
+        checkpoint_id = barrier.checkpoint_id
+        if self._in_progress.get(checkpoint_id) is not snapshot:
+            return  # aborted while the work in flight finished
+        started = self.clock.now()
+        task.chain.prepare_snapshot_pre_barrier(checkpoint_id)
+        if barrier.unaligned:
+            for index, partition in enumerate(task.partitions):
+                for subpartition, elements in enumerate(partition.broadcast_priority_event(barrier)):
+                    if elements:
+                        snapshot.channels.append(ChannelState(kind=OUTPUT, gate=index, index=subpartition,
+                                                              elements=elements))
+        else:
+            self._broadcast(barrier)
+        for node_id, operator_snapshot in task.chain.snapshot_state().items():
+            if operator_snapshot.empty:
+                continue
+            try:
+                snapshot.encoded[node_id] = operator_snapshot.encode()
+            except Exception as exc:  # a value that cannot be serialized (Flink's heap backend fails its async part)
+                self._in_progress.pop(checkpoint_id, None)
+                reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+                self.decline(checkpoint_id, reason, f"{reason.message} {task.vertex.name}: state of "
+                                                    f"{task.deployment.job_graph.stream_graph.nodes[node_id].name} "
+                                                    f"cannot be serialized: {describe(exc)}")
+                return
+        snapshot.sync_ms = (self.clock.now() - started) / NS_PER_MS
+        snapshot.finished = task.data_ended
+        snapshot.attempt = task.attempt_key
+        snapshot.taken = True
+        self._written_when_ready(snapshot)
+
+    def input_channel_state_completed(self, checkpoint_id: int, channels: list[ChannelState],
+                                      metrics: CheckpointMetrics) -> None:
+        """The barrier handler persisted the in-flight data of every input channel of an
+        unaligned checkpoint."""
+        snapshot = self._in_progress.get(checkpoint_id)
+        if snapshot is None:
+            return
+        snapshot.channels.extend(channels)
+        snapshot.metrics = metrics
+        snapshot.awaiting_inputs = False
+        self._written_when_ready(snapshot)
+
+    def _written_when_ready(self, snapshot: _Snapshot) -> None:
+        if snapshot.taken and not snapshot.awaiting_inputs:
+            del self._in_progress[snapshot.barrier.checkpoint_id]
+            self.loop.call_soon(lambda: self._write(snapshot))
+
+    def _write(self, snapshot: _Snapshot) -> None:
+        """The asynchronous part: write the state, acknowledge."""
+        task = self.task
+        if task.state in ("FAILED", "CANCELED"):
+            return
+        started = self.clock.now()
+        checkpoint_id = snapshot.barrier.checkpoint_id
+        subtask = task.deployment.subtask
+        encoded = dict(snapshot.encoded)
+        persisted = sum(len(element) for channel in snapshot.channels for element in channel.elements)
+        if snapshot.channels:
+            head = task.vertex.head_node_id
+            encoded[head] = add_channel_state(encoded.get(head), snapshot.channels)
+        operator_ids = task.vertex.operator_ids
+        try:
+            operators = [
+                OperatorSubtaskSnapshot(operator_id=operator_ids[node_id], state=self.storage.write_state(
+                    checkpoint_id, f"{operator_ids[node_id]}-{subtask}", state.data, state.key_groups,
+                    state.operator_state, state.channel_state))
+                for node_id, state in encoded.items()]
+        except OSError as exc:
+            self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
+                         f"{CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION.message} {exc}")
+            return
+        d = task.deployment
+        vertex_id, subtask, attempt = snapshot.attempt
+        metrics = snapshot.metrics
+        task.tell_job_master(AcknowledgeCheckpoint(
+            job_id=d.job_id, vertex_id=vertex_id, subtask=subtask, attempt=attempt, checkpoint_id=checkpoint_id,
+            state=TaskStateSnapshot(operators=operators, finished=snapshot.finished),
+            metrics=CheckpointMetrics(alignment_ms=metrics.alignment_ms, processed_records=metrics.processed_records,
+                                      processed_bytes=metrics.processed_bytes, persisted_bytes=persisted,
+                                      unaligned=snapshot.barrier.unaligned, sync_ms=snapshot.sync_ms,
+                                      async_ms=(self.clock.now() - started) / NS_PER_MS)))
+
+    def abort_on_barrier(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
+        """Cancelled or subsumed on an input: tell downstream, decline."""
+        self._in_progress.pop(checkpoint_id, None)
+        self.last_checkpoint_id = max(self.last_checkpoint_id, checkpoint_id)
+        self._aborted.discard(checkpoint_id)
+        self._broadcast(CancelCheckpointMarker(checkpoint_id))
+        self.decline(checkpoint_id, reason, reason.message)
+
+    def decline(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str) -> None:
+        d = self.task.deployment
+        self.task.tell_job_master(DeclineCheckpoint(
+            job_id=d.job_id, vertex_id=d.vertex.id, subtask=d.subtask, attempt=d.attempt,
+            checkpoint_id=checkpoint_id, reason=reason.name, message=message))
+
+    def _broadcast(self, event: Any) -> None:
+        for partition in self.task.partitions:
+            partition.broadcast_event(event)
+
+    # -- the end of data ----------------------------------------------------------------------
+
+    def end_of_data(self) -> None:
+        """The task ended its input: its next checkpoint to complete is its final one."""
+        self.final_checkpoint_id = self.last_checkpoint_id + 1
