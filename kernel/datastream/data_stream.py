@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel import unsupported
-from kernel.common.coders import coder_conversion
+from kernel.common.coders import converted_results
 from kernel.common.keyhash import check_key_type
 from kernel.common.typeinfo import TupleTypeInfo, TypeInformation, resolve_type
 from kernel.datastream import functions as fn
@@ -59,15 +59,6 @@ def as_key_selector(selector: Any) -> Callable[[Any], Any]:
     if callable(selector):
         return selector
     raise TypeError("Parameter key_selector should be type of KeySelector or a callable function.")
-
-
-def typed_key_selector(selector: Callable[[Any], Any], key_type: TypeInformation | None) -> Callable[[Any], Any]:
-    """The key as PyFlink's keyed operators see it: written by the key type's coder and read
-    back (``key_type=Types.INT()`` makes 1.7 the key 1; a key the coder cannot write fails)."""
-    convert = coder_conversion(key_type)
-    if convert is None:
-        return selector
-    return lambda value: convert(selector(value))
 
 
 @unsupported.members("pyflink.datastream.data_stream:DataStream")
@@ -204,7 +195,9 @@ class DataStream:
         if key_type is not None and not isinstance(key_type, TypeInformation):
             raise TypeError("key_type must be a TypeInformation")
         check_key_type(key_type)
-        selector = typed_key_selector(selector, key_type)
+        # the key as PyFlink's keyed operators see it: written by the key type's coder and read
+        # back (key_type=Types.INT() makes 1.7 the key 1; a key the coder cannot write fails)
+        selector = converted_results(selector, key_type)
         spec = KeySpec(selector, key_type)
         t = PartitionTransformation(self._env, self._transformation, p.KeyGroupStreamPartitioner(selector, key_type))
         return KeyedStream(self._env, t, spec, origin=self)

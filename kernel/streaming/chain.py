@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kernel.common.coders import coder_conversion
+from kernel.common.coders import batch_conversion
 from kernel.graph.job import JobVertex
 from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
 from kernel.streaming.operators import StreamOperator, create_operator
@@ -30,7 +30,7 @@ from kernel.streaming.runtime import OperatorRuntime
 def _serialized(output: Output, type_info: Any) -> Output:
     """``output``, or where PyFlink serialises the values with ``type_info``'s coder, an output
     converting them as that coder does (``kernel.datastream.python_chaining`` says where)."""
-    convert = coder_conversion(type_info)
+    convert = batch_conversion(type_info)
     return output if convert is None else ConvertingOutput(output, convert)
 
 

@@ -141,8 +141,8 @@ class CountingOutput(Output):
 
 class ConvertingOutput(Output):
     """Values as PyFlink's coder hands them on where an operator's output is serialised:
-    ``convert`` (``kernel.common.coders``) applied to each; a value it cannot write fails the
-    operator that emitted it."""
+    ``convert`` (``kernel.common.coders.batch_conversion``) applied to each batch; a value it
+    cannot write fails the operator that emitted it."""
 
     __slots__ = ("output", "convert")
 
@@ -151,8 +151,7 @@ class ConvertingOutput(Output):
         self.convert = convert
 
     def collect(self, values, timestamps):
-        convert = self.convert
-        self.output.collect([convert(v) for v in values], timestamps)
+        self.output.collect(self.convert(values), timestamps)
 
     def emit_watermark(self, timestamp):
         self.output.emit_watermark(timestamp)
