@@ -13,9 +13,9 @@ import pytest
 
 from kernel.common import Row, Time, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
-from kernel.datastream import OutputTag
-from kernel.datastream.functions import CoMapFunction, KeyedProcessFunction, ProcessFunction
-from kernel.datastream.state import StateTtlConfig, ValueStateDescriptor
+from kernel.datastream import OutputTag, RuntimeExecutionMode
+from kernel.datastream.functions import BroadcastProcessFunction, CoMapFunction, KeyedProcessFunction, ProcessFunction
+from kernel.datastream.state import MapStateDescriptor, StateTtlConfig, ValueStateDescriptor
 from kernel.datastream.transformations import OneInputTransformation
 from kernel.datastream.python_chaining import serialized_output_types
 from kernel.program import CapturingExecutor, use_executor
@@ -286,3 +286,40 @@ def test_only_outputs_leaving_the_python_chain_are_marked(env):
         # print is Java's sink for an INT, a STRING; the projection is Java's operator; print's
         # map runs at the environment's parallelism (1), not the rows' 2
         "before key_by", "before projection", "keyed", "rows elsewhere", "tail"]
+
+
+class NoTimestamp(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return None
+
+
+PRICES = MapStateDescriptor("b", Types.STRING(), Types.FLOAT())
+
+
+class ReadPrice(BroadcastProcessFunction):
+    def process_element(self, value, ctx):
+        yield "bstate " + repr(ctx.get_broadcast_state(PRICES).get("k"))
+
+    def process_broadcast_element(self, value, ctx):
+        ctx.get_broadcast_state(PRICES).put("k", value)
+
+
+def test_broadcast_state_keeps_what_was_stored_and_a_keyed_print_gets_the_coders_value():
+    def build(env):
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)  # the broadcast side first, as in Flink
+        env.from_collection([1]).connect(env.from_collection([110.1]).broadcast(PRICES)).process(ReadPrice()).print()
+        env.from_collection([110.1]).map(lambda x: x, Types.FLOAT()).key_by(lambda x: 1).print("keyed")
+
+    assert by_sink(job(build).lines) == {"": ["bstate 110.1"], "keyed": ["110.1"]}
+
+
+@pytest.mark.parametrize("what, build, error", [
+    ("pickled bytes printed", lambda env: env.from_collection([1]).map(lambda x: b"ab").print(),
+     "AttributeError: 'bytes' object has no attribute 'encode'"),
+    ("no timestamp", lambda env: env.from_collection([1]).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(NoTimestamp())).map(lambda x: x).print(),
+     "TypeError: an integer is required"),
+])
+def test_print_and_timestamps_fail_where_pyflinks_coders_fail(what, build, error):
+    run = job(build)
+    assert run.error is not None and str(run.error).endswith(error)

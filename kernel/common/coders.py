@@ -48,9 +48,9 @@ __all__ = ["Conversion", "batch_conversion", "coder_conversion", "converted_resu
 def coder_conversion(type_info: TypeInformation | None) -> Conversion | None:
     """What a value declared ``type_info`` becomes once PyFlink's coder wrote and read it (None
     passes); None when values come back unchanged (pickled values, no declared type)."""
-    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+    field = None if type_info is None else field_conversion(type_info)
+    if field is None or field is _same:
         return None
-    field = field_conversion(type_info)
     test = _unchanged_test(type_info, "value")
     if test is None:
         def convert(value: Any) -> Any:
@@ -162,7 +162,7 @@ def field_conversion(type_info: TypeInformation) -> Conversion:
         return _list(field_conversion(type_info.elem_type), nullable=True)
     if isinstance(type_info, MapTypeInfo):
         return _map(field_conversion(type_info._key_type_info), field_conversion(type_info._value_type_info))
-    raise TypeError(f"rill cannot serialise values of {type_info!r} as PyFlink does")
+    return _same  # a TypeInformation PyFlink has no coder for: values pass as they are
 
 
 def _same(value: Any) -> Any:
