@@ -128,6 +128,12 @@ def test_an_element_the_jvm_cannot_convert_fails_from_collection(type_info, elem
     assert expected in str(raised.value) and str(raised.value).startswith("from_collection: ")
 
 
+def test_an_instant_reaches_the_jvm_in_milliseconds():
+    """Derived from PyFlink's InstantTypeInfo.to_internal_type (``to_epoch_milli() * 1000`` is
+    what it pickles for the JVM); the recorded Instant<1700000000, 123000000> above holds."""
+    assert collection_elements(Types.INSTANT(), [Instant(5, 123456789)]) == [Instant(5, 123000000)]
+
+
 def test_a_big_decimal_that_is_no_decimal_ends_the_collection():
     """Recorded: [Decimal('1.5'), 2.5, 3, Decimal('4')] as BIG_DEC reads only Decimal('1.5')
     (the JVM converts 2.5 to null, and Flink's InputFormatSourceFunction stops at a null)."""

@@ -28,6 +28,7 @@ from typing import Any
 
 from kernel.common import javavalues as jv
 from kernel.common.coders import Conversion, coder_conversion
+from kernel.common.time import Instant
 from kernel.common.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,
@@ -231,7 +232,15 @@ def _java_basic(type_info: BasicTypeInfo) -> Conversion:
         return _character
     if kind is BasicType.BIG_DEC:
         return _big_decimal
+    if kind is BasicType.INSTANT:
+        return _instant_millis
     return _same
+
+
+def _instant_millis(value: Any) -> Instant:
+    """PyFlink's ``InstantTypeInfo.to_internal_type`` hands the JVM ``to_epoch_milli() * 1000``:
+    what is below the millisecond is lost."""
+    return Instant.of_epoch_milli(value.to_epoch_milli())
 
 
 def _big_decimal(value: Any) -> decimal.Decimal:
