@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kernel.datastream.python_chaining import serialized_output_types
 from kernel.errors import JobDefinitionError
 from kernel.program import Program, check_program
 
@@ -23,9 +24,16 @@ class CompiledJob:
 
 
 def build_stream_graph(session: Session, program: Program) -> StreamGraph:
+    """The StreamGraph the graph plugin builds, its nodes marked where PyFlink serialises their
+    output (``StreamNode.serialized_output_type``)."""
     check_program(program)
     session.plugin_manager.require("build_stream_graph", "graph")
-    return session.plugin_manager.hook.build_stream_graph(program=program, config=session.config)
+    graph = session.plugin_manager.hook.build_stream_graph(program=program, config=session.config)
+    for node_id, type_info in serialized_output_types(program.transformations).items():
+        node = graph.nodes.get(node_id)
+        if node is not None:
+            node.serialized_output_type = type_info
+    return graph
 
 
 def build_job_graph(session: Session, stream_graph: StreamGraph) -> JobGraph:

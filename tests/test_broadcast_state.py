@@ -383,9 +383,7 @@ class Misuse(KeyedBroadcastProcessFunction):
         for key in ("zeta", "alpha", "mid", value):
             state.put(key, len(key))
         print("rw type", type(state).__name__, type(ctx).__name__, "items order", list(state.items()))
-        if self.what == "apply":
-            ctx.apply_to_keyed_state(ValueStateDescriptor("v", Types.INT()), lambda key, s: None)
-        elif self.what == "undeclared":
+        if self.what == "undeclared":
             other = ctx.get_broadcast_state(MapStateDescriptor("other", Types.STRING(), Types.INT()))
             other.put("x", 1)
             print("undeclared ok", list(other.items()))
@@ -415,16 +413,13 @@ PYFLINK_MISUSE = {
             "AttributeError: 'SynchronousReadOnlyBroadcastRuntimeState' object has no attribute 'put'"),
     "setitem": ([BROADCAST_SIDE, "b r1", *ELEMENT_SIDE],
                 "TypeError: 'SynchronousReadOnlyBroadcastRuntimeState' object does not support item assignment"),
-    "apply": ([BROADCAST_SIDE],
-              "AttributeError: 'InternalKeyedBroadcastProcessFunctionContext' object has no attribute "
-              "'apply_to_keyed_state'"),
     "clear": ([BROADCAST_SIDE, "b r1", *ELEMENT_SIDE, "after clear [] True", "e1"], None),
     "undeclared": ([BROADCAST_SIDE, "undeclared ok [('x', 1)]", "b r1", *ELEMENT_SIDE, "e1"], None),
 }
 
 
 @pytest.mark.parametrize("what", list(PYFLINK_MISUSE))
-def test_the_read_only_side_and_apply_to_keyed_state_fail_as_in_pyflink(what):
+def test_the_read_only_side_fails_as_in_pyflink(what):
     lines, error = PYFLINK_MISUSE[what]
     run = run_job(misuse(what))
     assert run.lines == lines
@@ -623,3 +618,91 @@ def test_timers_fire_on_the_minimum_of_both_inputs_watermarks():
         # the last rule at 1000 ms ends the broadcast input: the final watermark fires them all
         *[("event", "a", t, t, MAX_LONG, 1000) for t in (5, 105, 205, 305)],
     ]
+
+
+# -- apply_to_keyed_state: Flink's applyToKeyedState (PyFlink 2.3's Python context lacks it) -------
+
+BALANCE = ValueStateDescriptor("balance", Types.INT())
+
+
+class Settle(KeyedBroadcastProcessFunction[str, tuple, tuple, str]):
+    """Elements add to their key's balance; the broadcast side visits every key's balance:
+    "settle" clears the balances above a limit and multiplies the others, "report" lists them
+    and registers an event-time timer (for the last key visited, which stays the current key)."""
+
+    def open(self, ctx):
+        self.balance = ctx.get_state(BALANCE)
+        self.sub = ctx.get_index_of_this_subtask()
+
+    def process_element(self, value, ctx):
+        self.balance.update((self.balance.value() or 0) + value[2])
+        yield f"{self.sub} {ctx.get_current_key()} balance {self.balance.value()}"
+
+    def process_broadcast_element(self, value, ctx):
+        visited = []
+
+        def settle(key, state):
+            visited.append((key, state.value(), state is self.balance))
+            if state.value() > value[2]:
+                state.clear()
+            else:
+                state.update(state.value() * 10)
+
+        if value[0] == "settle":
+            ctx.apply_to_keyed_state(BALANCE, settle)
+        elif value[0] == "report":
+            ctx.apply_to_keyed_state(BALANCE, lambda key, state: visited.append((key, state.value())))
+            if visited:
+                ctx.timer_service().register_event_time_timer(value[1])
+        yield f"{self.sub} {value[0]} {visited}"
+
+    def on_timer(self, timestamp, ctx):
+        yield f"{self.sub} timer for {ctx.get_current_key()}"
+
+
+def settle_job(parallelism, results):
+    from tests.test_timers_and_state import scripted
+
+    def build(env):
+        env.set_parallelism(parallelism)
+        # (key, timestamp, amount), one every 100 ms; the commands at 0, 1000 and 2000 ms
+        events = scripted(env, [("b", 0, 4), ("a", 100, 7), ("c", 200, 1), ("b", 300, 2), ("d", 400, 3)]) \
+            .set_parallelism(1)
+        commands = scripted(env, [("hello", 0, 0), ("settle", 1000, 5), ("report", 2000, 0)], rate=1) \
+            .set_parallelism(1)
+        events.key_by(lambda e: e[0], Types.STRING()).connect(commands.broadcast(RULES)) \
+            .process(Settle(), Types.STRING()).add_sink(results.append)
+        env.execute("settle")
+
+    return build
+
+
+def test_apply_to_keyed_state_visits_every_key_with_state_in_the_backends_order():
+    results: list = []
+    assert run_job(settle_job(1, results)).outcome.status == "FINISHED"
+    assert [r for r in results if "balance" in r] == [
+        "0 b balance 4", "0 a balance 7", "0 c balance 1", "0 b balance 6", "0 d balance 3"]
+    assert [r for r in results if "balance" not in r] == [
+        "0 hello []",
+        # keys in the order they got their state; each visit sees the element side's state object
+        "0 settle [('b', 6, True), ('a', 7, True), ('c', 1, True), ('d', 3, True)]",
+        # b and a were cleared (above 5), c and d multiplied; a cleared key is no longer visited
+        "0 report [('c', 10), ('d', 30)]",
+        # the last key visited stayed the current key, so the timer registered after is d's
+        "0 timer for d",
+    ]
+
+
+def test_apply_to_keyed_state_visits_the_keys_of_its_own_subtask():
+    results: list = []
+    assert run_job(settle_job(2, results)).outcome.status == "FINISHED"
+    own_keys: dict = {}
+    for line in results:
+        sub, key, *rest = line.split()
+        if rest[:1] == ["balance"]:
+            own_keys.setdefault(int(sub), []).append(key)
+    settled = {int(r.split()[0]): r.split(" ", 2)[2] for r in results if " settle " in r}
+    assert set(own_keys) == {0, 1} and set(settled) == {0, 1}
+    for sub, keys in own_keys.items():
+        visited = eval(settled[sub])  # the repr of a list of tuples, as yielded
+        assert [key for key, _, _ in visited] == list(dict.fromkeys(keys))

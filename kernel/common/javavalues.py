@@ -6,6 +6,7 @@ subtask a key goes to follow from the Java object. These functions reproduce tha
 
 from __future__ import annotations
 
+import datetime
 import io
 import math
 import pickle
@@ -92,6 +93,16 @@ def big_decimal_hash(text: str) -> int:
 def instant_hash(seconds: int, nanos: int) -> int:
     """``Instant.hashCode()``."""
     return int32(long_hash(seconds) + 51 * nanos)
+
+
+def instant_to_string(seconds: int, nanos: int) -> str:
+    """``Instant.toString()``: ISO-8601 in UTC, the fraction in groups of three digits."""
+    moment = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
+    fraction = ""
+    if nanos:
+        digits = f"{nanos:09d}"
+        fraction = "." + (digits[:3] if nanos % 1_000_000 == 0 else digits[:6] if nanos % 1000 == 0 else digits)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
 
 
 def double_to_string(value: float) -> str:

@@ -38,7 +38,11 @@ class TypeInformation:
         return "null" if value is None else str(value)
 
     def format_print(self, value: Any) -> str:
-        """The line a print sink writes for a value of this type."""
+        """The line a print sink writes for a value of this type: the Java object's
+        ``toString()`` (a None value fails the sink, as the null record fails Java's)."""
+        if value is None:
+            raise RuntimeError('java.lang.NullPointerException: Cannot invoke "Object.toString()" because "record" '
+                               'is null')
         return self.java_string(value)
 
     def __eq__(self, other: object) -> bool:
@@ -77,6 +81,8 @@ class BasicTypeInfo(TypeInformation):
             return jv.double_to_string(float(value))
         if t is BasicType.FLOAT:
             return jv.float_to_string(float(value))
+        if t is BasicType.INSTANT:
+            return jv.instant_to_string(value.seconds, value.nanos)
         return str(value)
 
     def __repr__(self) -> str:
@@ -89,6 +95,13 @@ class PickledBytesTypeInfo(TypeInformation):
     def java_string(self, value: Any) -> str:
         if isinstance(value, bytes):
             return value.decode("utf-8", "replace")
+        return value if isinstance(value, str) else str(value)
+
+    def format_print(self, value: Any) -> str:
+        """PyFlink prints pickled values through a map to STRING: ``str`` of the value (bytes
+        fail that map's coder)."""
+        if isinstance(value, bytes):
+            raise AttributeError("'bytes' object has no attribute 'encode'")
         return value if isinstance(value, str) else str(value)
 
     def __repr__(self) -> str:
@@ -253,6 +266,8 @@ class SqlTimeTypeInfo(TypeInformation):
             nanos = value.microsecond * 1000
             fraction = f"{nanos:09d}".rstrip("0") or "0"
             return f"{text}.{fraction}"
+        if isinstance(value, datetime.time):
+            return value.strftime("%H:%M:%S")
         return str(value)
 
     def __repr__(self) -> str:

@@ -79,7 +79,7 @@ class Row:
     def get_fields_by_names(self, names: list[str]) -> list[Any]:
         if not hasattr(self, "_fields") or names == self._fields:
             return self._values
-        difference = set(names).difference(self._fields)
+        difference = list(set(names).difference(self._fields))
         if difference:
             raise Exception(f"Field names {difference} not exist in {self._fields}.")
         return [self._values[self._fields.index(name)] for name in names]

@@ -1,14 +1,18 @@
 """``execute_and_collect``: the job runs while the caller iterates over what reaches its collect
 sink, as PyFlink's CloseableIterator does; closing the iterator (or reaching ``limit``)
-cancels a job still running."""
+cancels a job still running. Each record is returned as PyFlink converts the collected Java
+object back (``kernel.common.bridge.collected_conversion``)."""
 
 from __future__ import annotations
 
 import threading
 from typing import TYPE_CHECKING, Any
 
+from kernel.common.bridge import collected_conversion
+
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient
+    from kernel.common.typeinfo import TypeInformation
 
 
 class CollectedRecords:
@@ -56,10 +60,11 @@ class CloseableIterator:
     block) cancels the job if it still runs and waits for it to end. A job that failed raises
     its failure once its records are consumed."""
 
-    def __init__(self, client: JobClient, records: CollectedRecords) -> None:
+    def __init__(self, client: JobClient, records: CollectedRecords, type_info: TypeInformation | None = None) -> None:
         self._client = client
         self._records = records
         self._closed = False
+        self._convert = None if type_info is None else collected_conversion(type_info)
         client.get_job_execution_result().then_run(records.end)
 
     def __iter__(self) -> CloseableIterator:
@@ -79,7 +84,7 @@ class CloseableIterator:
             raise StopIteration("No more data.")
         present, value = self._records.take()
         if present:
-            return value
+            return value if self._convert is None else self._convert(value)
         failure = self._client.get_job_execution_result().exception()
         if failure is not None:
             raise failure

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel import unsupported
+from kernel.common.coders import converted_results
 from kernel.common.keyhash import check_key_type
 from kernel.common.typeinfo import TupleTypeInfo, TypeInformation, resolve_type
 from kernel.datastream import functions as fn
@@ -169,10 +170,12 @@ class DataStream:
             raise Exception("Only supports projecting a stream of tuples (Types.TUPLE).")
         types = self.get_type().get_field_types()
         out = TupleTypeInfo([types[i] for i in field_indexes])
-        return self._one_input("Projection", "map", lambda v: tuple(v[i] for i in field_indexes), out)
+        return self._one_input("Projection", "map", lambda v: tuple(v[i] for i in field_indexes), out,
+                               projection=field_indexes)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
-        operator = OperatorSpec("timestamps_watermarks", None, {"strategy": watermark_strategy}, keys=(None,))
+        params = {"strategy": watermark_strategy, "python_parallelism": self._env.get_parallelism()}
+        operator = OperatorSpec("timestamps_watermarks", None, params, keys=(None,))
         t = TimestampsAndWatermarksTransformation(
             self._env, self._transformation, "Timestamps/Watermarks", operator, self.get_type(),
             self._transformation.parallelism, watermark_strategy,
@@ -192,6 +195,9 @@ class DataStream:
         if key_type is not None and not isinstance(key_type, TypeInformation):
             raise TypeError("key_type must be a TypeInformation")
         check_key_type(key_type)
+        # the key as PyFlink's keyed operators see it: written by the key type's coder and read
+        # back (key_type=Types.INT() makes 1.7 the key 1; a key the coder cannot write fails)
+        selector = converted_results(selector, key_type)
         spec = KeySpec(selector, key_type)
         t = PartitionTransformation(self._env, self._transformation, p.KeyGroupStreamPartitioner(selector, key_type))
         return KeyedStream(self._env, t, spec, origin=self)
@@ -279,7 +285,8 @@ class DataStream:
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         """Print every record to stdout (``N> `` prefix per subtask when parallel)."""
-        operator = OperatorSpec("print", None, {"identifier": sink_identifier, "type": self.get_type()}, keys=(None,))
+        params = {"identifier": sink_identifier, "type": self.get_type(), "python_parallelism": self._env.get_parallelism()}
+        operator = OperatorSpec("print", None, params, keys=(None,))
         return self._sink(LegacySinkTransformation(
             self._env, self._transformation, "Print to Std. Out", operator, self._env.get_parallelism()
         ))
@@ -308,7 +315,7 @@ class DataStream:
         t = LegacySinkTransformation(self._env, self._transformation, "Data stream collect sink", operator, 1)
         self._env._add_operator(t)
         client = self._env.execute_async(job_execution_name or COLLECT_JOB_NAME)
-        iterator = CloseableIterator(client, records)
+        iterator = CloseableIterator(client, records, self.get_type())
         if limit is None:
             return iterator
         with iterator:

@@ -17,7 +17,7 @@ from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
 
 if TYPE_CHECKING:
-    from kernel.datastream.state import BroadcastState, MapStateDescriptor, ReadOnlyBroadcastState
+    from kernel.datastream.state import BroadcastState, MapStateDescriptor, ReadOnlyBroadcastState, StateDescriptor
 
 W = TypeVar("W")
 W2 = TypeVar("W2")
@@ -321,11 +321,15 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, O
 
 class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
     """``KeyedStream.connect(broadcast_stream).process(...)``: the keyed side also has keyed
-    state, the current key and timers (``on_timer``). As in PyFlink, the broadcast side's
-    context has no ``apply_to_keyed_state``."""
+    state, the current key and timers (``on_timer``). The broadcast side's context has Flink's
+    ``apply_to_keyed_state`` (PyFlink 2.3's Python context lacks it)."""
 
     class Context(BaseBroadcastProcessFunction.Context, ABC):
-        pass
+        @abstractmethod
+        def apply_to_keyed_state(self, state_descriptor: StateDescriptor,
+                                 function: Callable[[Any, Any], Any]) -> None:
+            """``function(key, state)`` for every key with state of ``state_descriptor`` (Flink's
+            ``KeyedBroadcastProcessFunction.Context.applyToKeyedState``)."""
 
     class ReadOnlyContext(BaseBroadcastProcessFunction.ReadOnlyContext, ABC):
         @abstractmethod

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from kernel import unsupported
+from kernel.common.bridge import collection_elements
 from kernel.common.configuration import Configuration
 from kernel.common.execution_config import ExecutionConfig
 from kernel.common.typeinfo import TypeInformation, resolve_type
@@ -250,9 +251,10 @@ class StreamExecutionEnvironment:
     # -- sources ------------------------------------------------------------------------------
 
     def from_collection(self, collection: list[Any], type_info: TypeInformation | None = None) -> DataStream:
-        """A bounded, non-parallel source emitting the elements in order."""
+        """A bounded, non-parallel source emitting the elements in order. With ``type_info``, each
+        element as PyFlink's JVM converts it to that type (``kernel.common.bridge``)."""
         out = resolve_type(type_info)
-        elements = [out.to_internal_type(e) for e in collection] if type_info is not None else list(collection)
+        elements = list(collection) if type_info is None else collection_elements(out, collection)
         operator = OperatorSpec("collection", None, {"elements": elements})
         t = LegacySourceTransformation(self, "Collection Source", out, 1, operator, bounded=True)
         t.set_max_parallelism(1)

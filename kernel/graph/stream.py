@@ -64,6 +64,9 @@ class StreamNode:
     parallelism_configured: bool = False
     buffer_timeout: int = -1
     co_location_group: str | None = None
+    #: the type PyFlink's coder writes the main output with, where it leaves PyFlink's chain of
+    #: Python functions (``kernel.datastream.python_chaining``); None where values pass as they are
+    serialized_output_type: Any = None
     in_edges: list[StreamEdge] = field(default_factory=list)
     out_edges: list[StreamEdge] = field(default_factory=list)
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+from kernel.common.coders import batch_conversion
 from kernel.graph.job import JobVertex
 from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
 from kernel.streaming.operators import StreamOperator, create_operator
 from kernel.streaming.outputs import (
     ChainingOutput,
+    ConvertingOutput,
     CountingOutput,
     DiscardingOutput,
     EndOfChainOutput,
@@ -24,6 +26,13 @@ from kernel.streaming.outputs import (
     combine,
 )
 from kernel.streaming.runtime import OperatorRuntime
+
+
+def _serialized(output: Output, type_info: Any) -> Output:
+    """``output``, or where PyFlink serialises the values with ``type_info``'s coder, an output
+    converting them as that coder does (``kernel.datastream.python_chaining`` says where)."""
+    convert = batch_conversion(type_info)
+    return output if convert is None else ConvertingOutput(output, convert)
 
 
 def _counting(output: Output, counter: Any) -> Output:
@@ -52,9 +61,11 @@ class OperatorChain:
         for node, operator in zip(nodes, self.operators):
             main: list[Output] = []
             side: dict[str, list[Output]] = {}
+            tags = {}
             for edge in node.out_edges:
                 target = ChainingOutput(by_node[edge.target_id]) if id(edge) in chained else network_output(edge)
                 if edge.output_tag is not None:
+                    tags[edge.output_tag.tag_id] = edge.output_tag
                     side.setdefault(edge.output_tag.tag_id, []).append(target)
                 else:
                     main.append(target)
@@ -62,8 +73,9 @@ class OperatorChain:
             if not node.out_edges and watermark_listener is not None:
                 main_output: Output = EndOfChainOutput(watermark_listener)
             else:
-                main_output = wrap(combine(main))
-            operator.output = OperatorOutput(main_output, {tag: wrap(combine(outs)) for tag, outs in side.items()})
+                main_output = _serialized(wrap(combine(main)), node.serialized_output_type)
+            operator.output = OperatorOutput(main_output, {
+                tag: _serialized(wrap(combine(outs)), tags[tag].type_info) for tag, outs in side.items()})
         self.head = by_node[vertex.head_node_id]
 
     def open(self) -> None:

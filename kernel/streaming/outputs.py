@@ -139,6 +139,30 @@ class CountingOutput(Output):
         self.output.emit_latency_marker(marker)
 
 
+class ConvertingOutput(Output):
+    """Values as PyFlink's coder hands them on where an operator's output is serialised:
+    ``convert`` (``kernel.common.coders.batch_conversion``) applied to each batch; a value it
+    cannot write fails the operator that emitted it."""
+
+    __slots__ = ("output", "convert")
+
+    def __init__(self, output: Output, convert: Any) -> None:
+        self.output = output
+        self.convert = convert
+
+    def collect(self, values, timestamps):
+        self.output.collect(self.convert(values), timestamps)
+
+    def emit_watermark(self, timestamp):
+        self.output.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle):
+        self.output.emit_watermark_status(idle)
+
+    def emit_latency_marker(self, marker):
+        self.output.emit_latency_marker(marker)
+
+
 class OperatorOutput(Output):
     """What an operator writes to: its main outputs plus side outputs by tag."""
 

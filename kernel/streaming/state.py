@@ -74,7 +74,19 @@ class KeyedStateBackend:
         return kind(ttl, self, table, descriptor, namespace)
 
     def keys(self, state_name: str) -> list[Any]:
-        return list({key for key, _ in self._tables.get(state_name, {})})
+        """The keys with state of that name outside any window, in the order the backend holds
+        them (when each got its state)."""
+        return list(dict.fromkeys(key for key, namespace in self._tables.get(state_name, {}) if namespace is None))
+
+    def apply_to_all_keys(self, descriptor: api.StateDescriptor, function: Callable[[Any, Any], Any]) -> None:
+        """``function(key, state)`` for every key with state of ``descriptor`` (Flink's
+        ``applyToAllKeys``): the keys are listed first, so the function may clear states; each
+        becomes the current key in turn, and the last one stays current, as in Flink."""
+        state = self.get_state(descriptor)
+        process = function if callable(function) else function.process
+        for key in self.keys(descriptor.name):
+            self.current_key = key
+            process(key, state)
 
     # -- checkpoints ------------------------------------------------------------------------------
 

@@ -13,18 +13,18 @@ In BATCH execution the broadcast input is read to its end before the other one (
 ``Batch...CoBroadcast...Operator`` select the second input until it ends).
 
 The contexts carry the names of PyFlink's (process mode), so that misuse fails as it does
-there: the broadcast side's context of a KeyedBroadcastProcessFunction has no
-``apply_to_keyed_state`` (``AttributeError: 'InternalKeyedBroadcastProcessFunctionContext'
-object has no attribute 'apply_to_keyed_state'``).
+there. The broadcast side's context of a KeyedBroadcastProcessFunction has Flink's
+``apply_to_keyed_state(state_descriptor, function)`` (``applyToKeyedState``), which PyFlink
+2.3's Python context lacks: ``function(key, state)`` for every key with state of the descriptor.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from kernel.clock import MIN_LONG
 from kernel.datastream import functions as fn
-from kernel.datastream.state import MapStateDescriptor
+from kernel.datastream.state import MapStateDescriptor, StateDescriptor
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
 from kernel.streaming.broadcast_state import OperatorStateBackend
@@ -87,7 +87,13 @@ class InternalBroadcastProcessFunctionReadOnlyContext(_ReadOnly, fn.BroadcastPro
 
 
 class InternalKeyedBroadcastProcessFunctionContext(_ReadWrite, fn.KeyedBroadcastProcessFunction.Context):
-    pass
+    def apply_to_keyed_state(self, state_descriptor: StateDescriptor, function: Callable[[Any, Any], Any]) -> None:
+        """Flink's ``applyToKeyedState``: ``function(key, state)`` for every key that has state
+        of ``state_descriptor``, in the order the keyed state backend holds the keys, ``state``
+        being the state object ``process_element`` gets for that key (read and write it as
+        there). Each key becomes the current key in turn, and the last one stays current, as in
+        Flink (a timer registered afterwards is for that key)."""
+        self._operator.backend.apply_to_all_keys(state_descriptor, function)
 
 
 class InternalKeyedBroadcastProcessFunctionReadOnlyContext(_Keyed, fn.KeyedBroadcastProcessFunction.ReadOnlyContext):

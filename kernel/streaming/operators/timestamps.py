@@ -6,9 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from kernel.clock import MAX_LONG, MIN_LONG
+from kernel.common.coders import field_conversion
+from kernel.common.typeinfo import Types
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.sources import WatermarkOutput
+
+
+#: PyFlink hands each extracted timestamp to Java as a LONG: 1000.7 becomes 1000
+_LONG = field_conversion(Types.LONG())
 
 
 class TimestampsAndWatermarksOperator(StreamOperator):
@@ -41,10 +47,11 @@ class TimestampsAndWatermarksOperator(StreamOperator):
     def process_batch(self, values, timestamps):
         assign = self.assign
         if assign is not None:
+            long = _LONG
             if timestamps is None:
-                timestamps = [assign(v, MIN_LONG) for v in values]
+                timestamps = [long(assign(v, MIN_LONG)) for v in values]
             else:
-                timestamps = [assign(v, MIN_LONG if t is None else t) for v, t in zip(values, timestamps)]
+                timestamps = [long(assign(v, MIN_LONG if t is None else t)) for v, t in zip(values, timestamps)]
         if self.generator is not None:
             self.generator.on_events(values, timestamps, self.watermarks)
         if self.watermarks.idle:
