@@ -17,7 +17,6 @@ from kernel.datastream.transformations import OneInputTransformation, PartitionT
 from kernel.graph.partitioner import KeyGroupStreamPartitioner
 from kernel.program import CapturingExecutor, use_executor
 from kernel.session import Session
-from kernel.unsupported import NotSupportedByRill
 
 
 @pytest.fixture
