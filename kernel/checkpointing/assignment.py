@@ -3,7 +3,8 @@
 State is matched to operators by operator ID: a user-defined ID (``set_uid_hash``) when the
 checkpoint has state under it, else the generated one (``uid()`` already shapes that). A
 subtask gets the keyed state of the key groups in its range from every old subtask that held
-any of them, and its share of the operator list state; a subtask marked finished in the
+any of them, and the operator list states of all old subtasks, of which it restores its
+share (:func:`kernel.checkpointing.snapshots.repartition_lists`); a subtask marked finished in the
 checkpoint (it had ended its input) is restored finished. An operator without state in the
 checkpoint starts empty.
 """
@@ -39,7 +40,7 @@ class TaskRestore(msgspec.Struct, frozen=True, kw_only=True):
         return sum(handle.size for op in self.operators for _, handle in op.handles)
 
 
-def _state_of(metadata: CheckpointMetadata, vertex: JobVertex, node_id: int) -> OperatorState | None:
+def state_of(metadata: CheckpointMetadata, vertex: JobVertex, node_id: int) -> OperatorState | None:
     by_id = {op.operator_id: op for op in metadata.operators}
     user_id = vertex.user_operator_ids.get(node_id)
     if user_id is not None and user_id in by_id:
@@ -55,7 +56,7 @@ def assign(metadata: CheckpointMetadata, directory: str | None, vertex: JobVerte
     operators = []
     finished = False
     for node_id in vertex.chained_node_ids:
-        state = _state_of(metadata, vertex, node_id)
+        state = state_of(metadata, vertex, node_id)
         if state is None:
             continue
         rescaled = state.parallelism != vertex.parallelism
@@ -68,8 +69,7 @@ def assign(metadata: CheckpointMetadata, directory: str | None, vertex: JobVerte
             if handle is None:
                 continue
             wanted_keyed = any(first <= group <= last for group, _, _ in handle.key_groups)
-            wanted_lists = handle.operator_state is not None and (rescaled or old.subtask == subtask)
-            if wanted_keyed or wanted_lists:
+            if wanted_keyed or handle.operator_state is not None:  # union states reach every subtask
                 handles.append((old.subtask, handle))
         operators.append(OperatorRestore(node_id=node_id, operator_id=state.operator_id,
                                          old_parallelism=state.parallelism, handles=handles))

@@ -46,7 +46,9 @@ class KeyGroupState(msgspec.Struct, frozen=True, kw_only=True):
 
 class OperatorListState(msgspec.Struct, frozen=True, kw_only=True):
     """Flink's operator list state: ``split`` elements are divided among subtasks when the
-    parallelism changes, ``union`` ones go to every subtask. ``elements``: pickle of a list."""
+    parallelism changes, ``union`` ones go to every subtask, ``broadcast`` ones are a full copy
+    per subtask (broadcast state: a list of its (key, value) pairs). ``elements``: pickle of a
+    list."""
 
     name: str
     mode: str = "split"

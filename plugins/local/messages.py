@@ -48,6 +48,7 @@ class JobTerminated(Message):
     status: str
     failure: str = ""
     back_pressure: BackPressureJudgement | None = None  # when a monitor measured the job
+    savepoint: str = ""  # the path of the savepoint the job stopped with
 
 
 # -- registration and connections ---------------------------------------------------------------
@@ -219,7 +220,7 @@ class UpdateTaskExecutionState(Message):
 
 class TriggerCheckpoint(Message):
     """JobMaster -> TaskExecutor: start a checkpoint at a task (a source, or a task whose inputs
-    all finished)."""
+    all finished); ``stop``: the savepoint of a stop-with-savepoint (``drain``: draining)."""
 
     vertex_id: str
     subtask: int
@@ -227,6 +228,18 @@ class TriggerCheckpoint(Message):
     checkpoint_id: int
     timestamp: int
     aligned: bool
+    stop: bool = False
+    drain: bool = False
+
+
+class TriggerSavepoint(Message):
+    """Client -> Dispatcher -> JobMaster: take a savepoint under ``directory`` (None: the
+    default); ``terminate``: stop the job with it (``drain`` first). The answer is its path."""
+
+    job_id: str
+    directory: str | None = None
+    terminate: bool = False
+    drain: bool = False
 
 
 class NotifyCheckpointComplete(Message):

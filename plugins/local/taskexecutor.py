@@ -345,7 +345,8 @@ class TaskExecutor(Component):
                 checkpoint_id=message.checkpoint_id, reason=CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY.name,
                 message=f"TaskExecutor {self.resource_id} runs no such task"))
         elif task.checkpoints is not None:
-            task.checkpoints.trigger(message.checkpoint_id, message.timestamp, message.aligned)
+            task.checkpoints.trigger(message.checkpoint_id, message.timestamp, message.aligned, message.stop,
+                                     message.drain)
 
     def handle_NotifyCheckpointComplete(self, message: m.NotifyCheckpointComplete, sender: str) -> None:
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))

@@ -39,9 +39,10 @@ class JobMasterCheckpointContext:
         if slot is not None:
             self.job_master.tell(slot.resource_id, message)
 
-    def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool) -> None:
+    def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool,
+                           stop: bool = False, drain: bool = False) -> None:
         self._tell(vertex, m.TriggerCheckpoint(vertex.job_vertex.id, vertex.subtask, vertex.current.attempt,
-                                               checkpoint_id, timestamp, aligned))
+                                               checkpoint_id, timestamp, aligned, stop, drain))
 
     def notify_checkpoint_complete(self, vertex: ExecutionVertex, checkpoint_id: int) -> None:
         self._tell(vertex, m.NotifyCheckpointComplete(vertex.job_vertex.id, vertex.subtask, vertex.current.attempt,

@@ -47,14 +47,23 @@ class SubtaskCheckpointCoordinator:
 
     # -- from the coordinator -----------------------------------------------------------------
 
-    def trigger(self, checkpoint_id: int, timestamp: int, aligned: bool) -> None:
+    def trigger(self, checkpoint_id: int, timestamp: int, aligned: bool, stop: bool = False,
+                drain: bool = False) -> None:
+        """``stop``: the savepoint of a stop-with-savepoint: a source stops first."""
         task = self.task
         if task.state != "RUNNING":
             self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
                          f"Task {task.name} is not running ({task.state})")
             return
         barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned)
-        task.mailbox.execute(lambda: self.checkpoint(barrier, CheckpointMetrics()), f"checkpoint {checkpoint_id}")
+
+        def take() -> None:
+            if stop and checkpoint_id > self.last_checkpoint_id and checkpoint_id not in self._aborted:
+                task.stop_for_savepoint(drain, lambda: self.checkpoint(barrier, CheckpointMetrics()))
+            else:
+                self.checkpoint(barrier, CheckpointMetrics())
+
+        task.mailbox.execute(take, f"checkpoint {checkpoint_id}")
 
     def notify_complete(self, checkpoint_id: int) -> None:
         self.task.mailbox.execute(lambda: self._completed(checkpoint_id), f"checkpoint {checkpoint_id} complete")
@@ -101,7 +110,7 @@ class SubtaskCheckpointCoordinator:
             if not snapshot.empty:
                 encoded.append((task.vertex.operator_ids[node_id], snapshot.encode()))
         sync_ms = (self.clock.now() - started) / NS_PER_MS
-        finished = task.data_ended
+        finished = task.data_ended and task.drained
         attempt = task.attempt_key
         self.loop.call_soon(lambda: self._write(checkpoint_id, encoded, finished, attempt, metrics, sync_ms))
 
