@@ -21,6 +21,11 @@ from kernel.datastream.connectors.file_system import FileSource
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
 from kernel.streaming.runtime import OperatorRuntime
 
+#: the operator list state holding a source reader's splits (split-distributed)
+READER_STATE = "SourceReaderState"
+#: the operator list state holding what split discovery found (a union: every subtask gets all)
+ENUMERATOR_STATE = "SourceEnumeratorState"
+
 
 class SourceReader:
     finished = False

@@ -13,13 +13,7 @@ from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.streaming.alignment import ActivityClock, SourceAlignment
 from kernel.streaming.operators.base import StreamOperator
-from kernel.streaming.readers import create_reader
-
-
-#: the operator list state holding a source reader's splits (split-distributed)
-READER_STATE = "SourceReaderState"
-#: the operator list state holding what split discovery found (a union: every subtask gets all)
-ENUMERATOR_STATE = "SourceEnumeratorState"
+from kernel.streaming.readers import ENUMERATOR_STATE, READER_STATE, create_reader
 
 
 class InputStatus(Enum):

@@ -49,6 +49,7 @@ class JobTerminated(Message):
     failure: str = ""
     back_pressure: BackPressureJudgement | None = None  # when a monitor measured the job
     savepoint: str = ""  # the path of the savepoint the job stopped with
+    savepoint_failure: str = ""  # why a stop-with-savepoint asked for did not stop it
 
 
 # -- registration and connections ---------------------------------------------------------------

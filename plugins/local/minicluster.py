@@ -66,6 +66,7 @@ class MiniCluster:
         self.duration = rill_options.duration
         self.stop_with_savepoint = rill_options.stop_with_savepoint
         self.savepoint_failure = ""
+        self.stop_requested = False  # rill.duration asked for a stop-with-savepoint
         self.network_settings = NetworkSettings(
             buffers_per_channel=options.buffers_per_channel,
             floating_buffers_per_gate=options.floating_buffers_per_gate,
@@ -123,8 +124,13 @@ class MiniCluster:
     # -- running a job ------------------------------------------------------------------------
 
     def _job_terminated(self, message: m.JobTerminated) -> None:
+        failure = ""
+        if self.stop_requested and not message.savepoint:
+            why = self.savepoint_failure or message.savepoint_failure
+            failure = why if message.status != "FINISHED" else (
+                f"the job finished before its savepoint completed ({why or 'all its input was read'})")
         self.outcome = JobOutcome(message.status, message.failure, back_pressure=message.back_pressure,
-                                  savepoint=message.savepoint, savepoint_failure=self.savepoint_failure)
+                                  savepoint=message.savepoint, savepoint_failure=failure)
         self.run.loop.stop()
 
     def cancel(self, job_id: str, reason: str) -> None:
@@ -158,6 +164,7 @@ class MiniCluster:
                 self.savepoint_failure = failure
                 self.cancel(job_id, f"{reason}; stop-with-savepoint failed: {failure}")
 
+        self.stop_requested = True
         self.trigger_savepoint(job_id, self.stop_with_savepoint, True, False, done)
 
     def execute(self, job_graph: JobGraph) -> JobOutcome:

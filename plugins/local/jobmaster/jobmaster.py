@@ -85,8 +85,10 @@ class JobMaster(Component):
         for resource_id in sorted(self.task_managers):
             self.tell(resource_id, m.DisconnectJobManager(self.job_id, f"job {status.value.lower()}"))
         judgement = final_judgement(self.back_pressure)
-        savepoint = self.scheduler.stopped_with_savepoint if status is JobStatus.FINISHED else ""
-        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure, judgement, savepoint))
+        scheduler = self.scheduler
+        savepoint = scheduler.stopped_with_savepoint if status is JobStatus.FINISHED else ""
+        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure, judgement, savepoint,
+                                                   "" if savepoint else scheduler.stop_failure))
 
     # -- the ResourceManager ------------------------------------------------------------------
 

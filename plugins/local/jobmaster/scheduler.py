@@ -93,8 +93,9 @@ class DefaultScheduler:
             plugins.require("create_checkpoint_coordinator", "checkpointing")
         if self.job_graph.runtime_mode != "BATCH" and hook.create_checkpoint_coordinator.get_hookimpls():
             self.checkpoints = hook.create_checkpoint_coordinator(context=JobMasterCheckpointContext(self), run=run)
-        #: the savepoint a stop-with-savepoint took (reported when the job FINISHED)
+        #: the savepoint a stop-with-savepoint took (reported when the job FINISHED), or why it failed
         self.stopped_with_savepoint = ""
+        self.stop_failure = ""
         #: what the current attempt of each execution vertex restores (by vertex id)
         self.task_restores: dict[str, TaskRestore] = {}
         self.committer: SinkCommitter | None = None
@@ -153,6 +154,8 @@ class DefaultScheduler:
 
         def done(path: str | None, failure: str | None) -> None:
             if path is None:
+                if terminate:
+                    self.stop_failure = failure or ""
                 answer.set_exception(CheckpointException(failure))
                 return
             if terminate:

@@ -302,11 +302,11 @@ class StreamTask:
     def end_of_input(self) -> None:
         """Finish as a mail: after the work the last step charged (simulated time) is done.
         With a final checkpoint (or a stopping savepoint) to wait for, the wait is idle time."""
+        self.input_ended = True
         if not (self.final_checkpoint or self.stopping):
             self.mailbox.suspend_default_action(None, "finishing")
             self.mailbox.execute(self._finish, "finish")
             return
-        self.input_ended = True
         self.mailbox.suspend_default_action(self.metrics.idle, "finishing")
         self.mailbox.execute(self._await_final_checkpoint, "final checkpoint")
 
@@ -363,6 +363,9 @@ class StreamTask:
         self._set_state("FINISHED")
 
     def _finish(self, start: int = 0) -> None:
+        if self.stopping and start == 0:  # a stop-with-savepoint came first: it decides how the task ends
+            self._await_final_checkpoint()
+            return
         if not self.chain.finish(self._finish, start):
             return  # an operator finishes its requests in flight first: its last one resumes here
         for partition in self.partitions:
