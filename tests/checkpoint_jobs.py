@@ -3,7 +3,8 @@
 ``COUNT_JOB`` counts and sums per key the records ``(k<i % 3>, i)`` of a rate-limited data
 generator (10 records/s, 60 of them unless ``unbounded``); its arguments choose variants: ``uid``
 / ``other-uid`` (the counting operator's uid), ``extra-map`` (a stateless map inserted before
-``key_by``), ``checkpoints`` (a checkpoint every second), ``max-parallelism=N``, ``keys=N``.
+``key_by``), ``checkpoints`` (a checkpoint every second), ``max-parallelism=N``, ``keys=N``,
+``rate=N`` (records per second).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ if "checkpoints" in options:
 if "max-parallelism" in options:
     env.set_max_parallelism(int(options["max-parallelism"]))
 count = None if "unbounded" in options else 60
-source = DataGeneratorSource(lambda i: ("k%d" % (i % keys), i), count, records_per_second=10)
+rate = int(options.get("rate") or 10)
+source = DataGeneratorSource(lambda i: ("k%d" % (i % keys), i), count, records_per_second=rate)
 numbers = env.from_source(source, WatermarkStrategy.no_watermarks(), "Numbers").uid("numbers")
 if "extra-map" in options:
     numbers = numbers.map(lambda v: v).name("Identity")

@@ -72,6 +72,28 @@ def test_a_job_stopped_with_a_savepoint_resumes_where_it_stopped(cli, tmp_path):
     assert os.path.isfile(os.path.join(path, "_metadata"))  # the savepoint is the user's: never deleted
 
 
+def test_a_restored_run_re_executes_identically(cli, tmp_path):
+    job = write(tmp_path, "counts.py", COUNT_JOB)
+    code, _, err = run(cli, job, "--duration", "2s", "--stop-with-savepoint", str(tmp_path / "sp"),
+                       job_args=("checkpoints",))
+    assert code == 0, err
+    code, _, err = run(cli, job, "-s", savepoint_path(err), job_args=("checkpoints",))
+    assert code == 0, err
+    code, out, err = cli("replay", "last", "--rerun")
+    assert code == 0 and out.startswith("re-execution ") and "identical sequence" in out, out + err
+
+
+def test_a_realtime_round_trip(cli, tmp_path):
+    job = write(tmp_path, "counts.py", COUNT_JOB)
+    code, out, err = cli("run", "--quiet", "--duration", "300ms", "--stop-with-savepoint", str(tmp_path / "sp"), job,
+                         "rate=50")
+    assert code == 0, err
+    first = out.splitlines()
+    code, out, err = cli("run", "--quiet", "-s", savepoint_path(err), job, "rate=50")
+    assert code == 0, err
+    assert first + out.splitlines() == counts(0, 60)
+
+
 def test_the_metadata_file_names_a_savepoint_too(cli, tmp_path):
     job = write(tmp_path, "counts.py", COUNT_JOB)
     code, first, err = run(cli, job, "--duration", "1500ms", "--stop-with-savepoint", str(tmp_path / "sp"))
