@@ -148,7 +148,9 @@ class DefaultScheduler:
         """Take a savepoint (``terminate``: stop the job with it); the answer is its path."""
         answer = Future(self.job_master.loop)
         if self.checkpoints is None or self.status is not JobStatus.RUNNING:
-            why = "it runs in BATCH execution mode" if self.checkpoints is None else f"it is {self.status.value}"
+            why = (f"it is {self.status.value}" if self.checkpoints is not None else
+                   "it runs in BATCH execution mode" if self.job_graph.runtime_mode == "BATCH" else
+                   "no plugin of concern checkpointing is loaded")
             answer.set_exception(JobNotRunning(f"job {self.job_id} takes no savepoint: {why}"))
             return answer
 
