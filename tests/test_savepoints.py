@@ -384,6 +384,7 @@ def test_restoring_from_what_is_not_a_snapshot_is_one_clear_error(cli, tmp_path)
     missing = tmp_path / "nowhere"
     assert cli("run", *SIM, "-s", str(missing), job) == (
         2, "", f"rill: error: cannot restore from {missing}: {missing} does not exist\n")
+    assert cli("run", *SIM, "-s", "123", job) == (2, "", "rill: error: cannot restore from 123: 123 does not exist\n")
     assert cli("run", *SIM, "-s", job, job) == (
         2, "", f"rill: error: cannot restore from {job}: {job} is neither a checkpoint or savepoint directory nor its "
                "_metadata file\n")

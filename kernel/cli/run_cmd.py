@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -63,14 +64,14 @@ def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, see
         overrides.append(f"rill.duration={duration}")
     if backend is not None:
         overrides.append(f"plugins.backend={backend}")
-    if from_savepoint is not None:
-        overrides.append(f"execution.state-recovery.path={from_savepoint}")
+    if from_savepoint is not None:  # paths as TOML strings: "123" or "true" stay paths
+        overrides.append(f"execution.state-recovery.path={json.dumps(from_savepoint)}")
     if allow_non_restored_state:
         overrides.append("execution.state-recovery.ignore-unclaimed-state=true")
     if stop_with_savepoint is not None:
         if duration is None:
             raise UsageError("--stop-with-savepoint DIR stops the job when --duration has passed: give --duration")
-        overrides.append(f"rill.stop-with-savepoint={stop_with_savepoint}")
+        overrides.append(f"rill.stop-with-savepoint={json.dumps(stop_with_savepoint)}")
     progress = LiveProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
     session = open_session(config_path, [*overrides, *sets], inject, plugins=[progress] if progress else [])
     executor = SessionExecutor(session, quiet=quiet, progress=progress)
