@@ -9,7 +9,7 @@ import csv
 import io
 import json
 
-from tests.checkpoint_jobs import COUNT_JOB, savepoint_path, write
+from tests.savepoint_jobs import COUNT_JOB, savepoint_path, write
 from tests.test_report import Elements, chromium, render_dom  # noqa: F401 (chromium: a fixture)
 
 SIM = ("--clock", "simulated", "--quiet")

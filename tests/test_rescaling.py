@@ -17,7 +17,7 @@ from kernel.checkpointing.format import decode_operator_state
 from kernel.checkpointing.snapshots import read_handle, repartition_lists
 from kernel.streaming.keygroups import key_group_range
 from kernel.streaming.readers import READER_STATE, DataGeneratorReader, NumberSequenceReader
-from tests.checkpoint_jobs import COUNT_JOB, counts, savepoint_path, write
+from tests.savepoint_jobs import COUNT_JOB, counts, savepoint_path, write
 
 SIM = ("--clock", "simulated", "--quiet")
 

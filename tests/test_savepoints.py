@@ -23,7 +23,7 @@ from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.window import TumblingEventTimeWindows
 from kernel.errors import JobNotRunning
 from plugins.graph.hashing import user_hash
-from tests.checkpoint_jobs import COUNT_JOB, counts, savepoint_path, write
+from tests.savepoint_jobs import COUNT_JOB, counts, savepoint_path, write
 from tests.runtime import run_job
 
 SIM = ("--clock", "simulated", "--quiet")

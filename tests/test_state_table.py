@@ -25,7 +25,7 @@ from kernel.checkpointing.format import (
 )
 from kernel.checkpointing.pointers import MAX_METADATA_BYTES, resolve
 from replay.safe_pickle import json_value, readable, safe_loads
-from tests.checkpoint_jobs import COUNT_JOB, savepoint_path, write
+from tests.savepoint_jobs import COUNT_JOB, savepoint_path, write
 
 ALL_KINDS_JOB = """
 from kernel.common import Types, WatermarkStrategy

@@ -45,10 +45,10 @@ class KeyGroupState(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class OperatorListState(msgspec.Struct, frozen=True, kw_only=True):
-    """Flink's operator list state: ``split`` elements are divided among subtasks when the
-    parallelism changes, ``union`` ones go to every subtask, ``broadcast`` ones are a full copy
-    per subtask (broadcast state: a list of its (key, value) pairs). ``elements``: pickle of a
-    list."""
+    """Flink's operator state: ``split`` elements are divided among subtasks when the
+    parallelism changes, ``union`` ones go to every subtask, a ``broadcast`` state (the
+    entries of a broadcast state, one copy per subtask) goes whole to each new subtask from
+    one old one. ``elements``: pickle of a list."""
 
     name: str
     mode: str = "split"

@@ -50,7 +50,8 @@ class OperatorSnapshot:
             groups.setdefault(key_group_of(entry[0]), {}).setdefault(table, []).append(entry)
 
     def add_list(self, name: str, elements: list, mode: str = "split") -> None:
-        """An operator list state (``split``, ``union`` or ``broadcast``)."""
+        """An operator list state: ``split`` or ``union`` (Flink's list states), or ``broadcast``
+        (every subtask's full copy; a restored subtask takes one)."""
         self.lists.append((name, mode, list(elements)))
 
     @property

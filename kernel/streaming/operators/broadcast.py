@@ -12,8 +12,6 @@ operator; the keyed variant's timers fire on it and call ``on_timer``.
 In BATCH execution the broadcast input is read to its end before the other one (Flink's
 ``Batch...CoBroadcast...Operator`` select the second input until it ends).
 
-A checkpoint holds each instance's broadcast states as operator state of mode broadcast.
-
 The contexts carry the names of PyFlink's (process mode), so that misuse fails as it does
 there: the broadcast side's context of a KeyedBroadcastProcessFunction has no
 ``apply_to_keyed_state`` (``AttributeError: 'InternalKeyedBroadcastProcessFunctionContext'
@@ -138,17 +136,14 @@ class _BroadcastOperator(TwoInputStreamOperator):
         self._process_broadcast_element = function.process_broadcast_element
 
     def snapshot_state(self, snapshot: Any) -> None:
-        """Keyed state and timers (keyed variant) and every broadcast state of this instance, as
-        operator state of mode broadcast (its (key, value) pairs): each instance checkpoints its
-        full copy, as Flink's."""
+        """Keyed state and timers (keyed side) and every broadcast state, each as an operator
+        state of mode ``broadcast`` named by its descriptor (entries as (key, value) pairs)."""
         super().snapshot_state(snapshot)
         for name, entries in self.operator_state_backend.snapshot().items():
             snapshot.add_list(name, list(entries.items()), mode="broadcast")
 
     def initialize_state(self, restored: Any) -> None:
-        """The broadcast states of the old instance this one restores (at another parallelism,
-        instance i gets old instance i mod the old parallelism's: every copy is the same)."""
-        self.operator_state_backend.restore({name: dict(pairs) for name, pairs in restored.lists.items()})
+        self.operator_state_backend.restore({name: dict(entries) for name, entries in restored.lists.items()})
         super().initialize_state(restored)
 
     def next_selection(self) -> int | None:
