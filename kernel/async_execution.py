@@ -15,8 +15,8 @@ from typing import Callable
 from kernel.common.completable_future import CompletableFuture
 from kernel.common.job_execution_result import JobExecutionResult
 from kernel.common.job_status import JobStatus
-from kernel.errors import JobCancelled, JobFailed
-from kernel.program import JobCancellation
+from kernel.errors import JobCancelled, JobFailed, JobNotRunning
+from kernel.program import JobCancellation, SavepointRequest, SavepointRequests
 from kernel.summary import RunOutcome
 
 CANCELLED_AT_EXIT = "the job's script ended"
@@ -25,11 +25,12 @@ CANCELLED_AT_EXIT = "the job's script ended"
 class AsyncExecution:
     """One submitted job: its status, its result and its termination as futures."""
 
-    def __init__(self, job_id: str, job_name: str, cancellation: JobCancellation,
+    def __init__(self, job_id: str, job_name: str, cancellation: JobCancellation, savepoints: SavepointRequests,
                  run: Callable[[], RunOutcome]) -> None:
         self.job_id = job_id
         self.job_name = job_name
         self.cancellation = cancellation
+        self.savepoints = savepoints
         self.status = JobStatus.RUNNING
         #: the script asked for the result (so it handles a failure itself)
         self.retrieved = False
@@ -89,6 +90,16 @@ class AsyncExecution:
         else:
             threading.Thread(target=answer, args=(None,), name=f"rill-cancel-{self.job_id}", daemon=True).start()
         return acknowledged
+
+    def savepoint(self, directory: str | None, terminate: bool, drain: bool) -> CompletableFuture:
+        """Request a savepoint (``terminate``: stop the job with it); the future completes with
+        its path, or fails (also once the job ended without taking it)."""
+        result = CompletableFuture()
+        if self.status.is_globally_terminal_state():
+            result.complete_exceptionally(JobNotRunning(f"Job {self.job_id} is not running: it is {self.status.name}"))
+        else:
+            self.savepoints.request(SavepointRequest(directory, terminate, drain, result))
+        return result
 
     def join(self) -> None:
         self._thread.join()

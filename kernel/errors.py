@@ -39,3 +39,7 @@ class JobCancelled(RillError):
 
 class EventLogError(RillError):
     """The event log cannot be opened, written or read."""
+
+
+class JobNotRunning(RillError):
+    """A request (a savepoint) reached a job that has ended or not started."""

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from kernel.checkpointing.recovery import StateRecoveryOptions, check_restore
 from kernel.clock import NS_PER_S
 from kernel.compiler import CompiledJob, compile_program
 from kernel.errors import JobFailed
@@ -81,7 +82,9 @@ def create_backend(session: Session) -> ExecutionBackend:
 
 
 def execute_job(session: Session, compiled: CompiledJob) -> RunOutcome:
-    """Execute a compiled job in a new run of ``session`` on its execution backend."""
+    """Execute a compiled job in a new run of ``session`` on its execution backend (after
+    checking that the snapshot it starts from, if any, fits it)."""
+    check_restore(session.config.section(StateRecoveryOptions), compiled.job_graph)
     backend = create_backend(session)
     backend.prepare(compiled)
     run = session.new_run(compiled.program.job_name,
@@ -119,7 +122,8 @@ def program_metadata(program: Program) -> dict[str, Any]:
 
 class SessionExecutor(PipelineExecutor):
     """Runs each program on the session's execution backend, prints the run's summary on
-    stderr (unless ``quiet``) and raises ``JobFailed`` when the job failed."""
+    stderr (unless ``quiet``) and the path of the savepoint a job stopped with, and raises
+    ``JobFailed`` when the job failed or could not stop with the savepoint asked for."""
 
     def __init__(self, session: Session, quiet: bool = False, progress: Any = None) -> None:
         super().__init__(session)
@@ -150,6 +154,10 @@ class SessionExecutor(PipelineExecutor):
             if outcome.failure:
                 failure = outcome.failure if debugging() else user_frames(outcome.failure)
                 print(failure.rstrip(), file=sys.stderr)
+        if "savepoint" in outcome.details:  # the job stopped with a savepoint: where it is, as Flink's CLI says
+            print(f"Savepoint completed. Path: {outcome.details['savepoint']}", file=sys.stderr)
+        if "savepoint_failure" in outcome.details:
+            raise JobFailed(f"stop-with-savepoint failed: {outcome.details['savepoint_failure']}")
         return outcome
 
     def run(self, program: Program) -> RunOutcome:
@@ -171,7 +179,7 @@ class SessionExecutor(PipelineExecutor):
 
         session, compiled = self.compile(program)
         execution = AsyncExecution(compiled.job_graph.job_id, program.job_name, program.cancellation,
-                                   lambda: self.run_compiled(session, compiled))
+                                   program.savepoints, lambda: self.run_compiled(session, compiled))
         self.executions.append(execution)
         return JobClient(execution.start())
 

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from kernel.checkpointing.options import CheckpointingOptions
+from kernel.checkpointing.recovery import StateRecoveryOptions
 from kernel.config import Section
 from kernel.configtypes import DurationMs
 
@@ -27,6 +28,14 @@ class RillOptions(Section):
     duration: Annotated[DurationMs, msgspec.Meta(ge=0, description="stop the job after this much clock time (0: run until it ends)")] = (
         msgspec.field(name="rill.duration", default=0)
     )
+    stop_with_savepoint: Annotated[
+        str | None, msgspec.Meta(description="at rill.duration, stop the job with a savepoint under this directory "
+                                             "(instead of cancelling it)"),
+    ] = msgspec.field(name="rill.stop-with-savepoint", default=None)
+
+    def check(self) -> None:
+        if self.stop_with_savepoint is not None and self.duration == 0:
+            raise ValueError("rill.stop-with-savepoint stops the job when rill.duration has passed: set rill.duration")
 
 
 class EventOptions(Section):
@@ -91,4 +100,4 @@ class ExecutionOptions(Section):
 
 
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
-                                              CheckpointingOptions)
+                                              CheckpointingOptions, StateRecoveryOptions)

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from kernel.errors import JobDefinitionError
+from kernel.common.completable_future import CompletableFuture
+from kernel.errors import JobDefinitionError, JobNotRunning
 
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient
@@ -60,6 +61,59 @@ class JobCancellation:
             listener(reason)
 
 
+@dataclass(frozen=True)
+class SavepointRequest:
+    """A savepoint of a running program (``JobClient.trigger_savepoint``), or its stop with one
+    (``stop_with_savepoint``: ``terminate``; ``drain`` advances to the end of event time first).
+    ``result`` completes with the savepoint's path, or fails with why there is none."""
+
+    directory: str | None
+    terminate: bool
+    drain: bool
+    result: CompletableFuture
+
+
+class SavepointRequests:
+    """Savepoint requests for a running program, made from other threads. The backend running
+    the program listens for them; requests made before it listens are delivered when it does;
+    once it stops listening (the job ended), every request not yet answered fails."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: list[SavepointRequest] = []
+        self._listener: Callable[[SavepointRequest], None] | None = None
+        self._closed: str | None = None
+
+    def request(self, request: SavepointRequest) -> None:
+        with self._lock:  # the listener runs under it: once closed, no request is on its way
+            closed = self._closed
+            if closed is None:
+                if self._listener is None:
+                    self._waiting.append(request)
+                else:
+                    self._listener(request)
+        if closed is not None:
+            request.result.complete_exceptionally(JobNotRunning(closed))
+
+    def listen(self, listener: Callable[[SavepointRequest], None]) -> None:
+        """``listener(request)`` is called (from the requesting thread, quickly: it holds a lock)
+        for every request."""
+        with self._lock:
+            self._listener = listener
+            waiting, self._waiting = self._waiting, []
+            for request in waiting:
+                listener(request)
+
+    def close(self, reason: str) -> None:
+        """The program ended: later requests fail with ``reason``."""
+        with self._lock:
+            self._closed = reason
+            self._listener = None
+            waiting, self._waiting = self._waiting, []
+        for request in waiting:
+            request.result.complete_exceptionally(JobNotRunning(reason))
+
+
 @dataclass
 class Program:
     """Everything ``execute()`` hands over: the transformations and the environment's settings."""
@@ -82,6 +136,8 @@ class Program:
     arguments: list[str] = field(default_factory=list)
     #: cancel requests while the program runs (``execute_async``)
     cancellation: JobCancellation = field(default_factory=JobCancellation)
+    #: savepoint requests while the program runs (``execute_async``)
+    savepoints: SavepointRequests = field(default_factory=SavepointRequests)
 
     def sets(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.config_overrides.items() if not k.startswith(BRIDGE_KEY_PREFIXES)]

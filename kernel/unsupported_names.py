@@ -42,10 +42,6 @@ CHANGELOG = UnsupportedGroup(
               "StreamExecutionEnvironment.is_changelog_state_backend_enabled"),
     })
 
-SAVEPOINTS = UnsupportedGroup("savepoints", "rill takes checkpoints but no savepoints yet", {
-    "pyflink.common.job_client": ("JobClient.stop_with_savepoint", "JobClient.trigger_savepoint"),
-})
-
 EXTERNAL_CONNECTORS = UnsupportedGroup(
     "connectors", "rill reads collections, files, number sequences and generated data, and writes to stdout, "
                   "files and sink functions", {
@@ -161,6 +157,6 @@ PYTHON_ARCHIVES = UnsupportedGroup(
     })
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
-    STATE_BACKEND_OBJECTS, CHANGELOG, SAVEPOINTS, EXTERNAL_CONNECTORS, FILE_CONNECTOR,
+    STATE_BACKEND_OBJECTS, CHANGELOG, EXTERNAL_CONNECTORS, FILE_CONNECTOR,
     FORMAT_LIBRARIES, JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

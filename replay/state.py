@@ -6,7 +6,8 @@ watermarks and watermark status of each subtask's current attempt, the back-pres
 of each job vertex (from its subtasks' latest metric samples; for a run judged by sampling, its
 latest request's by then), and the health of every
 heartbeat pair of live components (when each side last heard from the other, and whether it
-gave up on it).
+gave up on it), and the checkpoints by then (how many were triggered, completed, failed or in
+progress; the last completed checkpoint and savepoint, the last failure and restore).
 Every part is the latest event of its kind at or before the instant, so it works for runs
 that crashed or are still running (partial logs).
 """
@@ -18,6 +19,7 @@ from typing import Any
 from kernel.backpressure import MAILBOX_TIMING, back_pressure_level
 from kernel.clock import MAX_LONG
 from replay.backpressure import judgement, request_levels
+from replay.checkpoints import checkpoints_at, describe_completed
 
 
 def _rows(con: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -139,7 +141,7 @@ def state_at(con: Any, run: Any, seconds: float) -> dict[str, Any]:
     }
     return {"run_id": run.run_id, "at_s": seconds, "task_executors": workers, "subtasks": subtasks,
             "watermarks": watermarks, "back_pressure_measure": judged.measure, "back_pressure": back_pressure,
-            "heartbeats": heartbeats}
+            "heartbeats": heartbeats, "checkpoints": checkpoints_at(con, run.run_id, t)}
 
 
 def _watermark(value: Any) -> str:
@@ -171,4 +173,19 @@ def render_state(state: dict[str, Any]) -> str:
     for pair, health in state["heartbeats"].items():
         status = f"lost at {health['lost_s']:.3f} s" if health["lost_s"] is not None else "ok"
         lines.append(f"  {pair:<45} last heard {health['last_heard_s']:.3f} s, {status}")
+    checkpoints = state["checkpoints"]
+    if checkpoints is not None:
+        lines.append("Checkpoints")
+        lines.append(f"  {checkpoints['triggered']} triggered, {checkpoints['completed']} completed, "
+                     f"{checkpoints['failed']} failed, {checkpoints['in_progress']} in progress")
+        for title, key in (("last completed checkpoint", "last_completed"), ("last savepoint", "last_savepoint")):
+            lines.append(f"  {title} " + (describe_completed(checkpoints[key]) if checkpoints[key] else "none"))
+        failed, restore = checkpoints["last_failed"], checkpoints["last_restore"]
+        if failed is not None:
+            lines.append(f"  last failed #{failed['checkpoint_id']} ({failed['kind']}) at {failed['failed_s']:.3f} s: "
+                         f"{failed['reason']}")
+        if restore is not None:
+            lines.append(f"  last restore from {restore['kind']} #{restore['checkpoint_id']} at "
+                         f"{restore['restored_s']:.3f} s: {restore['subtasks']} subtask(s), "
+                         f"{restore['state_size']:,} bytes, {restore['external_path'] or 'in memory'}")
     return "\n".join(lines)

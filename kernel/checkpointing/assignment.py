@@ -3,7 +3,8 @@
 State is matched to operators by operator ID: a user-defined ID (``set_uid_hash``) when the
 checkpoint has state under it, else the generated one (``uid()`` already shapes that). A
 subtask gets the keyed state of the key groups in its range from every old subtask that held
-any of them, its share of the operator list state, and — same parallelism only — the
+any of them, the operator list states of all old subtasks, of which it restores its share
+(:func:`kernel.checkpointing.snapshots.repartition_lists`), and — same parallelism only — the
 in-flight data of an unaligned checkpoint its own index persisted; a subtask marked finished
 in the checkpoint (it had ended its input) is restored finished. An operator without state in
 the checkpoint starts empty.
@@ -40,7 +41,7 @@ class TaskRestore(msgspec.Struct, frozen=True, kw_only=True):
         return sum(handle.size for op in self.operators for _, handle in op.handles)
 
 
-def _state_of(metadata: CheckpointMetadata, vertex: JobVertex, node_id: int) -> OperatorState | None:
+def state_of(metadata: CheckpointMetadata, vertex: JobVertex, node_id: int) -> OperatorState | None:
     by_id = {op.operator_id: op for op in metadata.operators}
     user_id = vertex.user_operator_ids.get(node_id)
     if user_id is not None and user_id in by_id:
@@ -56,7 +57,7 @@ def assign(metadata: CheckpointMetadata, directory: str | None, vertex: JobVerte
     operators = []
     finished = False
     for node_id in vertex.chained_node_ids:
-        state = _state_of(metadata, vertex, node_id)
+        state = state_of(metadata, vertex, node_id)
         if state is None:
             continue
         rescaled = state.parallelism != vertex.parallelism
@@ -72,9 +73,8 @@ def assign(metadata: CheckpointMetadata, directory: str | None, vertex: JobVerte
                 raise ValueError(f"operator {state.name or state.operator_id} has in-flight data of an unaligned "
                                  f"checkpoint at parallelism {state.parallelism}: it restores only at that parallelism")
             wanted_keyed = any(first <= group <= last for group, _, _ in handle.key_groups)
-            wanted_lists = handle.operator_state is not None and (rescaled or old.subtask == subtask)
             wanted_channels = handle.channel_state is not None and old.subtask == subtask
-            if wanted_keyed or wanted_lists or wanted_channels:
+            if wanted_keyed or handle.operator_state is not None or wanted_channels:  # union states reach every subtask
                 handles.append((old.subtask, handle))
         operators.append(OperatorRestore(node_id=node_id, operator_id=state.operator_id,
                                          old_parallelism=state.parallelism, handles=handles))

@@ -51,3 +51,7 @@ _COUNTED = frozenset({_R.IO_EXCEPTION, _R.CHECKPOINT_ASYNC_EXCEPTION, _R.CHECKPO
 
 #: the message of the failure that fails the job when too many checkpoints failed in a row
 EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE = "Exceeded checkpoint tolerable failure threshold."
+
+
+class CheckpointException(Exception):
+    """A checkpoint or savepoint failed (Flink's ``CheckpointException``): why, in one line."""

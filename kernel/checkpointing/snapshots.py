@@ -12,7 +12,6 @@ its own in-flight data.
 
 from __future__ import annotations
 
-import os
 import pickle
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -29,6 +28,7 @@ from kernel.checkpointing.format import (
     decode_operator_state,
     encode,
 )
+from kernel.checkpointing.pointers import read_state_file
 
 Entry = tuple[Any, Any, Any]  # (key, namespace, value)
 
@@ -103,13 +103,13 @@ def add_channel_state(encoded: EncodedState | None, channels: list[ChannelState]
 
 
 def read_handle(handle: StateHandle, directory: str | None) -> bytes:
-    """The bytes of a state handle (inline, or its file in ``directory``)."""
+    """The bytes of a state handle (inline, or its file in ``directory``, read as
+    :func:`kernel.checkpointing.pointers.read_state_file` reads it)."""
     if handle.data is not None:
         return handle.data
     if directory is None or handle.file is None:
         raise ValueError("a state handle without data or file")
-    with open(os.path.join(directory, handle.file), "rb") as stream:
-        return stream.read()
+    return read_state_file(directory, handle)
 
 
 class RestoredOperatorState:
@@ -126,13 +126,14 @@ class RestoredOperatorState:
     def read(cls, handles: list[tuple[int, StateHandle]], directory: str | None, key_groups: tuple[int, int],
              subtask: int, parallelism: int, old_parallelism: int) -> RestoredOperatorState:
         """From the handles of the old subtasks (old index, handle): the key groups in
-        ``key_groups`` (inclusive range); operator list states as Flink's round-robin
-        repartitioner divides them (unchanged parallelism: each subtask its own); a broadcast
-        state of new subtask ``i`` is old subtask ``i % old_parallelism``'s."""
+        ``key_groups`` (inclusive range), the operator list states as Flink's
+        ``RoundRobinOperatorStateRepartitioner`` divides them (:func:`repartition_lists`; every
+        list state the old subtasks had is in ``lists``, empty when this subtask's share is
+        nothing), and — same index only — the in-flight data of an unaligned checkpoint."""
         restored = cls()
         first, last = key_groups
         frames: list[tuple[int, bytes]] = []
-        split: dict[str, list] = {}
+        lists: dict[tuple[str, str], dict[int, list]] = {}
         for old_subtask, handle in sorted(handles, key=lambda h: h[0]):
             data = read_handle(handle, directory)
             for group, offset, length in handle.key_groups:
@@ -141,20 +142,11 @@ class RestoredOperatorState:
             if handle.operator_state is not None:
                 offset, length = handle.operator_state
                 for state in decode_operator_state(data[offset:offset + length]).states:
-                    elements = pickle.loads(state.elements)
-                    if state.mode == "broadcast":
-                        if old_subtask == subtask % old_parallelism:
-                            restored.lists[state.name] = elements
-                    elif state.mode == "union" or parallelism == old_parallelism:
-                        if state.mode == "union" or old_subtask == subtask:
-                            restored.lists.setdefault(state.name, []).extend(elements)
-                    else:
-                        split.setdefault(state.name, []).extend(elements)
+                    lists.setdefault((state.name, state.mode), {})[old_subtask] = pickle.loads(state.elements)
             if handle.channel_state is not None and old_subtask == subtask:
                 offset, length = handle.channel_state
                 restored.channels.extend(decode_channel_state(data[offset:offset + length]).channels)
-        for name, elements in split.items():
-            restored.lists.setdefault(name, []).extend(elements[subtask::parallelism])
+        restored.lists = repartition_lists(lists, subtask, parallelism, old_parallelism)
         for _, frame in sorted(frames, key=lambda f: f[0]):
             for table in decode_key_group(frame).tables:
                 restored.tables.setdefault((table.name, table.kind, table.ttl), []).extend(pickle.loads(table.entries))
@@ -165,3 +157,51 @@ class RestoredOperatorState:
         its keyed state backend the rest)."""
         taken = [table for table in self.tables if table[0] == name]
         return [entry for table in taken for entry in self.tables.pop(table)]
+
+
+def repartition_lists(lists: dict[tuple[str, str], dict[int, list]], subtask: int, parallelism: int,
+                      old_parallelism: int) -> dict[str, list]:
+    """Subtask ``subtask``'s share of operator list states (name, mode) -> old subtask ->
+    elements, as Flink's ``RoundRobinOperatorStateRepartitioner``: ``union`` states go whole to
+    every subtask; ``broadcast`` ones (every old subtask holds a full copy) as the copy of old
+    subtask ``subtask % old_parallelism``; ``split`` ones, at an unchanged parallelism, each to
+    its own subtask, else all old subtasks' elements in order, cut into ``parallelism``
+    contiguous shares whose sizes differ by one at most — the larger shares first, and for each
+    further state (by name) starting where the previous one's larger shares ended."""
+    shares: dict[str, list] = {}
+    start = 0
+    for (name, mode), by_subtask in sorted(lists.items()):
+        share = shares.setdefault(name, [])
+        if mode == "union":
+            for old in sorted(by_subtask):
+                share.extend(by_subtask[old])
+        elif mode == "broadcast":
+            share.extend(by_subtask.get(subtask % old_parallelism, ()))
+        elif parallelism == old_parallelism:
+            share.extend(by_subtask.get(subtask, ()))
+        else:
+            elements = [element for old in sorted(by_subtask) for element in by_subtask[old]]
+            cut, start = _split_shares(len(elements), parallelism, start)
+            begin, end = cut[subtask]
+            share.extend(elements[begin:end])
+    return shares
+
+
+def _split_shares(total: int, parallelism: int, start: int) -> tuple[list[tuple[int, int]], int]:
+    """Flink's ``repartitionSplitState`` for one state: (begin, end) of each new subtask's share
+    of ``total`` elements, and where the next state's distribution starts."""
+    base, remainder = divmod(total, parallelism)
+    cut: list[tuple[int, int]] = [(0, 0)] * parallelism
+    position, next_start = 0, start
+    for i in range(parallelism):
+        index = (i + start) % parallelism
+        count = base
+        if remainder > 0:
+            count += 1
+            remainder -= 1
+        elif remainder == 0:
+            next_start = index
+            remainder -= 1
+        cut[index] = (position, position + count)
+        position += count
+    return cut, next_start

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -33,12 +34,23 @@ def check_duration(duration: str) -> None:
               help="Stop the job after this much clock time, e.g. 30s (rill.duration).")
 @click.option("--backend", default=None, help="Execution backend plugin (plugins.backend), e.g. local or spark.")
 @click.option("--quiet", is_flag=True, help="No summary and no live status line on stderr.")
+@click.option("-s", "--from-savepoint", "from_savepoint", metavar="PATH",
+              help="Start from this savepoint or retained checkpoint (its directory or _metadata; "
+                   "execution.state-recovery.path).")
+@click.option("-n", "--allow-non-restored-state", is_flag=True,
+              help="With -s: drop state of operators the job does not have instead of refusing to start "
+                   "(execution.state-recovery.ignore-unclaimed-state).")
+@click.option("--stop-with-savepoint", "stop_with_savepoint", metavar="DIR",
+              help="With --duration: when it has passed, stop the job with a savepoint under DIR instead of "
+                   "cancelling it, and print the savepoint's path (rill.stop-with-savepoint).")
 @click.option("--inject", multiple=True, metavar="KIND:KEY=VALUE,...",
               help="Inject a fault (repeatable), e.g. kill:target=taskexecutor-1,at=30s; kinds: kill, partition, "
                    "drop, delay, slow, raise (see README).")
 @config_options
-def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, seed: int | None, duration: str | None, backend: str | None,
-                quiet: bool, inject: tuple[str, ...], config_path: str | None, sets: tuple[str, ...]) -> None:
+def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, seed: int | None, duration: str | None,
+                backend: str | None, quiet: bool, from_savepoint: str | None, allow_non_restored_state: bool,
+                stop_with_savepoint: str | None, inject: tuple[str, ...], config_path: str | None,
+                sets: tuple[str, ...]) -> None:
     """Run JOB_FILE with ARGS as its arguments (``sys.argv[1:]``; options of rill come before
     JOB_FILE, everything after it goes to the job): print sinks write to stdout, a summary of
     the run goes to stderr (on a terminal, a live status line while it runs)."""
@@ -52,6 +64,14 @@ def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, see
         overrides.append(f"rill.duration={duration}")
     if backend is not None:
         overrides.append(f"plugins.backend={backend}")
+    if from_savepoint is not None:  # paths as TOML strings: "123" or "true" stay paths
+        overrides.append(f"execution.state-recovery.path={json.dumps(from_savepoint)}")
+    if allow_non_restored_state:
+        overrides.append("execution.state-recovery.ignore-unclaimed-state=true")
+    if stop_with_savepoint is not None:
+        if duration is None:
+            raise UsageError("--stop-with-savepoint DIR stops the job when --duration has passed: give --duration")
+        overrides.append(f"rill.stop-with-savepoint={json.dumps(stop_with_savepoint)}")
     progress = LiveProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
     session = open_session(config_path, [*overrides, *sets], inject, plugins=[progress] if progress else [])
     executor = SessionExecutor(session, quiet=quiet, progress=progress)

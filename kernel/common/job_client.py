@@ -34,6 +34,21 @@ class JobClient:
         """Cancel the job; the future completes with None once it is CANCELED."""
         return self._execution.cancel("cancelled by JobClient.cancel()")
 
+    def stop_with_savepoint(self, advance_to_end_of_event_time: bool,
+                            savepoint_directory: str | None = None) -> CompletableFuture:
+        """Stop the job with a savepoint (Flink's stop-with-savepoint): its sources stop, the
+        savepoint is taken under ``savepoint_directory`` (default
+        ``execution.checkpointing.savepoint-dir``), then the job finishes. With
+        ``advance_to_end_of_event_time`` the sources first emit the final watermark and the
+        operators finish (every event-time timer fires). The future's value is the savepoint's
+        path."""
+        return self._execution.savepoint(savepoint_directory, terminate=True, drain=advance_to_end_of_event_time)
+
+    def trigger_savepoint(self, savepoint_directory: str | None = None) -> CompletableFuture:
+        """Take a savepoint of the running job under ``savepoint_directory`` (default
+        ``execution.checkpointing.savepoint-dir``); the future's value is its path."""
+        return self._execution.savepoint(savepoint_directory, terminate=False, drain=False)
+
     def get_accumulators(self) -> CompletableFuture:
         """A future of the job's accumulators (a dict; rill jobs have none)."""
         return CompletableFuture.completed({})

@@ -42,11 +42,14 @@ class CheckpointCoordinatorContext(Protocol):
         """Record an event."""
 
     def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool,
-                           unaligned: bool = False, alignment_timeout: int = 0) -> None:
+                           unaligned: bool = False, alignment_timeout: int = 0, stop: bool = False,
+                           drain: bool = False) -> None:
         """Ask the current attempt of ``vertex`` to start checkpoint ``checkpoint_id`` (a mail in
         its mailbox): it snapshots and sends barriers (``aligned``: EXACTLY_ONCE ones;
         ``unaligned``: priority barriers overtaking the queued data; ``alignment_timeout``:
-        aligned ones that switch to unaligned that many ms after ``timestamp``)."""
+        aligned ones that switch to unaligned that many ms after ``timestamp``). ``stop``: a
+        stop-with-savepoint's savepoint — a source stops reading first (``drain``: after the
+        final watermark, finishing its operators)."""
 
     def notify_checkpoint_complete(self, vertex: ExecutionVertex, checkpoint_id: int) -> None:
         """Tell the current attempt of ``vertex`` that the checkpoint completed."""
@@ -89,6 +92,18 @@ class CheckpointCoordinator(Protocol):
     def restore(self, vertices: list[ExecutionVertex]) -> dict[str, TaskRestore]:
         """State for the new attempts of restarting vertices (by execution vertex id) from the
         latest completed checkpoint; empty without one. Aborts pending checkpoints."""
+
+    def restore_savepoint(self, vertices: list[ExecutionVertex], path: str,
+                          ignore_unclaimed_state: bool) -> dict[str, TaskRestore]:
+        """The job starts from the savepoint or retained checkpoint at ``path``: state for the
+        first attempts of ``vertices``; raises :class:`kernel.checkpointing.recovery.RestoreError`
+        when the job cannot take it."""
+
+    def trigger_savepoint(self, target: str | None, stop: bool, drain: bool,
+                          on_done: Callable[[str | None, str | None], None]) -> None:
+        """Take a savepoint under ``target`` (None: the configured default directory); ``stop``:
+        stop the job with it (``drain``: sources emit the final watermark and operators finish
+        first). ``on_done(path, None)`` once it completed, ``on_done(None, why)`` if it failed."""
 
 
 

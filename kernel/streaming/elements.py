@@ -140,13 +140,20 @@ class CancelCheckpointMarker:
 
 
 class EndOfData:
-    """The producer finished its input and its operators (FLIP-147): no more records, but
-    barriers may still come until its final checkpoint completes and the partition ends."""
+    """The producer ended its data (FLIP-147): no more records, but barriers may still come
+    until its final checkpoint completes and the partition ends. ``drain`` (Flink's StopMode):
+    its operators finished — at the end of its input, or stopped with a draining savepoint;
+    without, a stop-with-savepoint left them unfinished, their state in the savepoint.
+    ``stop``: a stop-with-savepoint ended it: consumers finish once that savepoint completed."""
 
-    __slots__ = ()
+    __slots__ = ("drain", "stop")
+
+    def __init__(self, drain: bool = True, stop: bool = False) -> None:
+        self.drain = drain
+        self.stop = stop
 
     def __repr__(self) -> str:
-        return "EndOfData"
+        return "EndOfData" if self.drain and not self.stop else f"EndOfData(drain={self.drain}, stop={self.stop})"
 
 
 END_OF_DATA = EndOfData()

@@ -13,16 +13,31 @@ deletes what it subsumes), older pending checkpoints are subsumed, the tasks are
 Abort (declined, expired, subsumed, a task failed, the job fails over or stops): its directory
 is deleted, the failure manager counts it, the tasks are notified. A restarted region's new
 attempts get the state of the latest completed checkpoint.
+
+Savepoints (Flink's savepoints and stop-with-savepoint) take the same path as checkpoints, forced
+past the request decider, under ``savepoint-<job>-<random>`` in the directory asked for (or
+``execution.checkpointing.savepoint-dir``). A completed savepoint is never in the store nor
+subsumes anything, counts against no tolerable failures, and its tasks are not notified — unless
+it stops the job: then periodic checkpoints stop and pending ones are aborted first, the sources
+stop (and drain, if asked) before they take it, and its completion lets every task finish. A
+stop-with-savepoint that fails once sources stopped fails the job over; before, the job goes on
+with periodic checkpoints. Without an interval the coordinator takes only savepoints.
+
+A job that starts from a snapshot (``execution.state-recovery.path``) gets its state at once:
+vertices of derived max parallelism take the snapshot's, the snapshot enters the store (never
+deleted) and checkpoint ids continue after its.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.checkpointing.assignment import TaskRestore, assign
+from kernel.checkpointing.assignment import TaskRestore, assign, state_of
 from kernel.checkpointing.failures import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, CheckpointFailureReason
 from kernel.checkpointing.format import CheckpointMetadata
 from kernel.checkpointing.options import CheckpointingOptions
+from kernel.checkpointing.recovery import check_state_mapping, open_snapshot, restored_max_parallelism
 from kernel.clock import MIN_LONG, NS_PER_MS
 from plugins.checkpointing.decider import CheckpointRequestDecider, CheckpointTriggerRequest
 from plugins.checkpointing.events import (
@@ -54,7 +69,8 @@ class DefaultCheckpointCoordinator:
         self.options = options
         self.graph = context.execution_graph
         self.job_id = context.job_id
-        self.interval = max(options.interval, options.min_pause)
+        #: None: no periodic checkpoints (savepoints only)
+        self.interval = None if options.interval is None else max(options.interval, options.min_pause)
         self.aligned = options.mode == "EXACTLY_ONCE"
         unaligned = options.unaligned_enabled
         #: barriers overtake data at once, or start aligned and switch after the timeout
@@ -78,6 +94,8 @@ class DefaultCheckpointCoordinator:
         self._starting = False  # starting queued requests (see _execute)
         self._started_later: list[CheckpointTriggerRequest] = []
         self._ended_data: set[TaskKey] = set()
+        #: a stop-with-savepoint is in progress
+        self.stopping = False
 
     def _now_ms(self) -> int:
         return self.context.now() // NS_PER_MS
@@ -88,15 +106,18 @@ class DefaultCheckpointCoordinator:
         if self.shut_down:
             return
         if status == "RUNNING":
-            if not self.periodic:
-                self.periodic = True
-                self._schedule_trigger(self.rng.randint(self.options.min_pause, self.interval))
+            self._start_periodic()
         elif status in ("FINISHED", "CANCELED", "FAILED"):
             self._stop(R.CHECKPOINT_COORDINATOR_SHUTDOWN)
             self.shut_down = True
             self.store.shutdown(status)
         else:
             self._stop(R.CHECKPOINT_COORDINATOR_SUSPEND)
+
+    def _start_periodic(self) -> None:
+        if not self.periodic and self.interval is not None:
+            self.periodic = True
+            self._schedule_trigger(self.rng.randint(self.options.min_pause, self.interval))
 
     def _stop(self, reason: CheckpointFailureReason) -> None:
         self.periodic = False
@@ -153,30 +174,41 @@ class DefaultCheckpointCoordinator:
 
     # -- triggering ---------------------------------------------------------------------------
 
-    def _start(self, request: CheckpointTriggerRequest) -> None:
+    def _start(self, request: CheckpointTriggerRequest, savepoint: _Savepoint | None = None) -> None:
         try:
             plan = calculate_plan(self.graph, self.options.after_tasks_finish)
         except CheckpointPlanError as exc:
-            self._failed(UNKNOWN_CHECKPOINT_ID, exc.reason, str(exc), None)
+            self._failed(UNKNOWN_CHECKPOINT_ID, exc.reason, str(exc), None, "savepoint" if savepoint else "checkpoint")
+            if savepoint is not None:
+                self._savepoint_failed(savepoint.on_done, savepoint.stop, str(exc), stopped=False)
+            self._execute_queued()
             return
         checkpoint_id = self.next_id
         self.next_id += 1
         now = self.context.now()
         pending = PendingCheckpoint(checkpoint_id, now // NS_PER_MS, now, plan, request.periodic)
+        if savepoint is not None:
+            pending.kind, pending.stop, pending.drain, pending.on_done = (
+                "savepoint", savepoint.stop, savepoint.drain, savepoint.on_done)
         self.pending[checkpoint_id] = pending
         self.context.emit(CheckpointTriggered(
-            time=now, job_id=self.job_id, checkpoint_id=checkpoint_id, timestamp=pending.timestamp,
-            periodic=request.periodic, tasks_to_trigger=len(plan.to_trigger),
+            time=now, job_id=self.job_id, checkpoint_id=checkpoint_id, checkpoint_kind=pending.kind,
+            timestamp=pending.timestamp, periodic=request.periodic, tasks_to_trigger=len(plan.to_trigger),
             tasks_to_acknowledge=len(plan.to_wait_for), finished_tasks=len(plan.finished)))
         try:
-            self.storage.initialize_location(checkpoint_id)
+            if savepoint is None:
+                self.storage.initialize_location(checkpoint_id)
+            else:
+                self.storage.initialize_savepoint_location(checkpoint_id, savepoint.target, self.rng)
         except OSError as exc:
             self._abort(pending, R.IO_EXCEPTION, f"{R.IO_EXCEPTION.message} {exc}")
             return
         pending.canceller = self.context.schedule(self.options.timeout * NS_PER_MS, lambda: self._expire(pending))
         for ev in plan.to_trigger:
-            self.context.trigger_checkpoint(ev, checkpoint_id, pending.timestamp, self.aligned, self.unaligned,
-                                            self.alignment_timeout)
+            savepoint = pending.kind == "savepoint"  # a savepoint's barriers are always aligned, as in Flink
+            self.context.trigger_checkpoint(ev, checkpoint_id, pending.timestamp, self.aligned,
+                                            self.unaligned and not savepoint,
+                                            0 if savepoint else self.alignment_timeout, pending.stop, pending.drain)
         if pending.fully_acknowledged:
             self._complete(pending)
 
@@ -187,7 +219,7 @@ class DefaultCheckpointCoordinator:
         """FLIP-147: once every running task ended its input, checkpoint at once (the final
         checkpoint the tasks wait for before they finish)."""
         self._ended_data.add((vertex_id, subtask, attempt))
-        if self.shut_down or not self.periodic:
+        if self.shut_down or not self.periodic or self.stopping:
             return
         if all(task_key(ev) in self._ended_data or ev.current.state.is_terminal for ev in self.graph.vertices()):
             self._request(periodic=False)
@@ -236,7 +268,7 @@ class DefaultCheckpointCoordinator:
         self._dispose(pending)
         now = self.context.now()
         metadata = CheckpointMetadata(
-            job_id=self.job_id, job_name=self.context.job_name, checkpoint_id=pending.checkpoint_id,
+            job_id=self.job_id, job_name=self.context.job_name, checkpoint_id=pending.checkpoint_id, kind=pending.kind,
             timestamp=pending.timestamp, completed=now // NS_PER_MS, operators=pending.operator_states(self.graph))
         try:
             pointer = self.storage.write_metadata(metadata)
@@ -244,16 +276,23 @@ class DefaultCheckpointCoordinator:
             self._abort(pending, R.FINALIZE_CHECKPOINT_FAILURE, f"{R.FINALIZE_CHECKPOINT_FAILURE.message} {exc}",
                         disposed=True)
             return
-        subsumed = self.store.add(CompletedCheckpoint(metadata, pointer))
-        self.failures.succeeded(pending.checkpoint_id)
+        savepoint = pending.kind == "savepoint"
+        subsumed = [] if savepoint else self.store.add(CompletedCheckpoint(metadata, pointer))
+        if not savepoint:
+            self.failures.succeeded(pending.checkpoint_id)
         self.last_completion_ms = now // NS_PER_MS
         self.context.emit(CheckpointCompleted(
-            time=now, job_id=self.job_id, checkpoint_id=pending.checkpoint_id, state_size=metadata.state_size,
-            duration_ms=(now - pending.triggered_ns) / NS_PER_MS, external_path=pointer, subsumed=subsumed))
-        for older in [p for p in self.pending.values() if p.checkpoint_id < pending.checkpoint_id]:
-            self._abort(older, R.CHECKPOINT_SUBSUMED, R.CHECKPOINT_SUBSUMED.message)
-        for ev in pending.current_tasks():
-            self.context.notify_checkpoint_complete(ev, pending.checkpoint_id)
+            time=now, job_id=self.job_id, checkpoint_id=pending.checkpoint_id, checkpoint_kind=pending.kind,
+            state_size=metadata.state_size, duration_ms=(now - pending.triggered_ns) / NS_PER_MS,
+            external_path=pointer, subsumed=subsumed))
+        if not savepoint:
+            for older in [p for p in self.pending.values() if p.checkpoint_id < pending.checkpoint_id]:
+                self._abort(older, R.CHECKPOINT_SUBSUMED, R.CHECKPOINT_SUBSUMED.message)
+        if not savepoint or pending.stop:
+            for ev in pending.current_tasks():
+                self.context.notify_checkpoint_complete(ev, pending.checkpoint_id)
+        if pending.on_done is not None:
+            pending.on_done(pointer, None)
         self._execute_queued()
 
     def _dispose(self, pending: PendingCheckpoint) -> None:
@@ -268,13 +307,21 @@ class DefaultCheckpointCoordinator:
             return
         self._dispose(pending)
         self.storage.discard(pending.checkpoint_id)
-        self._failed(pending.checkpoint_id, reason, message, failing_task)
+        self._failed(pending.checkpoint_id, reason, message, failing_task, pending.kind)
         for ev in pending.current_tasks():
             self.context.notify_checkpoint_aborted(ev, pending.checkpoint_id)
+        if pending.on_done is not None:  # triggered: sources stopped (a failover under way needs no other)
+            self._savepoint_failed(pending.on_done, pending.stop, message, stopped=pending.canceller is not None
+                                   and reason not in (R.TASK_FAILURE, R.JOB_FAILOVER_REGION))
         self._execute_queued()
 
     def _failed(self, checkpoint_id: int, reason: CheckpointFailureReason, message: str,
-                failing_task: TaskKey | None) -> None:
+                failing_task: TaskKey | None, kind: str = "checkpoint") -> None:
+        if kind == "savepoint":  # savepoints count against no tolerable failures
+            self.context.emit(CheckpointFailed(
+                time=self.context.now(), job_id=self.job_id, checkpoint_id=checkpoint_id, checkpoint_kind=kind,
+                reason=reason.name, message=message, counted=False, consecutive=self.failures.consecutive))
+            return
         consecutive, exceeded = self.failures.failed(checkpoint_id, reason)
         self.context.emit(CheckpointFailed(
             time=self.context.now(), job_id=self.job_id, checkpoint_id=checkpoint_id, reason=reason.name,
@@ -306,6 +353,60 @@ class DefaultCheckpointCoordinator:
             self.context.emit(CheckpointStateRestored(
                 time=self.context.now(), job_id=self.job_id, vertex_id=ev.job_vertex.id,
                 vertex_name=ev.job_vertex.name, subtask=ev.subtask, attempt=ev.current.attempt,
-                checkpoint_id=latest.checkpoint_id, state_size=restore.state_size, finished=restore.finished))
+                checkpoint_id=latest.checkpoint_id, checkpoint_kind=latest.metadata.kind,
+                external_path=latest.external_pointer, state_size=restore.state_size, finished=restore.finished))
         return restores
+
+    def restore_savepoint(self, vertices: list[ExecutionVertex], path: str,
+                          ignore_unclaimed_state: bool) -> dict[str, TaskRestore]:
+        snapshot = open_snapshot(path)
+        check_state_mapping(snapshot, self.graph.job_graph, ignore_unclaimed_state)
+        metadata = snapshot.metadata
+        for ejv in self.graph.job_vertices:
+            vertex = ejv.job_vertex
+            for node_id in vertex.chained_node_ids:
+                state = state_of(metadata, vertex, node_id)
+                if state is not None:
+                    ejv.max_parallelism = restored_max_parallelism(state, vertex, snapshot.directory)
+        self.store.add(CompletedCheckpoint(metadata, snapshot.directory, owned=False))
+        self.next_id = max(self.next_id, metadata.checkpoint_id + 1)
+        return self.restore(vertices)
+
+    # -- savepoints ---------------------------------------------------------------------------
+
+    def trigger_savepoint(self, target: str | None, stop: bool, drain: bool,
+                          on_done: Callable[[str | None, str | None], None]) -> None:
+        target = target or self.options.savepoint_dir
+        if target is None:
+            on_done(None, "No savepoint directory configured: give one, or set execution.checkpointing.savepoint-dir")
+            return
+        if self.shut_down or self.stopping:
+            on_done(None, f"job {self.job_id} is {'stopping' if self.stopping else 'not running'}: no savepoint")
+            return
+        if stop:
+            self.stopping = True
+            self._stop(R.CHECKPOINT_COORDINATOR_SUSPEND)
+        self._requests += 1
+        self._start(CheckpointTriggerRequest(False, self.context.now(), self._requests),
+                    _Savepoint(target, stop, drain, on_done))
+
+    def _savepoint_failed(self, on_done: Callable[[str | None, str | None], None], stop: bool, message: str,
+                          stopped: bool) -> None:
+        """A savepoint failed; a stop-with-savepoint whose sources had stopped fails the job over."""
+        on_done(None, message)
+        if not stop or self.shut_down:
+            return
+        self.stopping = False
+        if stopped:
+            self.context.fail_job(f"stop-with-savepoint failed: {message}")
+        else:
+            self._start_periodic()
+
+
+@dataclass(frozen=True)
+class _Savepoint:
+    target: str
+    stop: bool
+    drain: bool
+    on_done: Callable[[str | None, str | None], None]
 

@@ -92,12 +92,16 @@ class CheckpointFailed(Event, tag="checkpoint_failed"):
 
 
 class CheckpointStateRestored(TaskEvent, tag="checkpoint_state_restored"):
-    """A restarted subtask (``attempt``) gets ``state_size`` bytes of checkpoint
-    ``checkpoint_id``; ``finished``: it had ended its input then and reads nothing more."""
+    """A restarted subtask (``attempt``), or one of a job started from a snapshot, gets
+    ``state_size`` bytes of checkpoint ``checkpoint_id`` (``checkpoint_kind`` checkpoint or
+    savepoint, at ``external_path``: "" in memory); ``finished``: it had ended its input then
+    and reads nothing more."""
 
     checkpoint_id: int = 0
     state_size: int = 0
     finished: bool = False
+    checkpoint_kind: str = "checkpoint"
+    external_path: str = ""
 
 
 CHECKPOINT_EVENT_TYPES: tuple[type[Event], ...] = (

@@ -87,6 +87,12 @@ class PendingCheckpoint:
     acknowledged: dict[tuple[str, int], AcknowledgeCheckpoint] = field(default_factory=dict)
     canceller: Any = None
     disposed: bool = False
+    #: checkpoint or savepoint; a savepoint may stop the job (``stop``, after ``drain``ing it)
+    kind: str = "checkpoint"
+    stop: bool = False
+    drain: bool = False
+    #: a savepoint's requester: called with (its path, None) or (None, why it failed)
+    on_done: Any = None
 
     def __post_init__(self) -> None:
         self.tasks = {task_key(ev): ev for ev in self.plan.to_wait_for}

@@ -9,6 +9,11 @@ goes to ``chk-<n>/``, without one checkpoints live in the JobMaster's memory.
 
 A job whose directory holds checkpoints of an earlier run (rill's job ids are the same for
 the same job) continues their numbering and leaves them alone.
+
+A savepoint goes to ``<target>/savepoint-<first 6 hex digits of the job id>-<12 random hex
+digits>`` (Flink's name; up to 10 names are tried), always as files (state below the inline
+threshold inside ``_metadata``), whatever the storage of checkpoints; its files are named
+relative to it, so it can be moved.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from typing import Any
 
 from kernel.checkpointing.format import (
     METADATA_FILE,
@@ -26,6 +32,8 @@ from kernel.checkpointing.format import (
 from kernel.checkpointing.options import CheckpointingOptions
 
 _CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
+#: directory names tried for a savepoint (Flink's AbstractFsCheckpointStorageAccess)
+SAVEPOINT_NAME_ATTEMPTS = 10
 
 
 class CheckpointStorage:
@@ -34,13 +42,19 @@ class CheckpointStorage:
 
     def __init__(self, options: CheckpointingOptions, job_id: str) -> None:
         self.files = options.effective_storage == "filesystem"
-        self.inline_threshold = options.inline_threshold if self.files else None
+        self.inline_threshold = options.inline_threshold
+        self.job_id = job_id
         base = options.directory
         self.job_directory = None if base is None else (os.path.join(base, job_id) if options.create_subdir else base)
         self._initialized = False
+        #: savepoint id -> its directory
+        self._savepoints: dict[int, str] = {}
 
     def checkpoint_directory(self, checkpoint_id: int) -> str | None:
-        """``chk-<n>`` of the job (None when checkpoints stay in memory)."""
+        """A savepoint's directory, or ``chk-<n>`` of the job (None when checkpoints stay in memory)."""
+        savepoint = self._savepoints.get(checkpoint_id)
+        if savepoint is not None:
+            return savepoint
         if self.job_directory is None:
             return None
         return os.path.join(self.job_directory, f"chk-{checkpoint_id}")
@@ -62,6 +76,21 @@ class CheckpointStorage:
             self._initialized = True
         os.makedirs(self.checkpoint_directory(checkpoint_id), exist_ok=True)
 
+    def initialize_savepoint_location(self, checkpoint_id: int, target: str, rng: Any) -> str:
+        """Create the directory of savepoint ``checkpoint_id`` under ``target`` (``rng``: a
+        seeded random.Random for its name); its path."""
+        target = os.path.abspath(target)
+        os.makedirs(target, exist_ok=True)
+        for _ in range(SAVEPOINT_NAME_ATTEMPTS):
+            path = os.path.join(target, f"savepoint-{self.job_id[:6]}-{rng.getrandbits(48):012x}")
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                continue
+            self._savepoints[checkpoint_id] = path
+            return path
+        raise OSError(f"Failed to create savepoint directory at {target}")
+
     # -- the tasks' view ----------------------------------------------------------------------
 
     def write_state(self, checkpoint_id: int, name: str, data: bytes, key_groups: list[tuple[int, int, int]],
@@ -70,7 +99,8 @@ class CheckpointStorage:
         frames = dict(size=len(data), key_groups=key_groups, operator_state=operator_state,
                       channel_state=channel_state)
         directory = self.checkpoint_directory(checkpoint_id)
-        if not self.files or directory is None or len(data) < self.inline_threshold:
+        files = self.files or checkpoint_id in self._savepoints
+        if not files or directory is None or len(data) < self.inline_threshold:
             return StateHandle(data=data, **frames)
         with open(os.path.join(directory, name), "xb") as stream:
             stream.write(data)
@@ -88,8 +118,10 @@ class CheckpointStorage:
         return directory
 
     def discard(self, checkpoint_id: int) -> None:
-        """Delete a checkpoint's directory (subsumed, aborted, or not retained)."""
+        """Delete a checkpoint's directory (subsumed, aborted, or not retained), or an aborted
+        savepoint's."""
         directory = self.checkpoint_directory(checkpoint_id)
+        self._savepoints.pop(checkpoint_id, None)
         if directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
 

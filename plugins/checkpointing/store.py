@@ -5,7 +5,10 @@ The store keeps the latest ``execution.checkpointing.num-retained`` checkpoints;
 subsumes (deletes) the oldest beyond that. When the job ends, the retention decides what
 stays: ``NO_EXTERNALIZED_CHECKPOINTS`` deletes them whatever the outcome;
 ``DELETE_ON_CANCELLATION`` keeps them only when the job FAILED; ``RETAIN_ON_CANCELLATION``
-keeps them when it FAILED or was CANCELED. A FINISHED job never keeps any.
+keeps them when it FAILED or was CANCELED. A FINISHED job never keeps any. A snapshot the job
+started from (a savepoint or retained checkpoint) is in the store until subsumed, so a failover
+before the first checkpoint goes back to it, but it is never deleted: it is the user's
+(Flink's NO_CLAIM restore mode).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class CompletedCheckpoint:
     metadata: CheckpointMetadata
     #: its directory ("" when it lives in the JobMaster's memory)
     external_pointer: str
+    #: taken by this job (False: the snapshot it started from, never deleted)
+    owned: bool = True
 
     @property
     def checkpoint_id(self) -> int:
@@ -44,21 +49,23 @@ class CompletedCheckpointStore:
         return self.checkpoints[-1] if self.checkpoints else None
 
     def add(self, checkpoint: CompletedCheckpoint) -> list[int]:
-        """Add a completed checkpoint; the ids of those it subsumed (deleted)."""
+        """Add a completed checkpoint; the ids of those it subsumed and deleted."""
         self.checkpoints.append(checkpoint)
         subsumed = []
         while len(self.checkpoints) > self.num_retained:
             oldest = self.checkpoints.pop(0)
-            self.storage.discard(oldest.checkpoint_id)
-            subsumed.append(oldest.checkpoint_id)
+            if oldest.owned:
+                self.storage.discard(oldest.checkpoint_id)
+                subsumed.append(oldest.checkpoint_id)
         return subsumed
 
     def shutdown(self, status: str) -> list[str]:
         """The job ended with ``status``: the external pointers of the checkpoints kept."""
         if self.retention in RETAINED_ON.get(status, ()):
-            return [c.external_pointer for c in self.checkpoints if c.external_pointer]
+            return [c.external_pointer for c in self.checkpoints if c.external_pointer and c.owned]
         for checkpoint in self.checkpoints:
-            self.storage.discard(checkpoint.checkpoint_id)
+            if checkpoint.owned:
+                self.storage.discard(checkpoint.checkpoint_id)
         self.checkpoints.clear()
         self.storage.release_job_directory()
         return []

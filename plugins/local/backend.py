@@ -1,18 +1,27 @@
-"""The ``local`` execution backend: executes a compiled job on an in-process MiniCluster."""
+"""The ``local`` execution backend: executes a compiled job on an in-process MiniCluster.
+
+Cancellations and savepoint requests of the program (``JobClient``) go to the cluster's loop;
+when the job has ended, a savepoint request still unanswered fails — unless it stopped the job,
+whose end carries the savepoint's path.
+"""
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kernel.backpressure import MAILBOX_TIMING
+from kernel.checkpointing.failures import CheckpointException
 from kernel.contracts.backend import JobResult
+from kernel.errors import JobNotRunning
 from kernel.summary import VertexSummary
 from plugins.local.minicluster import JobOutcome, MiniCluster
 from plugins.local.options import ClusterOptions
 
 if TYPE_CHECKING:
     from kernel.compiler import CompiledJob
+    from kernel.program import SavepointRequest
     from kernel.run import Run
 
 
@@ -27,15 +36,42 @@ class LocalBackend:
         cluster = MiniCluster(run, options)
         job_id = compiled.job_graph.job_id
         compiled.program.cancellation.listen(lambda reason: run.loop.call_soon_threadsafe(cluster.cancel, job_id, reason))
+        requests: list[SavepointRequest] = []
+
+        def request_savepoint(request: SavepointRequest) -> None:
+            requests.append(request)
+            run.loop.call_soon_threadsafe(cluster.trigger_savepoint, job_id, request.directory, request.terminate,
+                                          request.drain, partial(_answer, request))
+
+        compiled.program.savepoints.listen(request_savepoint)
         outcome = cluster.execute(compiled.job_graph)
+        ended = f"job {job_id} has ended ({outcome.status}) without taking the savepoint"
+        compiled.program.savepoints.close(ended)
+        for request in requests:
+            if request.terminate and outcome.savepoint:
+                request.result.complete(outcome.savepoint)
+            else:
+                request.result.complete_exceptionally(JobNotRunning(ended))
+        details: dict[str, Any] = {"tasks": outcome.tasks, "workers_started": outcome.workers_started}
+        if outcome.savepoint:
+            details["savepoint"] = outcome.savepoint
+        if outcome.savepoint_failure:
+            details["savepoint_failure"] = outcome.savepoint_failure
         return JobResult(
             status=outcome.status,
             failure=outcome.failure,
             vertices=vertex_summaries(compiled, outcome),
             notes=[f"{outcome.workers_started} TaskExecutor(s) started, {options.task_slots} slot(s) each",
                    *outcome.recovery],
-            details={"tasks": outcome.tasks, "workers_started": outcome.workers_started},
+            details=details,
         )
+
+
+def _answer(request: SavepointRequest, path: str | None, failure: str | None) -> None:
+    if path is not None:
+        request.result.complete(path)
+    else:
+        request.result.complete_exceptionally(CheckpointException(failure))
 
 
 def vertex_summaries(compiled: CompiledJob, outcome: JobOutcome) -> list[VertexSummary]:

@@ -1,10 +1,12 @@
-"""The Dispatcher: accepts jobs, starts a JobMaster per job, reports how jobs end."""
+"""The Dispatcher: accepts jobs, starts a JobMaster per job, passes cancellations and
+savepoint requests on to it, reports how jobs end."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.cluster_events import JobSubmitted
+from kernel.errors import JobNotRunning
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.jobmaster.jobmaster import JobMaster
@@ -36,6 +38,12 @@ class Dispatcher(Component):
         master = self.job_masters.get(message.job_id)
         if master is not None:
             self.tell(master.address, message)
+
+    def handle_TriggerSavepoint(self, message: m.TriggerSavepoint, sender: str) -> Any:
+        master = self.job_masters.get(message.job_id)
+        if master is None:
+            raise JobNotRunning(f"job {message.job_id} is not running")
+        return self.ask(master.address, message)
 
     def handle_JobTerminated(self, message: m.JobTerminated, sender: str) -> None:
         master = self.job_masters.pop(message.job_id, None)

@@ -48,6 +48,8 @@ class JobTerminated(Message):
     status: str
     failure: str = ""
     back_pressure: BackPressureJudgement | None = None  # when a monitor measured the job
+    savepoint: str = ""  # the path of the savepoint the job stopped with
+    savepoint_failure: str = ""  # why a stop-with-savepoint asked for did not stop it
 
 
 # -- registration and connections ---------------------------------------------------------------
@@ -219,7 +221,8 @@ class UpdateTaskExecutionState(Message):
 
 class TriggerCheckpoint(Message):
     """JobMaster -> TaskExecutor: start a checkpoint at a task (a source, or a task whose inputs
-    all finished), with barriers of that kind (``CheckpointBarrier``)."""
+    all finished), with barriers of that kind (``CheckpointBarrier``); ``stop``: the savepoint of a
+    stop-with-savepoint (``drain``: draining)."""
 
     vertex_id: str
     subtask: int
@@ -229,6 +232,18 @@ class TriggerCheckpoint(Message):
     aligned: bool
     unaligned: bool = False
     alignment_timeout: int = 0
+    stop: bool = False
+    drain: bool = False
+
+
+class TriggerSavepoint(Message):
+    """Client -> Dispatcher -> JobMaster: take a savepoint under ``directory`` (None: the
+    default); ``terminate``: stop the job with it (``drain`` first). The answer is its path."""
+
+    job_id: str
+    directory: str | None = None
+    terminate: bool = False
+    drain: bool = False
 
 
 class NotifyCheckpointComplete(Message):

@@ -3,8 +3,10 @@
 All components share the run's event loop and talk through the run's messaging; the shuffle
 environment connects tasks' partitions and gates. ``execute`` submits one job, applies the
 injected faults, and runs the loop until the job ends, ``rill.duration`` of clock time
-passes, or it is interrupted. When nothing is left to do but background work (heartbeats,
-metric sampling) while no fault is in force, the job stalled and fails.
+passes (the job is cancelled then, or stopped with a savepoint under
+``rill.stop-with-savepoint``), or it is interrupted. When nothing is left to do but background
+work (heartbeats, metric sampling) while no fault is in force, the job stalled and fails.
+Savepoints are asked of the Dispatcher as a client would.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import signal
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
 from kernel.cluster_events import WorkerStarted, WorkerStopped
@@ -52,13 +54,19 @@ class JobOutcome:
     workers_started: int = 0
     recovery: list[str] = field(default_factory=list)
     back_pressure: m.BackPressureJudgement | None = None  # a back-pressure monitor's judgement
+    savepoint: str = ""  # the savepoint the job stopped with
+    savepoint_failure: str = ""  # why the stop-with-savepoint rill.duration asked for failed
 
 
 class MiniCluster:
     def __init__(self, run: Run, options: ClusterOptions) -> None:
         self.run = run
         self.options = options
-        self.duration = run.config.section(RillOptions).duration
+        rill_options = run.config.section(RillOptions)
+        self.duration = rill_options.duration
+        self.stop_with_savepoint = rill_options.stop_with_savepoint
+        self.savepoint_failure = ""
+        self.stop_requested = False  # rill.duration asked for a stop-with-savepoint
         self.network_settings = NetworkSettings(
             buffers_per_channel=options.buffers_per_channel,
             floating_buffers_per_gate=options.floating_buffers_per_gate,
@@ -116,12 +124,48 @@ class MiniCluster:
     # -- running a job ------------------------------------------------------------------------
 
     def _job_terminated(self, message: m.JobTerminated) -> None:
-        self.outcome = JobOutcome(message.status, message.failure, back_pressure=message.back_pressure)
+        failure = ""
+        if self.stop_requested and not message.savepoint:
+            why = self.savepoint_failure or message.savepoint_failure
+            failure = why if message.status != "FINISHED" else (
+                f"the job finished before its savepoint completed ({why or 'all its input was read'})")
+        self.outcome = JobOutcome(message.status, message.failure, back_pressure=message.back_pressure,
+                                  savepoint=message.savepoint, savepoint_failure=failure)
         self.run.loop.stop()
 
     def cancel(self, job_id: str, reason: str) -> None:
         if self.outcome is None:
             self.run.messaging.send("client", self.dispatcher.address, m.CancelJob(job_id, reason))
+
+    def trigger_savepoint(self, job_id: str, directory: str | None, terminate: bool, drain: bool,
+                          on_done: Callable[[str | None, str | None], None]) -> None:
+        """Ask for a savepoint (``terminate``: stop the job with it): ``on_done(path, None)`` or
+        ``on_done(None, why)`` once answered."""
+        if self.outcome is not None:
+            on_done(None, f"job {job_id} has ended ({self.outcome.status})")
+            return
+        answer = self.run.messaging.ask("client", self.dispatcher.address,
+                                        m.TriggerSavepoint(job_id, directory, terminate, drain), None)
+
+        def answered(done: Any) -> None:
+            failure = done.exception()
+            on_done(None, str(failure)) if failure is not None else on_done(done.result(), None)
+
+        answer.add_done_callback(answered)
+
+    def _duration_reached(self, job_id: str) -> None:
+        reason = f"rill.duration ({self.duration} ms) reached"
+        if self.stop_with_savepoint is None:
+            self.cancel(job_id, reason)
+            return
+
+        def done(path: str | None, failure: str | None) -> None:
+            if failure is not None:
+                self.savepoint_failure = failure
+                self.cancel(job_id, f"{reason}; stop-with-savepoint failed: {failure}")
+
+        self.stop_requested = True
+        self.trigger_savepoint(job_id, self.stop_with_savepoint, True, False, done)
 
     def execute(self, job_graph: JobGraph) -> JobOutcome:
         loop = self.run.loop
@@ -131,8 +175,7 @@ class MiniCluster:
         self._sampler = loop.call_later(NS_PER_S, self._sample, daemon=True)
         self.faults.start(self.tracker.start)
         if self.duration > 0:
-            loop.call_later(self.duration * NS_PER_MS, self.cancel, job_graph.job_id,
-                            f"rill.duration ({self.duration} ms) reached")
+            loop.call_later(self.duration * NS_PER_MS, self._duration_reached, job_graph.job_id)
         with _interrupts(lambda: loop.call_soon_threadsafe(self.cancel, job_graph.job_id, "interrupted")):
             while self.outcome is None:
                 loop.run(daemons=self._faults_in_force())

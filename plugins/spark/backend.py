@@ -128,6 +128,10 @@ class SparkBackend:
     def _check(self, compiled: CompiledJob) -> None:
         if self.config.get("rill.clock") != "realtime":
             raise SparkBackendError("the spark backend runs under the realtime clock (rill.clock = realtime)")
+        for key in ("execution.state-recovery.path", "rill.stop-with-savepoint"):
+            if self.config.get(key) is not None:
+                raise SparkBackendError(f"{key}: the spark backend runs bounded jobs in BATCH mode, which take and "
+                                        "restore no savepoints; use the local backend")
         for node in compiled.stream_graph.nodes.values():
             spec = node.operator
             if spec.kind == "source" and not bool(getattr(spec.function, "is_bounded", lambda: True)()):

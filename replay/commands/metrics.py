@@ -6,6 +6,7 @@ import click
 
 from kernel.cli.common import config_options, format_table, open_session
 from replay.backpressure import judgement
+from replay.checkpoints import describe_completed, run_checkpoints
 from replay.jsonout import dumps
 from replay.metrics import run_metrics, vertex_metrics
 from replay.store import find_run, read_log
@@ -25,7 +26,8 @@ COLUMNS = [
 @config_options
 def metrics_command(run_ref: str, as_json: bool, config_path: str | None, sets: tuple[str, ...]) -> None:
     """Per job vertex: parallelism, busy/idle/back-pressured %, level, records, watermark lag,
-    failures and restarts of a recorded run (RUN: id, id prefix, or "last"). A run recorded with
+    failures and restarts of a recorded run (RUN: id, id prefix, or "last"); its checkpoints
+    and the last completed checkpoint and savepoint. A run recorded with
     another back-pressure measure than mailbox timing (plugins.backpressure) is judged by it:
     its level, and the worst subtask's share of back-pressured samples (sampled %)."""
     session = open_session(config_path, sets)
@@ -34,10 +36,12 @@ def metrics_command(run_ref: str, as_json: bool, config_path: str | None, sets: 
         vertices = vertex_metrics(con, run.run_id)
         totals = run_metrics(con, run.run_id)
         judged = judgement(con, run.run_id)
+        checkpoints = run_checkpoints(con, run.run_id, run.clock_end)
     if as_json:
         click.echo(dumps({"run_id": run.run_id, "job_name": run.job_name, "status": run.status,
                           "clock": run.clock, "duration_s": run.duration_s, **totals,
-                          "back_pressure_measure": judged.measure, "vertices": vertices}))
+                          "back_pressure_measure": judged.measure, "vertices": vertices,
+                          "checkpoints": checkpoints}))
         return
     click.echo(f"run {run.run_id} ({run.job_name}): {run.status}, {run.duration_s:.3f} s of {run.clock} clock, "
                f"{run.events} events; failures {totals['failures']}, restarts {totals['restarts']}, "
@@ -51,3 +55,10 @@ def metrics_command(run_ref: str, as_json: bool, config_path: str | None, sets: 
         columns = [*columns[:at], ("sampled %", "sampled_pct"), *columns[at:]]
     rows = [["-" if row[key] is None else row[key] for _, key in columns] for row in vertices]
     click.echo(format_table([title for title, _ in columns], rows))
+    if checkpoints is not None:
+        counts = checkpoints["counts"]
+        click.echo(f"checkpoints: {counts['completed']} completed, {counts['failed']} failed, {counts['in_progress']} "
+                   f"in progress, {counts['restored']} restored")
+        for title, key in (("last completed checkpoint", "latest_completed"), ("last savepoint", "latest_savepoint")):
+            if checkpoints[key] is not None:
+                click.echo(f"{title} {describe_completed(checkpoints[key])}")

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from replay.backpressure import judgement, request_levels
+from replay.checkpoints import run_checkpoints
 from replay.metrics import run_metrics, vertex_metrics
 from replay.store import RunRecord
 from replay.views import event_tables
@@ -126,4 +127,5 @@ def report_data(con: Any, run: RunRecord) -> dict[str, Any]:
         "failures": _rows(con, FAILURES, run_id),
         "heartbeat_timeouts": timeouts,
         "heartbeats": _rows(con, HEARTBEATS, run_id),
+        "checkpoints": run_checkpoints(con, run_id, run.clock_end),
     }

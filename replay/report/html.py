@@ -202,6 +202,41 @@ def _heartbeats(report: dict[str, Any]) -> str:
     return _table(columns, [[row[c] for c in columns] for row in report["heartbeats"]], "heartbeats")
 
 
+def _checkpoints(report: dict[str, Any]) -> str:
+    """Flink's checkpoint tab: counts, the latest completed checkpoint, savepoint, failure and
+    restore, and the history."""
+    checkpoints = report["checkpoints"]
+    if checkpoints is None:
+        return "<p>No checkpoints.</p>"
+    counts = checkpoints["counts"]
+    parts = [_table(["triggered", "in progress", "completed", "failed", "restored"],
+                    [[counts[key] for key in ("triggered", "in_progress", "completed", "failed", "restored")]],
+                    "checkpoint-counts")]
+    latest = []
+    for title, key in (("latest completed checkpoint", "latest_completed"), ("latest savepoint", "latest_savepoint")):
+        row = checkpoints[key]
+        latest.append([title, None if row is None else row["checkpoint_id"], None if row is None else row["trigger_s"],
+                       None if row is None else row["end_to_end_ms"], None if row is None else row["state_size"],
+                       None if row is None else (row["external_path"] or "JobMaster memory")])
+    failed, restore = checkpoints["latest_failed"], checkpoints["latest_restore"]
+    latest.append(["latest failed", None if failed is None else failed["checkpoint_id"],
+                   None if failed is None else failed["trigger_s"], None if failed is None else failed["end_to_end_ms"],
+                   None, None if failed is None else f'{failed["failure_reason"]}: {failed["failure_message"]}'])
+    latest.append(["latest restore", None if restore is None else restore["checkpoint_id"],
+                   None if restore is None else restore["restored_s"], None,
+                   None if restore is None else restore["state_size"],
+                   None if restore is None else f'{restore["kind"]} {restore["external_path"] or "(JobMaster memory)"}'])
+    parts.append(_table(["", "id", "time s", "end to end ms", "state size", "path / cause"], latest,
+                        "checkpoint-latest"))
+    columns = [("id", "checkpoint_id"), ("status", "status"), ("kind", "kind"), ("trigger time s", "trigger_s"),
+               ("end to end ms", "end_to_end_ms"), ("state size", "state_size"),
+               ("max alignment ms", "max_alignment_ms"), ("acknowledged", None), ("failure", "failure_reason")]
+    rows = [[f'{row["acknowledged_subtasks"]}/{row["total_subtasks"]}' if key is None else row[key]
+             for _, key in columns] for row in checkpoints["history"]]
+    parts.append("<h3>History</h3>" + _table([title for title, _ in columns], rows, "checkpoint-history"))
+    return "".join(parts)
+
+
 def _config(report: dict[str, Any]) -> str:
     plugins = _table(["concern", "plugin"], [[k, v] for k, v in sorted(report["plugins"].items())], "plugins")
     config = _table(["key", "value"], [[k, json.dumps(v) if not isinstance(v, str) else v]
@@ -218,6 +253,7 @@ def _run_section(report: dict[str, Any], index: int) -> str:
             f"<h2>Task timeline</h2>{_legend()}"
             f'{task_timeline(report["timeline"], _markers(report), report["run"]["duration_s"])}'
             f"<h2>Failures and restarts</h2>{_failures(report)}"
+            f"<h2>Checkpoints</h2>{_checkpoints(report)}"
             f"<h2>Heartbeats</h2>{_heartbeats(report)}"
             f"<h2>Run</h2>{_config(report)}</section>")
 

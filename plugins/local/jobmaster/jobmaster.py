@@ -5,7 +5,8 @@ SlotPool and the ExecutionDeployer), connects to the ResourceManager (retrying; 
 are declared again after a reconnection, slots are kept) and lets TaskExecutors connect
 before they offer slots. Messages from the cluster go to the scheduler's parts: slot offers
 to the slot pool, execution state updates and cancellation to the scheduler, checkpoint
-acknowledgements, declines and ends of data to the checkpoint coordinator.
+acknowledgements, declines and ends of data to the checkpoint coordinator, savepoint requests
+to the scheduler.
 
 Heartbeats (seed 003): the JobMaster requests heartbeats from its TaskExecutors, sending the
 allocations it holds there, and reconciles the executions they report; it answers the
@@ -84,7 +85,10 @@ class JobMaster(Component):
         for resource_id in sorted(self.task_managers):
             self.tell(resource_id, m.DisconnectJobManager(self.job_id, f"job {status.value.lower()}"))
         judgement = final_judgement(self.back_pressure)
-        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure, judgement))
+        scheduler = self.scheduler
+        savepoint = scheduler.stopped_with_savepoint if status is JobStatus.FINISHED else ""
+        self.tell(self.dispatcher, m.JobTerminated(self.job_id, status.value, failure, judgement, savepoint,
+                                                   "" if savepoint else scheduler.stop_failure))
 
     # -- the ResourceManager ------------------------------------------------------------------
 
@@ -203,6 +207,9 @@ class JobMaster(Component):
     def handle_DeclineCheckpoint(self, message: DeclineCheckpoint, sender: str) -> None:
         if self.scheduler.checkpoints is not None:
             self.scheduler.checkpoints.receive_decline(message)
+
+    def handle_TriggerSavepoint(self, message: m.TriggerSavepoint, sender: str) -> Any:
+        return self.scheduler.trigger_savepoint(message.directory, message.terminate, message.drain)
 
     def handle_NotifyEndOfData(self, message: m.NotifyEndOfData, sender: str) -> None:
         if self.scheduler.checkpoints is not None:

@@ -8,9 +8,13 @@ them ended) they get new attempts, the state of the latest completed checkpoint,
 to the scheduling strategy; otherwise the job fails ("Recovery is suppressed by ...").
 Cancelling the job cancels every execution; the job ends once all of them are terminal.
 
-A job that takes checkpoints has a CheckpointCoordinator (``checkpointing`` plugin), told of
-the job's status and of failed executions; sinks then write at once (no staging: print is
-at-least-once, as in Flink).
+A STREAMING job has a CheckpointCoordinator (``checkpointing`` plugin; required when the job
+takes checkpoints or starts from a snapshot), told of the job's status and of failed
+executions: it takes periodic checkpoints when the job takes them (sinks then write at once —
+no staging: print is at-least-once, as in Flink) and savepoints when asked. A job started from a
+snapshot (``execution.state-recovery.path``) gets its state before it runs; a snapshot it
+cannot take fails it at once. A stop-with-savepoint remembers the savepoint's path, which the
+job's end reports when it FINISHED.
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kernel.checkpointing.failures import CheckpointException
 from kernel.checkpointing.options import CheckpointingOptions, checkpointing_enabled
+from kernel.checkpointing.recovery import RestoreError, StateRecoveryOptions
 from kernel.clock import NS_PER_MS
 from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskFailureHandled, TasksRestarted
 from kernel.graph.execution import LEGAL_TRANSITIONS, ExecutionState, ExecutionVertex, JobStatus
+from kernel.errors import JobNotRunning
 from kernel.graph.job import JobGraph
+from kernel.messaging import Future
 from kernel.streaming.committer import SinkCommitter
 from plugins.local import messages as m
 from plugins.local.jobmaster.checkpoints import JobMasterCheckpointContext
@@ -80,9 +88,14 @@ class DefaultScheduler:
         self.failover_strategy = hook.create_failover_strategy(execution_graph=self.graph, config=run.config)
         self.alignment = hook.create_watermark_alignment(run=run)  # the coordinator, when sources align
         self.checkpoints: CheckpointCoordinator | None = None
-        if self.checkpointing:
+        self.recovery = run.config.section(StateRecoveryOptions)
+        if self.checkpointing or self.recovery.path is not None:
             plugins.require("create_checkpoint_coordinator", "checkpointing")
+        if self.job_graph.runtime_mode != "BATCH" and hook.create_checkpoint_coordinator.get_hookimpls():
             self.checkpoints = hook.create_checkpoint_coordinator(context=JobMasterCheckpointContext(self), run=run)
+        #: the savepoint a stop-with-savepoint took (reported when the job FINISHED), or why it failed
+        self.stopped_with_savepoint = ""
+        self.stop_failure = ""
         #: what the current attempt of each execution vertex restores (by vertex id)
         self.task_restores: dict[str, TaskRestore] = {}
         self.committer: SinkCommitter | None = None
@@ -122,7 +135,37 @@ class DefaultScheduler:
     # -- the job ------------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self.checkpoints is not None and self.recovery.path is not None:
+            try:
+                self.task_restores.update(self.checkpoints.restore_savepoint(
+                    self.graph.vertices(), self.recovery.path, self.recovery.ignore_unclaimed_state))
+            except RestoreError as exc:
+                self._end(JobStatus.FAILED, str(exc))
+                return
         self._set_status(JobStatus.RUNNING)
+
+    def trigger_savepoint(self, directory: str | None, terminate: bool, drain: bool) -> Future:
+        """Take a savepoint (``terminate``: stop the job with it); the answer is its path."""
+        answer = Future(self.job_master.loop)
+        if self.checkpoints is None or self.status is not JobStatus.RUNNING:
+            why = (f"it is {self.status.value}" if self.checkpoints is not None else
+                   "it runs in BATCH execution mode" if self.job_graph.runtime_mode == "BATCH" else
+                   "no plugin of concern checkpointing is loaded")
+            answer.set_exception(JobNotRunning(f"job {self.job_id} takes no savepoint: {why}"))
+            return answer
+
+        def done(path: str | None, failure: str | None) -> None:
+            if path is None:
+                if terminate:
+                    self.stop_failure = failure or ""
+                answer.set_exception(CheckpointException(failure))
+                return
+            if terminate:
+                self.stopped_with_savepoint = path
+            answer.set_result(path)
+
+        self.checkpoints.trigger_savepoint(directory, terminate, drain, done)
+        return answer
 
     def slot_request_failed(self, group: ExecutionSlotSharingGroup, cause: str) -> None:
         waiting = [ev for ev in group.vertices if ev.current.state is S.SCHEDULED]

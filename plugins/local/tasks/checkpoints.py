@@ -79,14 +79,22 @@ class SubtaskCheckpointCoordinator:
     # -- from the coordinator -----------------------------------------------------------------
 
     def trigger(self, checkpoint_id: int, timestamp: int, aligned: bool, unaligned: bool = False,
-                alignment_timeout: int = 0) -> None:
+                alignment_timeout: int = 0, stop: bool = False, drain: bool = False) -> None:
+        """``stop``: the savepoint of a stop-with-savepoint: a source stops first."""
         task = self.task
         if task.state != "RUNNING":
             self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
                          f"Task {task.name} is not running ({task.state})")
             return
         barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned, unaligned, alignment_timeout)
-        task.mailbox.execute(lambda: self._triggered(barrier), f"checkpoint {checkpoint_id}")
+
+        def take() -> None:
+            if stop and checkpoint_id > self.last_checkpoint_id and checkpoint_id not in self._aborted:
+                task.stop_for_savepoint(drain, lambda: self._triggered(barrier))
+            else:
+                self._triggered(barrier)
+
+        task.mailbox.execute(take, f"checkpoint {checkpoint_id}")
 
     def _triggered(self, barrier: CheckpointBarrier) -> None:
         """A source checkpoints; a task whose inputs all finished takes the barrier as if every
@@ -186,7 +194,7 @@ class SubtaskCheckpointCoordinator:
                                                     f"cannot be serialized: {describe(exc)}")
                 return
         snapshot.sync_ms = (self.clock.now() - started) / NS_PER_MS
-        snapshot.finished = task.data_ended
+        snapshot.finished = task.data_ended and task.drained
         snapshot.attempt = task.attempt_key
         snapshot.taken = True
         self._written_when_ready(snapshot)

@@ -75,6 +75,9 @@ class StreamInputProcessor:
         self.two_input = task.two_input
         self.reporter = task.watermark_reporter
         self.valve_outputs = [ValveOutput(self, i) for i in range(len(gates))]
+        #: how the inputs' data ended: all drained, or some stopped with a savepoint
+        self.drain = True
+        self.stop = False
         if barriers is not None:
             for gate in gates:
                 gate.priority_listener = self._priority_event_arrived
@@ -138,8 +141,10 @@ class StreamInputProcessor:
             self.barriers.process_cancel_marker(item, channel)
         elif kind is EndOfData:
             channel.data_ended = True
+            self.drain = self.drain and item.drain
+            self.stop = self.stop or item.stop
             if all(c.data_ended or c.finished for g in self.gates for c in g.channels):
-                self.task.end_of_data()
+                self.task.end_of_data(self.drain, self.stop)
         elif kind is EndOfPartition:
             channel.finished = True
             gate.finished_channels += 1

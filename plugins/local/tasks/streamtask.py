@@ -20,6 +20,13 @@ operators finish their work in flight first; and, as Flink's FLIP-147, a task th
 input finishes its operators, sends the end of data downstream, tells the JobMaster, and
 finishes only once all its input ended and a checkpoint taken after that completed (its final
 checkpoint; meanwhile it is idle).
+
+Stop-with-savepoint (Flink's synchronous savepoint): a source told to stop stops reading and,
+before the savepoint's barrier, ends its data — draining (the final watermark, operators
+finish) or not (operators keep their state and timers for a later resume, their timers stop);
+the end of data says which and that a savepoint stops the job, so every task downstream ends
+its data the same way and finishes once that savepoint completed, whether or not the job takes
+periodic checkpoints.
 """
 
 from __future__ import annotations
@@ -28,13 +35,13 @@ import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.checkpointing.channel_state import INPUT, OUTPUT, restore
-from kernel.checkpointing.options import CheckpointingOptions
+from kernel.checkpointing.options import CheckpointingOptions, checkpointing_enabled
 from kernel.checkpointing.snapshots import RestoredOperatorState
 from kernel.clock import NS_PER_MS
 from kernel.loop import TimerGroup
 from kernel.options import ExecutionOptions
 from kernel.streaming.chain import OperatorChain
-from kernel.streaming.elements import END_OF_DATA, LatencyMarker
+from kernel.streaming.elements import END_OF_DATA, EndOfData, LatencyMarker
 from kernel.streaming.keygroups import key_group_range
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import TaskInfo
@@ -109,6 +116,10 @@ class StreamTask:
         self.data_ended = False  # operators finished, end of data sent downstream
         self.input_ended = False  # every input channel (or the source) ended
         self.restored_finished = False  # restored from a checkpoint taken after its end of data
+        self.stopping = False  # a stop-with-savepoint ends it: it finishes once that savepoint completed
+        self.drained = True  # its data ended with its operators finished (not by a stop without drain)
+        self._end_event: EndOfData = END_OF_DATA
+        self._when_data_ended: Callable[[], None] | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -181,7 +192,9 @@ class StreamTask:
 
     def _set_up_checkpointing(self, storage: Any, gates: list[InputGate]) -> None:
         self.checkpoints = SubtaskCheckpointCoordinator(self, storage)
-        self.final_checkpoint = self.run.config.section(CheckpointingOptions).after_tasks_finish
+        options = self.run.config.section(CheckpointingOptions)
+        self.final_checkpoint = options.after_tasks_finish and checkpointing_enabled(
+            options, self.deployment.job_graph.runtime_mode)
         channels = [channel for gate in gates for channel in gate.channels]
         if channels:
             self.barriers = self.run.plugin_manager.hook.create_checkpoint_barrier_handler(
@@ -312,26 +325,46 @@ class StreamTask:
 
     # -- ending -------------------------------------------------------------------------------
 
+    def stop_for_savepoint(self, drain: bool, then: Callable[[], None]) -> None:
+        """The savepoint of a stop-with-savepoint is to be taken (a mail): a source stops reading
+        and ends its data, then ``then()`` takes the savepoint; the default action, running again,
+        sees the stopped source and ends the input."""
+        if not self.is_source or self.data_ending:
+            then()
+            return
+        self.chain.head.stop(drain)
+        self._when_data_ended = then
+        self._end_data(drain, stop=True)
+        suspension = self.mailbox.suspension
+        if suspension is not None:
+            suspension.resume()
+
     def end_of_input(self) -> None:
         """Finish as a mail: after the work the last step charged (simulated time) is done.
-        With a final checkpoint to wait for, the wait is idle time."""
-        if not self.final_checkpoint:
+        With a final checkpoint (or a stopping savepoint) to wait for, the wait is idle time."""
+        self.input_ended = True
+        if not (self.final_checkpoint or self.stopping):
             self.mailbox.suspend_default_action(None, "finishing")
             self.mailbox.execute(self._finish, "finish")
             return
-        self.input_ended = True
         self.mailbox.suspend_default_action(self.metrics.idle, "finishing")
         self.mailbox.execute(self._await_final_checkpoint, "final checkpoint")
 
-    def end_of_data(self) -> None:
-        """Every input channel ended its data: finish the operators (as a mail)."""
-        self.mailbox.execute(self._end_data, "end of data")
+    def end_of_data(self, drain: bool = True, stop: bool = False) -> None:
+        """Every input channel ended its data: finish the operators (as a mail) — unless a
+        stop-with-savepoint without drain ended it."""
+        self.stopping = self.stopping or stop
+        self.mailbox.execute(lambda: self._end_data(drain, stop), "end of data")
 
-    def _end_data(self) -> None:
+    def _end_data(self, drain: bool = True, stop: bool = False) -> None:
         if self.data_ending:
             return
         self.data_ending = True
-        if self.restored_finished:
+        self.stopping = self.stopping or stop
+        self.drained = drain
+        if stop or not drain:
+            self._end_event = EndOfData(drain, stop)
+        if self.restored_finished or not drain:
             self._data_ended()
         else:
             self._finish_operators()
@@ -343,11 +376,14 @@ class StreamTask:
     def _data_ended(self) -> None:
         self.data_ended = True
         for partition in self.partitions:
-            partition.broadcast_event(END_OF_DATA)
+            partition.broadcast_event(self._end_event)
         self._stop_timers()
         self.checkpoints.end_of_data()
         d = self.deployment
         self.tell_job_master(m.NotifyEndOfData(d.job_id, d.vertex.id, d.subtask, d.attempt))
+        then, self._when_data_ended = self._when_data_ended, None
+        if then is not None:
+            then()
 
     def _await_final_checkpoint(self) -> None:
         self._end_data()
@@ -367,6 +403,9 @@ class StreamTask:
         self._set_state("FINISHED")
 
     def _finish(self, start: int = 0) -> None:
+        if self.stopping and start == 0:  # a stop-with-savepoint came first: it decides how the task ends
+            self._await_final_checkpoint()
+            return
         if not self.chain.finish(self._finish, start):
             return  # an operator finishes its requests in flight first: its last one resumes here
         for partition in self.partitions:
