@@ -235,5 +235,6 @@ def test_check_and_salvage_of_a_file_duckdb_cannot_open(cli, session_factory, tm
     detail = damage(log, kind)
     code, out, err = cli(*command, "--set", f"eventlog.path={log}")
     assert (code, out) == (1, "")
-    assert err == f"rill: error: event log {log} is damaged ({detail}): no run in it can be read\n"
+    assert err == (f"rill: error: event log {log} is damaged ({detail}): no run in it can be read; move it aside "
+                   "and the next run (or `rill log recover`) starts a new log there\n")
     assert not (tmp_path / "saved.duckdb").exists() and not (tmp_path / "saved.duckdb.partial").exists()

@@ -129,11 +129,16 @@ def repair(tmp_path, kind: str, log: Path) -> None:
         log.rmdir()
     elif kind == "zero-byte file":
         log.unlink()
-    else:
+    else:  # the last block held the catalog: DuckDB cannot open the rest, so salvage says what to do
         salvaged = tmp_path / "salvaged.duckdb"
         result = rill(tmp_path, "log", "salvage", str(salvaged), "--set", f"eventlog.path={log}")
-        assert result.returncode == 0, result.stderr
-        os.replace(salvaged, log)
+        assert (result.returncode, result.stderr) == (1, f"rill: error: event log {log} is damaged (truncated: "
+                                                         f"{log.stat().st_size:,} bytes, its blocks need "
+                                                         f"{log.stat().st_size + 262_144:,}): no run in it can be "
+                                                         "read; move it aside and the next run (or `rill log "
+                                                         "recover`) starts a new log there\n")
+        assert not salvaged.exists()
+        os.replace(log, tmp_path / "damaged.duckdb")
 
 
 @pytest.mark.parametrize("kind", ["unwritable directory", "directory as path", "zero-byte file", "truncated file"])

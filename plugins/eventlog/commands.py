@@ -60,7 +60,8 @@ def _opened(store: EventStore) -> Iterator[Any]:
         with store.inspect() as con:
             yield con
     except LogDamaged as exc:
-        raise EventLogError(f"event log {store.path} is damaged ({exc.detail}): no run in it can be read") from None
+        raise EventLogError(f"event log {store.path} is damaged ({exc.detail}): no run in it can be read; move it "
+                            "aside and the next run (or `rill log recover`) starts a new log there") from None
 
 
 @log_command.command("check")
