@@ -39,6 +39,9 @@ class SinkOperator(StreamOperator):
 
 
 class PrintSinkOperator(SinkOperator):
+    """``print()``: not transactional — with checkpoints at least once, as in Flink (after a
+    restore the records since the restored checkpoint are printed again)."""
+
     def open(self) -> None:
         super().open()
         info = self.runtime.info
