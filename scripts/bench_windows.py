@@ -75,9 +75,11 @@ class WithStart(ProcessWindowFunction):
             yield word, context.window().start, count
 
 
-def window_word_count(sets: list[str], record: Any, count: int, parallelism: int = 1) -> tuple[float, set]:
-    """Run the workload in rill with ``sets``; record ``i`` is ``record(i)``: (seconds, results)."""
-    session = Session.open(sets=sets)
+def window_word_count(sets: list[str], record: Any, count: int, parallelism: int = 1,
+                      plugins: tuple = ()) -> tuple[float, set]:
+    """Run the workload in rill with ``sets`` (and ``plugins`` registered); record ``i`` is
+    ``record(i)``: (seconds, results)."""
+    session = Session.open(sets=sets, plugins=plugins)
     results: list = []
     with use_executor(SessionExecutor(session, quiet=True)):
         env = StreamExecutionEnvironment.get_execution_environment()

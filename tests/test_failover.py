@@ -4,6 +4,8 @@ bounded jobs; injected faults and their events."""
 from __future__ import annotations
 
 import random
+import re
+from datetime import datetime
 
 import pytest
 
@@ -259,9 +261,12 @@ env.execute("sinks")
     assert code == 0, stderr
     assert stdout.splitlines() == [str(x) for x in range(1, 51)]  # no duplicates of the failed attempt
     assert "failures: 1, restarts: 1" in stderr and "fault #1 at 1.050 s: raise in 'Plus' at record 20" in stderr
-    parts = sorted(p for p in out.rglob("*") if p.is_file())
-    assert [p.name for p in parts] == ["part-0-0"]  # the failed attempt's in-progress file is gone
-    assert parts[0].read_text().splitlines() == [str(x) for x in range(1, 51)]
+    # the failed attempt's in-progress file is gone; the part is in the hourly bucket of the
+    # simulated clock's start (Flink's default DateTimeBucketAssigner, the system's time zone)
+    [part] = [p.relative_to(out) for p in out.rglob("*") if p.is_file()]
+    assert part.parent.name == datetime.fromtimestamp(0).strftime("%Y-%m-%d--%H")
+    assert re.fullmatch(r"part-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-0", part.name)
+    assert (out / part).read_text().splitlines() == [str(x) for x in range(1, 51)]
 
 
 def test_every_injected_fault_is_an_event():

@@ -60,9 +60,22 @@ class OperatorSnapshot:
     def add_keyed(self, name: str, kind: str, entries: Iterable[Entry], ttl: bool = False) -> None:
         """Keyed state entries (key, namespace, value) of one state."""
         table = (name, kind, ttl)
-        groups, key_group_of = self.keyed, self._key_group_of
+        by_group: dict[int, list[Entry]] = {}
+        key_group_of = self._key_group_of
         for entry in entries:
-            groups.setdefault(key_group_of(entry[0]), {}).setdefault(table, []).append(entry)
+            group = key_group_of(entry[0])
+            found = by_group.get(group)
+            if found is None:
+                by_group[group] = [entry]
+            else:
+                found.append(entry)
+        keyed = self.keyed
+        for group, grouped in by_group.items():
+            tables = keyed.get(group)
+            if tables is None:
+                keyed[group] = {table: grouped}
+            else:
+                tables.setdefault(table, []).extend(grouped)
 
     def add_list(self, name: str, elements: list, mode: str = "split") -> None:
         """An operator list state: ``split`` or ``union`` (Flink's list states), or ``broadcast``

@@ -60,6 +60,8 @@ class OperatorRuntime:
         self.auto_watermark_interval = 0 if batch else auto_watermark_interval
         #: when set, sinks stage their output per attempt (:mod:`kernel.streaming.committer`)
         self.sink_committer: Any = None
+        #: the task takes checkpoints: two-phase-commit sinks commit when checkpoints complete
+        self.checkpointing = False
 
     def now_ms(self) -> int:
         """Processing time in ms."""

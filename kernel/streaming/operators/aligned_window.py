@@ -148,14 +148,21 @@ class AlignedWindowOperator(WindowOperator):
         """As the generic operator's state: contents under (key, TimeWindow), their timers."""
         super().snapshot_state(snapshot)
         size = self.size
+        windows: dict[int, TimeWindow] = {}  # one object per window: pickled once, referenced after
+
+        def window(start: int) -> TimeWindow:
+            found = windows.get(start)
+            if found is None:
+                found = windows[start] = TimeWindow(start, start + size)
+            return found
+
         snapshot.add_keyed(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind],
-                           ((key, TimeWindow(start, start + size), contents)
-                            for (key, start), contents in self.windows.items()))
+                           [(key, window(start), contents) for (key, start), contents in self.windows.items()])
         due, order = self.due, 0
         entries = []
         for time in sorted(due):
             for key, start in due[time]:
-                entries.append((key, TimeWindow(start, start + size), (time, order)))
+                entries.append((key, window(start), (time, order)))
                 order += 1
         snapshot.add_keyed(EVENT_TIMERS, "timers", entries)
 

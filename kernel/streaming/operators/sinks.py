@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import time as _time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.datastream import functions as fn
+from kernel.streaming import file_sink
+from kernel.streaming.committer import CommittableCollector
+from kernel.streaming.file_sink import FileWriter
 from kernel.streaming.operators.base import StreamOperator
+
+if TYPE_CHECKING:
+    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
 
 
 def print_prefix(identifier: str | None, subtask: int, parallelism: int) -> str:
@@ -35,6 +39,9 @@ class SinkOperator(StreamOperator):
 
 
 class PrintSinkOperator(SinkOperator):
+    """``print()``: not transactional — with checkpoints at least once, as in Flink (after a
+    restore the records since the restored checkpoint are printed again)."""
+
     def open(self) -> None:
         super().open()
         info = self.runtime.info
@@ -141,13 +148,23 @@ class SinkFunctionOperator(SinkOperator):
 
 
 class FileSinkWriterOperator(SinkOperator):
-    """Writes records as lines into part files ``<prefix>-<subtask>-<counter><suffix>``.
+    """FileSink's writer and committer (Flink's SinkWriterOperator and CommitterOperator,
+    chained): records become lines in part files (:mod:`kernel.streaming.file_sink`).
 
-    In-progress files are hidden (``.<name>.inprogress.<attempt>``) and renamed to their final
-    name when the rolling policy rolls them or the input ends — when staging, only when the
-    job commits (the hidden files of attempts that do not commit are removed). Buckets: the
-    base path, or a ``yyyy-MM-dd--HH`` directory of processing time.
+    In a task that takes checkpoints the sink commits in two phases: before checkpoint n's
+    barrier the pending parts (and, as the rolling policy says, the in-progress ones) are
+    prepared as checkpoint n's committables; the open parts and the committables not yet
+    committed are the operator's state; when checkpoint n completes, the committables up to n
+    are committed (renamed to their visible names). The end of input closes every part; the
+    final checkpoint commits them. Restored, the sink commits the restored committables and
+    continues the in-progress parts from their checkpointed length.
+
+    Without checkpoints, parts are committed when the input ends — staged per attempt until
+    the job finishes when the job may restart (:class:`~kernel.streaming.committer.SinkCommitter`).
     """
+
+    WRITER_STATE = "writer_raw_states"
+    COMMITTER_STATE = "streaming_committer_raw_states"
 
     def user_functions(self) -> list[Any]:
         return []
@@ -155,83 +172,71 @@ class FileSinkWriterOperator(SinkOperator):
     def open(self) -> None:
         super().open()
         sink = self.spec.function
-        self._sink = sink
-        self._rolled: list[tuple[str, str]] = []  # (hidden, final) parts waiting for the commit
+        runtime = self.runtime
+        fmt, encoding = self.spec.params["type"].java_string, sink.encoder.charset_name
+        info = runtime.info
+        rng = runtime.rng_factory(f"file-sink/{info.vertex_id}/{info.subtask}/{info.attempt}")
+        self.writer = FileWriter(sink, lambda values: "".join(fmt(v) + "\n" for v in values).encode(encoding),
+                                 lambda value: (fmt(value) + "\n").encode(encoding), rng)
+        self.committables = CommittableCollector(file_sink.commit)
         self._staged_parts = False
-        self._format = self.spec.params["type"].java_string
-        self._encoding = sink.encoder.charset_name
-        self._subtask = self.runtime.info.subtask
-        self._counters: dict[str, int] = {}
-        self._open: dict[str, dict[str, Any]] = {}
+        policy = sink.rolling_policy
+        if policy.rollover_interval is not None or policy.inactivity_interval is not None:
+            self._check_interval = sink.bucket_check_interval
+            self._schedule_bucket_check()
 
-    def _bucket(self) -> str:
-        assigner = self._sink.bucket_assigner
-        if assigner.kind == "base_path":
-            return self._sink.base_path
-        pattern = (assigner.format_str.replace("yyyy", "%Y").replace("MM", "%m").replace("dd", "%d")
-                   .replace("HH", "%H").replace("mm", "%M"))
-        stamp = _time.strftime(pattern, _time.gmtime(self.runtime.now_ms() / 1000))
-        return os.path.join(self._sink.base_path, stamp)
+    def _schedule_bucket_check(self) -> None:
+        self.runtime.schedule(self.runtime.now_ms() + self._check_interval, self._bucket_check)
 
-    def _part(self, bucket: str) -> dict[str, Any]:
-        part = self._open.get(bucket)
-        if part is None:
-            os.makedirs(bucket, exist_ok=True)
-            counter = self._counters.get(bucket, 0)
-            self._counters[bucket] = counter + 1
-            config = self._sink.output_file_config
-            name = f"{config.part_prefix}-{self._subtask}-{counter}{config.part_suffix}"
-            hidden = os.path.join(bucket, f".{name}.inprogress.{self.runtime.info.attempt}")
-            part = {"name": os.path.join(bucket, name), "hidden": hidden, "file": open(hidden, "wb"),
-                    "size": 0, "opened": self.runtime.now_ms()}
-            self._open[bucket] = part
-        return part
-
-    def _roll(self, bucket: str) -> None:
-        part = self._open.pop(bucket)
-        part["file"].close()
-        if self.staging:
-            self._rolled.append((part["hidden"], part["name"]))
-        else:
-            os.replace(part["hidden"], part["name"])
+    def _bucket_check(self) -> None:
+        self.writer.on_processing_time(self.runtime.now_ms())
+        self._schedule_bucket_check()
 
     def process_batch(self, values, timestamps):
-        bucket = self._bucket()
-        part = self._part(bucket)
-        data = "".join(self._format(v) + "\n" for v in values).encode(self._encoding)
-        part["file"].write(data)
-        part["size"] += len(data)
-        policy = self._sink.rolling_policy
-        now = self.runtime.now_ms()
-        if (policy.part_size is not None and part["size"] >= policy.part_size) or (
-            policy.rollover_interval is not None and now - part["opened"] >= policy.rollover_interval
-        ):
-            self._roll(bucket)
+        self.writer.write(values, self.runtime.now_ms())
+
+    # -- checkpoints: the two phases ----------------------------------------------------------
+
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        self.committables.add(checkpoint_id, self.writer.prepare_commit(flush=False))
+
+    def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
+        snapshot.add_list(self.WRITER_STATE, self.writer.snapshot_state())
+        snapshot.add_list(self.COMMITTER_STATE, self.committables.snapshot())
+
+    def initialize_state(self, restored: RestoredOperatorState) -> None:
+        self.committables.restore(restored.lists.get(self.COMMITTER_STATE, []))
+        self.writer.initialize_state(restored.lists.get(self.WRITER_STATE, []))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.committables.commit_up_to(checkpoint_id)
+
+    # -- the end ------------------------------------------------------------------------------
 
     def end_input(self) -> None:
-        for bucket in list(self._open):
-            self._roll(bucket)
-        if self.staging:
-            parts = list(self._rolled)
+        if self.runtime.checkpointing:
+            self.writer.close_parts()
+            return
+        parts = self.writer.prepare_commit(flush=True)
+        if not self.staging:
+            for part in parts:
+                file_sink.commit(part)
+            return
 
-            def commit() -> None:
-                for hidden, name in parts:
-                    os.replace(hidden, name)
+        def commit() -> None:
+            for part in parts:
+                file_sink.commit(part)
 
-            def discard() -> None:
-                for hidden, _ in parts:
-                    if os.path.exists(hidden):
-                        os.remove(hidden)
+        def discard() -> None:
+            for part in parts:
+                file_sink.discard(part)
 
-            self.stage(commit, discard)
-            self._staged_parts = True
+        self.stage(commit, discard)
+        self._staged_parts = True
 
     def close(self) -> None:
-        for part in self._open.values():
-            part["file"].close()
-            self._rolled.append((part["hidden"], part["name"]))
-        self._open.clear()
         if self.staging and not self._staged_parts:  # an attempt that did not finish: abort its parts
-            for hidden, _ in self._rolled:
-                if os.path.exists(hidden):
-                    os.remove(hidden)
+            for part in self.writer.abandon():
+                file_sink.discard(part)
+        else:
+            self.writer.close()

@@ -161,6 +161,7 @@ class StreamTask:
                         vertex_id=d.vertex.id)
         self.runtime = LocalOperatorRuntime(self, info)
         self.runtime.sink_committer = d.committer
+        self.runtime.checkpointing = d.checkpoint_storage is not None
         rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
         flush_always = self.execution_options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
         outputs: dict[int, RecordWriterOutput] = {}
