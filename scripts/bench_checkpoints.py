@@ -134,7 +134,7 @@ def snapshot_and_restore(entries: int) -> None:
     with timer("snapshot (synchronous: into key groups, encoded)"):
         snapshot = OperatorSnapshot(operator.key_group_function())
         operator.snapshot_state(snapshot)
-        data, key_groups, operator_state = snapshot.encode()
+        data, key_groups, operator_state, _ = snapshot.encode()
     with timer("write the state file (asynchronous, fsync)"):
         with open(path, "wb") as stream:
             stream.write(data)

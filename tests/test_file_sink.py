@@ -73,7 +73,7 @@ def checkpoint(operator, checkpoint_id: int) -> StateHandle:
     operator.prepare_snapshot_pre_barrier(checkpoint_id)
     snapshot = OperatorSnapshot(None)
     operator.snapshot_state(snapshot)
-    data, key_groups, operator_state = snapshot.encode()
+    data, key_groups, operator_state, _ = snapshot.encode()
     return StateHandle(data=data, size=len(data), key_groups=key_groups, operator_state=operator_state)
 
 
