@@ -252,7 +252,7 @@ class StreamExecutionEnvironment:
     def from_collection(self, collection: list[Any], type_info: TypeInformation | None = None) -> DataStream:
         """A bounded, non-parallel source emitting the elements in order."""
         out = resolve_type(type_info)
-        elements = [out.to_internal_type(e) for e in collection] if type_info is not None else list(collection)
+        elements = out.to_internal_list(collection) if type_info is not None else list(collection)
         operator = OperatorSpec("collection", None, {"elements": elements})
         t = LegacySourceTransformation(self, "Collection Source", out, 1, operator, bounded=True)
         t.set_max_parallelism(1)

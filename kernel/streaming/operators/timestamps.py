@@ -3,6 +3,7 @@ strategy's generator; upstream watermarks are ignored except the final MAX one."
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 from kernel.clock import MAX_LONG, MIN_LONG
@@ -42,7 +43,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
         assign = self.assign
         if assign is not None:
             if timestamps is None:
-                timestamps = [assign(v, MIN_LONG) for v in values]
+                timestamps = list(map(assign, values, repeat(MIN_LONG, len(values))))
             else:
                 timestamps = [assign(v, MIN_LONG if t is None else t) for v, t in zip(values, timestamps)]
         if self.generator is not None:
