@@ -113,9 +113,14 @@ class AlignedWindowOperator(WindowOperator):
     def _tumbling(self, values: list, timestamps: list) -> None:
         """``process_batch`` for tumbling windows: each element has exactly one window, so the
         loop above is straight-line code (same contents, timers in the same order, same late
-        elements and firings)."""
+        elements and firings). A window is skipped when its cleanup time (``last + lateness``,
+        at most MAX) has passed the watermark: when ``last <= watermark - lateness``, or always
+        once the watermark is MAX."""
         select, windows, watermark = self.key_selector, self.windows, self.timers.current_watermark
-        size, offset, lateness = self.size, self.offset, self.allowed_lateness
+        size, lateness = self.size, self.allowed_lateness
+        shift, size_1 = size - self.offset, size - 1
+        skip_up_to = watermark - lateness if watermark < MAX_LONG else MAX_LONG + size
+        fires_late = lateness > 0  # a window can take elements after it fired
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         add, create = (self._add, self._create) if kind == "aggregate" else (None, None)
@@ -126,12 +131,9 @@ class AlignedWindowOperator(WindowOperator):
         late_ts: list = []
         for value, ts in zip(values, timestamps):
             key = select(value)
-            start = ts - (ts - offset + size) % size
-            last = start + size - 1
-            cleanup = last + lateness
-            if cleanup > MAX_LONG:
-                cleanup = MAX_LONG
-            if cleanup <= watermark:
+            start = ts - (ts + shift) % size
+            last = start + size_1
+            if last <= skip_up_to:
                 if ts + lateness <= watermark:
                     late_values.append(value)
                     late_ts.append(ts)
@@ -146,8 +148,8 @@ class AlignedWindowOperator(WindowOperator):
                         push(due_times, last)
                     else:
                         slots.append(slot)
-                if cleanup != last and cleanup != MAX_LONG:
-                    self._register(cleanup, slot)
+                if fires_late and last + lateness < MAX_LONG:
+                    self._register(last + lateness, slot)
                 windows[slot] = value if reduce is not None else add(value, create()) if add is not None else [value]
             elif reduce is not None:
                 windows[slot] = reduce(contents, value)
@@ -155,7 +157,7 @@ class AlignedWindowOperator(WindowOperator):
                 windows[slot] = add(value, contents)
             else:
                 contents.append(value)
-            if last <= watermark:
+            if fires_late and last <= watermark:
                 if fired is None:
                     fired = ([], [], {})
                 self._fire(slot, *fired)
