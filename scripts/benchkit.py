@@ -82,14 +82,19 @@ class Workload:
 # -- one side, once ---------------------------------------------------------------------------
 
 
-def run_loop(workload: Workload, records: list) -> tuple[float, Any]:
+Took = tuple[float, float]  # (wall seconds, CPU seconds of the process)
+
+
+def run_loop(workload: Workload, records: list) -> tuple[Took, Any]:
     sink, result = workload.sink()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     workload.loop(records, sink)
-    return time.perf_counter() - started, result()
+    return (time.perf_counter() - started, time.process_time() - cpu), result()
 
 
-def run_rill(workload: Workload, records: list, directory: str, clock: str = "realtime") -> tuple[float, Any]:
+def run_rill(workload: Workload, records: list, directory: str, clock: str = "realtime",
+             settle: bool = True) -> tuple[Took, Any]:
+    """The job once; then (``settle``) its events are stored in the log, here, untimed."""
     from kernel.datastream import StreamExecutionEnvironment
     from kernel.eventbus import drain_buses
     from kernel.execution import SessionExecutor
@@ -101,25 +106,23 @@ def run_rill(workload: Workload, records: list, directory: str, clock: str = "re
     with use_executor(SessionExecutor(session, quiet=True)):
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(1)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         workload.job(env, records, sink)
         env.execute(workload.name)
-        elapsed = time.perf_counter() - started
-    drain_buses()  # the log's writer finishes off the run's path, not during the next timing
-    return elapsed, result()
+        took = (time.perf_counter() - started, time.process_time() - cpu)
+    drain_buses(settle=settle)  # the log's writer stores the run off its path, not during the next timing
+    return took, result()
 
 
 def peak_rss_mb(side: Callable[[], Any]) -> float:
-    """Peak resident set (MB) of a process forked from this one that runs ``side`` once."""
+    """Peak resident set (MB) of a process forked from this one that runs ``side`` once (for
+    rill: the job's process; a run that ended deferring its log is stored by another process)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read)
             side()
-            from kernel.eventbus import drain_buses
-
-            drain_buses()
             os.write(write, str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).encode())
         finally:
             os._exit(0)
@@ -137,45 +140,46 @@ def peak_rss_mb(side: Callable[[], Any]) -> float:
 class Figures:
     workload: str
     records: int
-    loop_seconds: list[float]
-    rill_seconds: list[float]
+    loop_runs: list[Took]
+    rill_runs: list[Took]
     loop_peak_mb: float
     rill_peak_mb: float
 
-    @property
-    def loop_median(self) -> float:
-        return statistics.median(self.loop_seconds)
-
-    @property
-    def rill_median(self) -> float:
-        return statistics.median(self.rill_seconds)
+    def median(self, side: str, cpu: bool = False) -> float:
+        return statistics.median(run[cpu] for run in (self.loop_runs if side == "loop" else self.rill_runs))
 
     @property
     def ratio(self) -> float:
-        return self.rill_median / self.loop_median
+        return self.median("rill") / self.median("loop")
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.median("rill", cpu=True) / self.median("loop", cpu=True)
 
     def lines(self) -> list[str]:
         n = self.records
-        return [
-            f"plain loop  {n / self.loop_median / 1e6:6.3f} M rec/s  {self.loop_median:7.3f} s  "
-            f"peak {self.loop_peak_mb:6.0f} MB   (runs: {', '.join(f'{s:.3f}' for s in self.loop_seconds)})",
-            f"rill        {n / self.rill_median / 1e6:6.3f} M rec/s  {self.rill_median:7.3f} s  "
-            f"peak {self.rill_peak_mb:6.0f} MB   (runs: {', '.join(f'{s:.3f}' for s in self.rill_seconds)})",
-            f"ratio       {self.ratio:5.2f}x the loop's time   memory {self.rill_peak_mb / self.loop_peak_mb:4.2f}x",
-        ]
+        lines = []
+        for side, peak in (("loop", self.loop_peak_mb), ("rill", self.rill_peak_mb)):
+            runs = self.loop_runs if side == "loop" else self.rill_runs
+            wall, cpu = self.median(side), self.median(side, cpu=True)
+            lines.append(f"{'plain loop' if side == 'loop' else 'rill':<10}  {n / wall / 1e6:6.3f} M rec/s  {wall:7.3f} s "
+                         f"(cpu {cpu:6.3f} s)  peak {peak:5.0f} MB   (wall: {', '.join(f'{r[0]:.3f}' for r in runs)})")
+        lines.append(f"ratio       {self.ratio:5.2f}x the loop's time (cpu {self.cpu_ratio:4.2f}x)   "
+                     f"memory {self.rill_peak_mb / self.loop_peak_mb:4.2f}x")
+        return lines
 
 
 def measure(workload: Workload, n: int, rounds: int, clock: str = "realtime") -> Figures:
     records = workload.records(n)
     with tempfile.TemporaryDirectory() as directory:
         loop_peak = peak_rss_mb(lambda: run_loop(workload, records))
-        rill_peak = peak_rss_mb(lambda: run_rill(workload, records, directory, clock))
+        rill_peak = peak_rss_mb(lambda: run_rill(workload, records, directory, clock, settle=False))
         _, expected = run_loop(workload, records[: max(1, n // 50)])
         _, found = run_rill(workload, records[: max(1, n // 50)], directory, clock)  # warm up, and check
         if expected != found:
             raise SystemExit(f"{workload.name}: rill's output differs from the loop's on {n // 50:,} records")
-        loop_times: list[float] = []
-        rill_times: list[float] = []
+        loop_times: list[Took] = []
+        rill_times: list[Took] = []
         for round_ in range(rounds):
             outputs = {}
             for side in (("loop", "rill") if round_ % 2 == 0 else ("rill", "loop")):
@@ -264,16 +268,16 @@ def arguments(description: str, records: int = 1_000_000) -> argparse.ArgumentPa
 
 
 def profile(workload: Workload, n: int, clock: str, entries: int) -> None:
-    """One rill run under cProfile: the entries with the most own time."""
+    """One rill run under cProfile, in CPU time: the entries with the most own time."""
     import cProfile
     import pstats
 
     records = workload.records(n)
     with tempfile.TemporaryDirectory() as directory:
         run_rill(workload, records[: max(1, n // 50)], directory, clock)  # imports, first-run costs
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.thread_time)  # CPU time of this thread: load elsewhere does not count
         profiler.enable()
-        run_rill(workload, records, directory, clock)
+        run_rill(workload, records, directory, clock, settle=False)
         profiler.disable()
     pstats.Stats(profiler).strip_dirs().sort_stats("tottime").print_stats(entries)
 

@@ -185,14 +185,15 @@ class TupleTypeInfo(TypeInformation):
         return tuple(t.to_internal_type(v) for t, v in zip(self._field_types, values))
 
     def to_internal_list(self, elements: Iterable[Any]) -> list:
-        """Tuples of the right arity whose fields stay as they are are kept as they are (what
-        ``to_internal_type`` makes of them is equal), checked for all elements at once."""
-        elements = list(elements)
-        if any(t.converts() for t in self._field_types) or not set(map(type, elements)) <= {tuple} \
-                or not set(map(len, elements)) <= {len(self._field_types)}:
-            convert = self.to_internal_type
-            return [convert(element) for element in elements]
-        return elements
+        """With fields that stay as they are, ``to_internal_type`` is ``tuple(obj)`` once the arity
+        is right (a tuple stays the very same object): done for all elements at once."""
+        elements = elements if isinstance(elements, list) else list(elements)
+        if not any(t.converts() for t in self._field_types):
+            converted = list(map(tuple, elements))
+            if set(map(len, converted)) <= {len(self._field_types)}:
+                return converted
+        convert = self.to_internal_type
+        return [convert(element) for element in elements]
 
     def java_string(self, value: Any) -> str:
         if value is None:

@@ -115,12 +115,13 @@ class AlignedWindowOperator(WindowOperator):
         loop above is straight-line code (same contents, timers in the same order, same late
         elements and firings). A window is skipped when its cleanup time (``last + lateness``,
         at most MAX) has passed the watermark: when ``last <= watermark - lateness``, or always
-        once the watermark is MAX."""
+        once the watermark is MAX; it has fired when ``last <= watermark``. Both compare its
+        start (``last - size + 1``)."""
         select, windows, watermark = self.key_selector, self.windows, self.timers.current_watermark
         size, lateness = self.size, self.allowed_lateness
         shift, size_1 = size - self.offset, size - 1
-        skip_up_to = watermark - lateness if watermark < MAX_LONG else MAX_LONG + size
-        fires_late = lateness > 0  # a window can take elements after it fired
+        skipped_from = (watermark - lateness if watermark < MAX_LONG else MAX_LONG + size) - size_1
+        fired_from = watermark - size_1 if lateness > 0 else skipped_from  # lateness 0: no window takes late elements
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         add, create = (self._add, self._create) if kind == "aggregate" else (None, None)
@@ -132,8 +133,7 @@ class AlignedWindowOperator(WindowOperator):
         for value, ts in zip(values, timestamps):
             key = select(value)
             start = ts - (ts + shift) % size
-            last = start + size_1
-            if last <= skip_up_to:
+            if start <= skipped_from:
                 if ts + lateness <= watermark:
                     late_values.append(value)
                     late_ts.append(ts)
@@ -141,6 +141,7 @@ class AlignedWindowOperator(WindowOperator):
             slot = (key, start)
             contents = get(slot)
             if contents is None:
+                last = start + size_1
                 if last > watermark:
                     slots = due_get(last)
                     if slots is None:
@@ -148,7 +149,7 @@ class AlignedWindowOperator(WindowOperator):
                         push(due_times, last)
                     else:
                         slots.append(slot)
-                if fires_late and last + lateness < MAX_LONG:
+                if lateness and last + lateness < MAX_LONG:
                     self._register(last + lateness, slot)
                 windows[slot] = value if reduce is not None else add(value, create()) if add is not None else [value]
             elif reduce is not None:
@@ -157,7 +158,7 @@ class AlignedWindowOperator(WindowOperator):
                 windows[slot] = add(value, contents)
             else:
                 contents.append(value)
-            if fires_late and last <= watermark:
+            if start <= fired_from:
                 if fired is None:
                     fired = ([], [], {})
                 self._fire(slot, *fired)
@@ -221,26 +222,39 @@ class AlignedWindowOperator(WindowOperator):
         get, pop, emit = windows.get, heapq.heappop, self._emit_window
         timers = fired = 0
         try:
-            while due_times and due_times[0] <= timestamp:
-                time = pop(due_times)
-                for slot in due.pop(time):
-                    timers += 1
-                    last = slot[1] + size - 1
-                    if time == last:
-                        contents = get(slot)
+            if direct and not lateness and clearing is None:  # each timer fires its window and clears it
+                take, append, append_ts = windows.pop, out_values.append, out_ts.append
+                while due_times and due_times[0] <= timestamp:
+                    time = pop(due_times)
+                    for slot in due.pop(time):
+                        timers += 1
+                        contents = take(slot)
                         if contents is not None:
                             fired += 1
-                            if direct:
-                                backend.current_key = slot[0]
-                                out_values.append(contents if result is None else result(contents))
-                                out_ts.append(last)
+                            backend.current_key = slot[0]
+                            append(contents if result is None else result(contents))
+                            append_ts(time)
+            else:
+                while due_times and due_times[0] <= timestamp:
+                    time = pop(due_times)
+                    for slot in due.pop(time):
+                        timers += 1
+                        last = slot[1] + size - 1
+                        if time == last:
+                            contents = get(slot)
+                            if contents is not None:
+                                fired += 1
+                                if direct:
+                                    backend.current_key = slot[0]
+                                    out_values.append(contents if result is None else result(contents))
+                                    out_ts.append(last)
+                                else:
+                                    emit(slot, contents, out_values, out_ts, side)
+                        if time == last + lateness or time == MAX_LONG:
+                            if clearing is None:
+                                del windows[slot]
                             else:
-                                emit(slot, contents, out_values, out_ts, side)
-                    if time == last + lateness or time == MAX_LONG:
-                        if clearing is None:
-                            del windows[slot]
-                        else:
-                            self._clean_up(slot)
+                                self._clean_up(slot)
         finally:
             runtime = self.runtime
             if fired:
