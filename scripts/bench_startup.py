@@ -13,6 +13,7 @@ holds it: its background ingest ends when the process's stderr closes.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +75,8 @@ def main() -> None:
               f"peak {median_of(runs, 2):5.0f} MB   (wall: {', '.join(f'{r[0]:.3f}' for r in runs)})")
     print(f"  the run's events are in its log {median_of(results['rill run'], 3):.3f} s after it started "
           "(its background ingest done)")
+    if args.json:
+        print(json.dumps({"startup": args.rounds, **results}))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ on, as ``python job.py`` runs a job), for (d); bytecode is cached, as an install
 
 from __future__ import annotations
 
+import json
 import sys
 
 from benchkit import (
@@ -179,7 +180,7 @@ def one_process(side: str, n: int) -> None:
     env.execute("windows")
 
 
-def whole(n: int, rounds: int) -> dict:
+def whole(n: int, rounds: int, as_json: bool = False) -> dict:
     script = __file__
     commands = {side: [sys.executable, script, "--process", side, "--records", str(n)] for side in ("loop", "rill")}
     results = alternate_processes(commands, rounds)
@@ -190,6 +191,8 @@ def whole(n: int, rounds: int) -> dict:
     loop, rill = results["loop"], results["rill"]
     print(f"  ratio        {median_of(rill, 0) / median_of(loop, 0):5.2f}x wall  "
           f"{median_of(rill, 1) / median_of(loop, 1):5.2f}x cpu  memory {median_of(rill, 2) / median_of(loop, 2):4.2f}x")
+    if as_json:
+        print(json.dumps({"whole": n, "rounds": rounds, **results}))
     return results
 
 
@@ -202,6 +205,6 @@ if __name__ == "__main__":
     if args.process:
         one_process(args.process, args.records)
     elif args.whole:
-        whole(args.records, args.rounds)
+        whole(args.records, args.rounds, args.json)
     else:
         main(REDUCE if args.function == "reduce" else PROCESS, args)

@@ -18,6 +18,7 @@ both sides share, and for rill its event log's writer).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -264,6 +265,7 @@ def arguments(description: str, records: int = 1_000_000) -> argparse.ArgumentPa
     parser.add_argument("--clock", choices=["realtime", "simulated"], default="realtime")
     parser.add_argument("--profile", type=int, metavar="N", default=0,
                         help="instead: run rill once under cProfile and print the N entries of most own time")
+    parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line (bench_all.py)")
     return parser
 
 
@@ -295,6 +297,10 @@ def main(workload: Workload, args: argparse.Namespace | None = None) -> Figures:
           f"alternating runs ({os.cpu_count()} cores, load {load()})")
     for line in figures.lines():
         print("  " + line)
+    if args.json:
+        print(json.dumps({"workload": workload.name, "records": args.records, "rounds": args.rounds,
+                          "loop": figures.loop_runs, "rill": figures.rill_runs,
+                          "loop_peak_mb": figures.loop_peak_mb, "rill_peak_mb": figures.rill_peak_mb}))
     return figures
 
 

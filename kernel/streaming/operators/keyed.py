@@ -196,11 +196,11 @@ class ReduceOperator(StreamOperator):
                 state[key] = value if current is None else reduce(current, value)
             return
         out = []
-        append = out.append
+        append, get = out.append, state.get
         for value in values:
             key = select(value)
             backend.current_key = key
-            current = state.get(key)
+            current = get(key)
             if current is not None:
                 value = reduce(current, value)
             state[key] = value
