@@ -17,7 +17,6 @@ import argparse
 import os
 import sys
 import time
-
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -190,7 +190,8 @@ def whole(n: int, rounds: int, as_json: bool = False) -> dict:
         print("  " + line)
     loop, rill = results["loop"], results["rill"]
     print(f"  ratio        {median_of(rill, 0) / median_of(loop, 0):5.2f}x wall  "
-          f"{median_of(rill, 1) / median_of(loop, 1):5.2f}x cpu  memory {median_of(rill, 2) / median_of(loop, 2):4.2f}x")
+          f"{median_of(rill, 1) / median_of(loop, 1):5.2f}x cpu  "
+          f"memory {median_of(rill, 2) / median_of(loop, 2):4.2f}x")
     if as_json:
         print(json.dumps({"whole": n, "rounds": rounds, **results}))
     return results

@@ -1,10 +1,11 @@
 """Ingesting spooled runs into the event log: in order, exactly once.
 
 Each spool file is ingested in one transaction (its run's ``runs`` row, every batch, the
-run's end), and removed once that transaction committed; a deferred spool of a run storing its
-own events is replayed as the run's writer would have written it (:func:`replay_spool`). A batch is skipped when the run's
-``runs.events`` already counts it (``events_total`` of the batch ≤ ``events``): a spool
-ingested again after a crash between the commit and the removal changes nothing.
+run's end), and removed once that transaction committed; a deferred spool of a run storing
+its own events is replayed as the run's writer would have written it (:func:`replay_spool`).
+A batch is skipped when the run's ``runs.events`` already counts it (``events_total`` of the
+batch ≤ ``events``): a spool ingested again after a crash between the commit and the removal
+changes nothing.
 """
 
 from __future__ import annotations

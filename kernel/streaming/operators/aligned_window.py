@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from kernel.clock import MAX_LONG, MIN_LONG
+from kernel.clock import MAX_LONG
 from kernel.datastream.window import (
     EventTimeTrigger,
     SlidingEventTimeWindows,

@@ -73,7 +73,8 @@ class FlatMapOperator(StreamOperator):
         for i, value in enumerate(values):
             if backend is not None:
                 backend.current_key = select(value)
-            self.emit_results(iter(f(value)), timestamps[i] if timestamps is not None else None, out_values, out_ts, side)
+            ts = timestamps[i] if timestamps is not None else None
+            self.emit_results(iter(f(value)), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)
 
 
