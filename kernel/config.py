@@ -10,6 +10,7 @@ dotted prefix. Two tables are special: ``[plugins]`` chooses one implementation 
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 import tomllib
@@ -76,8 +77,9 @@ class KeyInfo:
         return unit_of(self.annotation)
 
 
-def section_keys(section: type[Section]) -> list[KeyInfo]:
-    """The keys a section declares, in field order."""
+@functools.cache
+def section_keys(section: type[Section]) -> tuple[KeyInfo, ...]:
+    """The keys a section declares, in field order (derived once per section)."""
     hints = get_type_hints(section, include_extras=True)
     info = msgspec.inspect.type_info(section)
     keys = []
@@ -89,7 +91,7 @@ def section_keys(section: type[Section]) -> list[KeyInfo]:
         keys.append(
             KeyInfo(field.encode_name, section, field.name, hints[field.name], default, description)
         )
-    return keys
+    return tuple(keys)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,14 @@ order (``seq``) and hands them to every observer as an :class:`EventBatch`.
 
 Observers are called on the flusher thread, one batch at a time, in order; an observer that
 raises is reported by ``close()`` and receives no further batches, the others go on.
+
+A batch of the periodic flush or of the run's end is ``deferrable``: the observer must keep it
+durably but may put off storing it where readers look (the event log's writer spools it and
+stores it after the run); a batch of an explicit ``flush()`` is stored now. What observers put
+off is finished by their ``settle`` (optional), once per bus: here, when someone waits for the
+run's events (``join``, readers through :func:`drain_buses`); handed to a background process
+when this process exits (so the end of a run never waits for it); or, when neither came within
+``SETTLE_GRACE`` seconds of the run's end (the process lives on), on the flusher thread.
 """
 
 from __future__ import annotations
@@ -23,21 +31,29 @@ from kernel.events import Event
 
 _set_seq = msgspec.structs.force_setattr
 _live: set[EventBus] = set()
+#: seconds a closed bus waits for a ``join`` or the process's exit before its flusher settles
+SETTLE_GRACE = 1.0
 
 
-def drain_buses() -> list[tuple[str, BaseException]]:
-    """Wait for every closed bus of this process that is still delivering (readers call this
-    so they see what this process recorded; also run at exit). Returns the observer errors of
-    the buses it waited for, as (run id, error)."""
+def drain_buses(settle: bool = True, background: bool = False) -> list[tuple[str, BaseException]]:
+    """Wait for every closed bus of this process until it delivered everything, and (``settle``)
+    for what its observers put off: done here, or handed to a background process
+    (``background``, at exit). Readers call this so they see what this process recorded.
+    Returns the observer errors not returned before, as (run id, error)."""
+    closed = [bus for bus in list(_live) if bus._closed]
+    for bus in closed:
+        bus.join(settle=False)
+    if settle:
+        for bus in closed:
+            bus.settle(background)
     errors = []
-    for bus in list(_live):
-        if bus._closed:
-            bus.join()
-            errors.extend((bus.run_id, exc) for _, exc in bus.errors)
+    for bus in closed:
+        errors.extend((bus.run_id, exc) for _, exc in bus.errors[bus._errors_returned:])
+        bus._errors_returned = len(bus.errors)
     return errors
 
 
-atexit.register(drain_buses)
+atexit.register(drain_buses, background=True)
 
 
 @dataclass(frozen=True)
@@ -45,6 +61,8 @@ class EventBatch:
     run_id: str
     first_seq: int
     events: list[Event]
+    #: the observer may put off storing it (periodic and final flushes; not an explicit ``flush()``)
+    deferrable: bool = False
 
 
 class EventObserver(Protocol):
@@ -53,6 +71,9 @@ class EventObserver(Protocol):
 
     def close(self, status: str) -> None:
         """The run ended with ``status``; flush and release resources."""
+
+    # optional: def settle(self, background: bool) -> None — finish what the observer put off
+    # (store deferred batches): here, or in a background process (``background``)
 
 
 def _discard(event: Event) -> None:
@@ -82,7 +103,13 @@ class EventBus:
         self._thread: threading.Thread | None = None
         self.errors: list[tuple[EventObserver, BaseException]] = []
         self._failed: set[int] = set()
+        self._errors_returned = 0  # by drain_buses
         self._status = ""
+        self._delivered = threading.Event()  # everything delivered, observers closed
+        self._settle_lock = threading.Lock()
+        self._settling = False
+        self._settle_asked = threading.Event()
+        self._settled = threading.Event()
 
     @property
     def emitted(self) -> int:
@@ -107,12 +134,18 @@ class EventBus:
             self._wake.wait(max(0.0, self.flush_interval - took))
             self._wake.clear()
             started = time.perf_counter()
-            self.flush()
+            self._flush(deferrable=True)
             took = min(time.perf_counter() - started, self.flush_interval / 2)
         self._finish()
+        if not self._settle_asked.wait(SETTLE_GRACE):
+            self.settle(background=False)
 
     def flush(self) -> int:
-        """Deliver everything emitted so far; returns the number of events delivered."""
+        """Deliver everything emitted so far, to be stored now; returns the number of events
+        delivered."""
+        return self._flush(deferrable=False)
+
+    def _flush(self, deferrable: bool) -> int:
         with self._lock:
             pending = self._pending
             count = len(pending)
@@ -126,7 +159,7 @@ class EventBus:
                 _set_seq(event, "seq", seq)
                 seq += 1
             self._next_seq = seq
-            batch = EventBatch(self.run_id, first, events)
+            batch = EventBatch(self.run_id, first, events, deferrable)
             for observer in self.observers:
                 if id(observer) in self._failed:
                     continue
@@ -141,8 +174,8 @@ class EventBus:
         """No more events: the flusher delivers the rest and closes every observer.
 
         Returns at once (ingest stays off the runtime's thread) unless ``wait``; the process
-        waits for pending buses before it exits, and readers of the log wait via
-        :func:`drain_buses`.
+        waits for pending buses before it exits (and hands over what the observers put off),
+        and readers of the log wait via :func:`drain_buses`.
         """
         self._status = status
         self._closed = True
@@ -153,16 +186,44 @@ class EventBus:
             if wait:
                 self.join()
 
-    def join(self) -> None:
-        """Wait until everything emitted is delivered and the observers are closed."""
+    def join(self, settle: bool = True) -> None:
+        """Wait until everything emitted is delivered and the observers are closed, and
+        (``settle``) for what they put off, finished here."""
         if self._thread is not None:
-            self._thread.join()
+            self._delivered.wait()
+        if settle:
+            self.settle(background=False)
+
+    def settle(self, background: bool) -> None:
+        """Let every observer finish what it put off — here, or handed to a background process
+        (``background``) — once the bus is closed and delivered everything; waits when another
+        thread does it."""
+        if not self._delivered.is_set():
+            return
+        with self._settle_lock:
+            first, self._settling = not self._settling, True
+        self._settle_asked.set()
+        if not first:
+            self._settled.wait()
+            return
+        try:
+            for observer in self.observers:
+                settle = getattr(observer, "settle", None)
+                if settle is None or id(observer) in self._failed:
+                    continue
+                try:
+                    settle(background)
+                except BaseException as exc:
+                    self.errors.append((observer, exc))
+        finally:
+            self._settled.set()
+            _live.discard(self)
 
     def _finish(self) -> None:
-        self.flush()
+        self._flush(deferrable=True)
         for observer in self.observers:
             try:
                 observer.close(self._status)
             except BaseException as exc:
                 self.errors.append((observer, exc))
-        _live.discard(self)
+        self._delivered.set()

@@ -12,6 +12,7 @@ carried by the batch and stored with every row of the log.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, ClassVar, Iterable
 
@@ -33,6 +34,12 @@ def tag_of(event_type: type[Event]) -> str:
 
 
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@functools.cache
+def _required_fields(event_type: type[Event]) -> tuple[str, ...]:
+    """The fields without a default (resolving a Struct's annotations is slow: once per type)."""
+    return tuple(field.name for field in msgspec.structs.fields(event_type) if field.required)
 
 
 class EventRegistry:
@@ -58,9 +65,8 @@ class EventRegistry:
             raise ValueError(
                 f"event tag {tag!r} is used by both {existing.__qualname__} and {event_type.__qualname__}"
             )
-        for field in msgspec.structs.fields(event_type):
-            if field.required:
-                raise ValueError(f"field {event_type.__name__}.{field.name} needs a default")
+        for name in _required_fields(event_type):
+            raise ValueError(f"field {event_type.__name__}.{name} needs a default")
         self._by_tag[tag] = event_type
         self._decoders.clear()
 

@@ -9,6 +9,7 @@ hand: adding a field to a Struct adds a column.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -66,7 +67,9 @@ def _sql_type(info: mi.Type) -> tuple[str, bool]:
     return "VARCHAR", True
 
 
+@functools.cache
 def table_for(event_type: type[Event]) -> EventTable:
+    """The table of an event type (derived once per type)."""
     info = mi.type_info(event_type)
     fields = {f.name: f for f in info.fields}
     ordered = [fields[name] for name in COMMON] + [f for f in info.fields if f.name not in COMMON]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.checkpointing.recovery import StateRecoveryOptions, check_restore
 from kernel.clock import NS_PER_S
+from kernel.collector import collecting_for_batches
 from kernel.compiler import CompiledJob, compile_program
 from kernel.errors import JobFailed
 from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
@@ -93,7 +94,8 @@ def execute_job(session: Session, compiled: CompiledJob) -> RunOutcome:
     wall_start, clock_start = time.perf_counter(), run.clock.now()
     record_compilation(run, compiled)
     try:
-        result = backend.execute(compiled, run)
+        with collecting_for_batches():
+            result = backend.execute(compiled, run)
     except BaseException as exc:
         run.finish("failed", f"{type(exc).__name__}: {exc}")
         raise

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-import traceback
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
@@ -16,6 +15,8 @@ from kernel.session import Session
 
 
 def _where(exc: BaseException, path: str) -> str:
+    import traceback
+
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename) == path]
     if not frames:
         return ""

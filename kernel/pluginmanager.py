@@ -36,10 +36,17 @@ class PluginInfo:
     concern: str
     name: str
     module: str
-    version: str
+    entry_point: Any = None
     status: str = "available"  # selected | loaded | available | disabled
     plugin: Any = None
     hooks: list[str] = field(default_factory=list)
+
+    @property
+    def version(self) -> str:
+        """Version of the distribution it comes from (read when asked: parsing a
+        distribution's metadata is slow)."""
+        dist = getattr(self.entry_point, "dist", None)
+        return dist.version if dist is not None else "-"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,11 +57,6 @@ class PluginInfo:
             "version": self.version,
             "hooks": self.hooks,
         }
-
-
-def _version(entry_point: importlib.metadata.EntryPoint) -> str:
-    dist = getattr(entry_point, "dist", None)
-    return dist.version if dist is not None else "-"
 
 
 class RillPluginManager(pluggy.PluginManager):
@@ -81,9 +83,7 @@ class RillPluginManager(pluggy.PluginManager):
                         f"two plugins are named {ep.name!r}: {other.module} and {ep.value}"
                     )
                 continue
-            info = PluginInfo(ep.name, concern, name, ep.value, _version(ep))
-            info.entry_point = ep  # type: ignore[attr-defined]
-            self.infos[ep.name] = info
+            self.infos[ep.name] = PluginInfo(ep.name, concern, name, ep.value, ep)
 
     def concerns(self) -> dict[str, Concern]:
         """Every concern the kernel knows plus the ones discovered plugins serve."""
@@ -184,7 +184,7 @@ class RillPluginManager(pluggy.PluginManager):
         for plugin_id in sorted(chosen):
             info = self.infos[plugin_id]
             try:
-                plugin = info.entry_point.load()  # type: ignore[attr-defined]
+                plugin = info.entry_point.load()
             except Exception as exc:
                 raise PluginError(
                     f"plugin {plugin_id!r} ({info.module}) failed to import: "
@@ -227,7 +227,7 @@ class RillPluginManager(pluggy.PluginManager):
         """Hook names a not-loaded plugin implements (imports it without registering)."""
         if info.plugin is not None:
             return info.hooks
-        module = info.entry_point.load()  # type: ignore[attr-defined]
+        module = info.entry_point.load()
         names = []
         for attr in dir(module):
             opts = self.parse_hookimpl_opts(module, attr)

@@ -23,7 +23,7 @@ class CapturedEvents:
     @property
     def events(self) -> list[Event]:
         """Every event delivered so far (waits for runs that ended to deliver the rest)."""
-        drain_buses()
+        drain_buses(settle=False)
         return self._events
 
     def events_emitted(self, batch: EventBatch) -> None:

@@ -2,7 +2,7 @@
 
     python scripts/bench_checkpoints.py [--records 1000000] [--entries 1000000] [--repeat 3]
 
-1. Throughput: the WindowWordCount workload of ``bench_windows.py`` (1,000 Zipf words, 2 s
+1. Throughput: the WindowWordCount workload (d) of ``bench_windows.py`` (1,000 Zipf words, 2 s
    disorder, bounded out-of-orderness 2 s, 5 s tumbling event-time windows, count per word
    and window; parallelism 1, realtime clock) without checkpoints and with a checkpoint every
    second of the run's clock (EXACTLY_ONCE, filesystem storage in a temporary directory, so
@@ -27,7 +27,8 @@ import shutil
 import tempfile
 import time
 
-from bench_windows import plain_loop, window_word_count, workload
+from bench_windows import REDUCE
+from benchkit import run_loop, run_rill, timed_words
 
 from kernel.checkpointing.format import StateHandle
 from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
@@ -44,22 +45,19 @@ from kernel.testing import EventCapture
 
 def throughput(records: list, repeat: int) -> None:
     directory = tempfile.mkdtemp(prefix="rill-bench-checkpoints-")
-    plain = ["rill.clock=realtime"]
-    checkpointed = plain + ["execution.checkpointing.interval=1 s",
-                            f"execution.checkpointing.dir={os.path.join(directory, 'checkpoints')}"]
-    window_word_count(plain, records[:20_000].__getitem__, 20_000)  # warm up imports
-    _, expected = plain_loop(records)
+    checkpointed = ("execution.checkpointing.interval=1 s",
+                    f"execution.checkpointing.dir={os.path.join(directory, 'checkpoints')}")
+    run_rill(REDUCE, records[:20_000], directory)  # warm up imports
+    _, expected = run_loop(REDUCE, records)
     wall = {"without": float("inf"), "with": float("inf")}
     cpu = dict(wall)
     taken: list[tuple[int, float, float]] = []
     for _ in range(repeat):
-        for name, sets in (("without", plain), ("with", checkpointed)):
+        for name, sets in (("without", ()), ("with", checkpointed)):
             capture = EventCapture()
-            started = time.process_time()
-            took, found = window_word_count(sets, records.__getitem__, len(records), plugins=(capture,))
-            cpu[name] = min(cpu[name], time.process_time() - started)
+            (took, took_cpu), found = run_rill(REDUCE, records, directory, sets=sets, plugins=(capture,))
             assert found == expected, f"rill counted differently {name} checkpoints"
-            wall[name] = min(wall[name], took)
+            wall[name], cpu[name] = min(wall[name], took), min(cpu[name], took_cpu)
             if name == "with":
                 taken.append(checkpoint_figures(capture))
     shutil.rmtree(directory, ignore_errors=True)
@@ -172,7 +170,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    throughput(workload(args.records), args.repeat)
+    throughput(timed_words(args.records), args.repeat)
     snapshot_and_restore(args.entries)
 
 

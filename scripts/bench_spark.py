@@ -17,13 +17,22 @@ import argparse
 import os
 import sys
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_windows import OUT_OF_ORDERNESS, WINDOW, window_word_count  # noqa: E402
+from kernel.common import Duration, Time, Types, WatermarkStrategy  # noqa: E402
+from kernel.datastream import ProcessWindowFunction, StreamExecutionEnvironment  # noqa: E402
+from kernel.datastream.connectors.datagen import DataGeneratorSource  # noqa: E402
+from kernel.datastream.window import TumblingEventTimeWindows  # noqa: E402
+from kernel.eventbus import drain_buses  # noqa: E402
+from kernel.execution import SessionExecutor  # noqa: E402
+from kernel.program import use_executor  # noqa: E402
+from kernel.session import Session  # noqa: E402
 
 DISTINCT = 1_000
+WINDOW = 5_000
+OUT_OF_ORDERNESS = 2_000
 
 
 class Records:
@@ -40,6 +49,34 @@ class Records:
     def __call__(self, i: int) -> tuple[str, int]:
         h = (i * 2654435761) & 0xFFFFFFFF
         return self.words[h % len(self.words)], max(0, i - (h >> 12) % OUT_OF_ORDERNESS)
+
+
+class WithStart(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        for word, count in elements:
+            yield word, context.window().start, count
+
+
+def window_word_count(sets: list[str], record: Any, count: int, parallelism: int = 1) -> tuple[float, set]:
+    """Run the workload in rill with ``sets``; record ``i`` is ``record(i)``: (seconds, results)."""
+    session = Session.open(sets=sets)
+    results: list = []
+    with use_executor(SessionExecutor(session, quiet=True)):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(parallelism)
+        started = time.perf_counter()
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(OUT_OF_ORDERNESS)) \
+            .with_timestamp_assigner(lambda record, previous: record[1])
+        source = env.from_source(DataGeneratorSource(record, count=count), strategy, "Words")
+        (source.map(lambda record: (record[0], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
+               .key_by(lambda pair: pair[0], Types.STRING())
+               .window(TumblingEventTimeWindows.of(Time.milliseconds(WINDOW)))
+               .reduce(lambda a, b: (a[0], a[1] + b[1]), window_function=WithStart())
+               .add_sink(results.append))
+        env.execute("window word count")
+        elapsed = time.perf_counter() - started
+    drain_buses()
+    return elapsed, set(results)
 
 
 def rill_on_spark(n: int, master: str) -> tuple[float, set]:

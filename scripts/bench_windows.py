@@ -1,122 +1,211 @@
-"""Benchmark of event-time windows: the WindowWordCount workload.
+"""Benchmarks (d) and (e): WindowWordCount, with a ReduceFunction or a ProcessWindowFunction.
 
-    python scripts/bench_windows.py [--records 1000000]
+    python scripts/bench_windows.py [--records 1000000] [--rounds 5] [--function reduce|process]
+    python scripts/bench_windows.py --whole [--rounds 5]
+    python scripts/bench_windows.py --process loop|rill
 
-1M records of (word, timestamp): 1,000 distinct Zipf-distributed words, event time advancing
-1 ms per record with up to 2 s of disorder. rill (parallelism 1, realtime clock, periodic
-watermarks) assigns timestamps with 2 s bounded out-of-orderness, keys by word and counts per
-word in 5 s tumbling event-time windows. The same computation runs as a plain Python loop
-(bounded out-of-orderness watermark every 1,000 records, windows fired as it passes them) in
-the same process. Both results are compared; prints both rates and the ratio.
+1M records (word, event time): 1,000 Zipf words, time advancing 1 ms per record with up to
+2 s of disorder, from ``from_collection`` (typed as a tuple of string and long); timestamps
+assigned with 2 s bounded out-of-orderness, mapped to (word, 1), keyed by word, 5 s tumbling
+event-time windows. (d) ``--function reduce`` counts per word and window with a
+ReduceFunction (rows (word, count)); (e) ``--function process`` hands each window's elements
+to a ProcessWindowFunction that counts them (rows (word, window start, count)). The plain loop
+calls the same functions, with a bounded out-of-orderness watermark every 1,000 records
+firing the windows it passes.
+
+``--whole`` times whole processes instead, alternating: ``--process loop`` (make the records,
+run the loop) against ``--process rill`` (make the records, run the job with the event log
+on, as ``python job.py`` runs a job), for (d); bytecode is cached, as an installed rill has it.
 """
 
 from __future__ import annotations
 
-import argparse
-import random
-import time
-from typing import Any
+import json
+import sys
 
-from kernel.common import Duration, Time, Types, WatermarkStrategy
-from kernel.datastream import ProcessWindowFunction, StreamExecutionEnvironment
-from kernel.datastream.connectors.datagen import DataGeneratorSource
-from kernel.datastream.window import TumblingEventTimeWindows
-from kernel.eventbus import drain_buses
-from kernel.execution import SessionExecutor
-from kernel.program import use_executor
-from kernel.session import Session
+from benchkit import (
+    DISORDER_MS,
+    Workload,
+    alternate_processes,
+    arguments,
+    load,
+    main,
+    median_of,
+    process_lines,
+    rows_sink,
+    timed_words,
+)
 
 WINDOW = 5_000
-OUT_OF_ORDERNESS = 2_000
+MIN_LONG = -(1 << 63)
 
 
-def workload(n: int, distinct: int = 1000, seed: int = 11) -> list[tuple[str, int]]:
-    rng = random.Random(seed)
-    vocabulary = [f"w{i:04d}" for i in range(distinct)]
-    weights = [1.0 / (rank + 1) for rank in range(distinct)]
-    words = rng.choices(vocabulary, weights, k=n)
-    return [(word, max(0, i - rng.randrange(OUT_OF_ORDERNESS))) for i, word in enumerate(words)]
+def event_time(record, previous):
+    return record[1]
 
 
-def plain_loop(records: list[tuple[str, int]]) -> tuple[float, set]:
-    start = time.perf_counter()
-    counts: dict[tuple[str, int], int] = {}
-    by_end: dict[int, list[tuple[str, int]]] = {}
-    results = set()
-    max_ts = -(1 << 63) + OUT_OF_ORDERNESS + 1
-    watermark = -(1 << 63)
-    for i, (word, ts) in enumerate(records):
+def to_pair(record):
+    return record[0], 1
+
+
+def first(pair):
+    return pair[0]
+
+
+def add(a, b):
+    return a[0], a[1] + b[1]
+
+
+def count_window():
+    """(e)'s ProcessWindowFunction (imported only where it is used: the loop of (d) imports no rill)."""
+    from kernel.datastream import ProcessWindowFunction
+
+    class CountWindow(ProcessWindowFunction):
+        def process(self, key, context, elements):
+            yield key, context.window().start, sum(1 for _ in elements)
+
+    return CountWindow()
+
+
+def loop_reduce(records, sink):
+    windows: dict = {}
+    due: dict = {}  # window end -> its (key, start) slots
+    get = windows.get
+    max_ts = MIN_LONG + DISORDER_MS + 1
+
+    def fire(watermark: int) -> None:
+        for end in sorted(end for end in due if end <= watermark):
+            for slot in due.pop(end):
+                sink(windows.pop(slot))
+
+    for i, record in enumerate(records):
+        ts = event_time(record, MIN_LONG)
         if ts > max_ts:
             max_ts = ts
-        begin = ts - ts % WINDOW
-        if begin + WINDOW - 1 <= watermark:
-            continue  # late
-        key = (word, begin)
-        count = counts.get(key)
-        if count is None:
-            counts[key] = 1
-            by_end.setdefault(begin + WINDOW - 1, []).append(key)
+        pair = to_pair(record)
+        slot = (first(pair), ts - ts % WINDOW)
+        contents = get(slot)
+        if contents is None:
+            windows[slot] = pair
+            due.setdefault(slot[1] + WINDOW - 1, []).append(slot)
         else:
-            counts[key] = count + 1
+            windows[slot] = add(contents, pair)
         if i % 1000 == 999:
-            watermark = max_ts - OUT_OF_ORDERNESS - 1
-            for end in sorted(e for e in by_end if e <= watermark):
-                for key in by_end.pop(end):
-                    results.add((key[0], key[1], counts.pop(key)))
-    for end in sorted(by_end):
-        for key in by_end.pop(end):
-            results.add((key[0], key[1], counts.pop(key)))
-    return time.perf_counter() - start, results
+            fire(max_ts - DISORDER_MS - 1)
+    fire(1 << 63)
 
 
-class WithStart(ProcessWindowFunction):
-    def process(self, key, context, elements):
-        for word, count in elements:
-            yield word, context.window().start, count
+class LoopWindowContext:
+    def __init__(self) -> None:
+        self.current = None
+
+    def window(self):
+        return self.current
 
 
-def window_word_count(sets: list[str], record: Any, count: int, parallelism: int = 1,
-                      plugins: tuple = ()) -> tuple[float, set]:
-    """Run the workload in rill with ``sets`` (and ``plugins`` registered); record ``i`` is
-    ``record(i)``: (seconds, results)."""
-    session = Session.open(sets=sets, plugins=plugins)
-    results: list = []
-    with use_executor(SessionExecutor(session, quiet=True)):
-        env = StreamExecutionEnvironment.get_execution_environment()
-        env.set_parallelism(parallelism)
-        started = time.perf_counter()
-        strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(OUT_OF_ORDERNESS)) \
-            .with_timestamp_assigner(lambda record, previous: record[1])
-        source = env.from_source(DataGeneratorSource(record, count=count), strategy, "Words")
-        (source.map(lambda record: (record[0], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
-               .key_by(lambda pair: pair[0], Types.STRING())
-               .window(TumblingEventTimeWindows.of(Time.milliseconds(WINDOW)))
-               .reduce(lambda a, b: (a[0], a[1] + b[1]), window_function=WithStart())
-               .add_sink(results.append))
-        env.execute("window word count")
-        elapsed = time.perf_counter() - started
-    drain_buses()
-    return elapsed, set(results)
+def loop_process(records, sink):
+    from kernel.datastream.window import TimeWindow
+
+    function = count_window()
+    context = LoopWindowContext()
+    windows: dict = {}
+    due: dict = {}
+    get = windows.get
+    max_ts = MIN_LONG + DISORDER_MS + 1
+
+    def fire(watermark: int) -> None:
+        for end in sorted(end for end in due if end <= watermark):
+            for slot in due.pop(end):
+                key, start = slot
+                context.current = TimeWindow(start, start + WINDOW)
+                for out in function.process(key, context, windows.pop(slot)):
+                    sink(out)
+
+    for i, record in enumerate(records):
+        ts = event_time(record, MIN_LONG)
+        if ts > max_ts:
+            max_ts = ts
+        pair = to_pair(record)
+        slot = (first(pair), ts - ts % WINDOW)
+        contents = get(slot)
+        if contents is None:
+            windows[slot] = [pair]
+            due.setdefault(slot[1] + WINDOW - 1, []).append(slot)
+        else:
+            contents.append(pair)
+        if i % 1000 == 999:
+            fire(max_ts - DISORDER_MS - 1)
+    fire(1 << 63)
 
 
-def rill(records: list[tuple[str, int]], clock: str) -> tuple[float, set]:
-    return window_word_count([f"rill.clock={clock}"], records.__getitem__, len(records))
+def windowed(env, records):
+    from kernel.common import Duration, Time, Types, WatermarkStrategy
+    from kernel.datastream.window import TumblingEventTimeWindows
+
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(DISORDER_MS)) \
+        .with_timestamp_assigner(event_time)
+    return (env.from_collection(records, Types.TUPLE([Types.STRING(), Types.LONG()]))
+            .assign_timestamps_and_watermarks(strategy)
+            .map(to_pair, Types.TUPLE([Types.STRING(), Types.INT()]))
+            .key_by(first, Types.STRING())
+            .window(TumblingEventTimeWindows.of(Time.milliseconds(WINDOW))))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--clock", choices=["realtime", "simulated"], default="realtime")
-    args = parser.parse_args()
-    records = workload(args.records)
-    rill(records[:20_000], args.clock)  # warm up imports
-    base, expected = plain_loop(records)
-    took, found = rill(records, args.clock)
-    assert found == expected, f"rill counted differently: {len(found ^ expected)} differing (word, window, count)"
-    n = args.records
-    print(f"plain loop   {n / base:12,.0f} records/s  {base:7.3f} s  ({len(expected):,} window results)")
-    print(f"rill         {n / took:12,.0f} records/s  {took:7.3f} s  {took / base:5.2f}x the loop's time ({args.clock} clock)")
+def job_reduce(env, records, sink):
+    windowed(env, records).reduce(add).add_sink(sink)
+
+
+def job_process(env, records, sink):
+    windowed(env, records).process(count_window()).add_sink(sink)
+
+
+REDUCE = Workload("windows", "(d) WindowWordCount, counting with a ReduceFunction", timed_words, loop_reduce,
+                  job_reduce, rows_sink)
+PROCESS = Workload("process-windows", "(e) WindowWordCount, counting in a ProcessWindowFunction", timed_words,
+                   loop_process, job_process, rows_sink)
+
+
+def one_process(side: str, n: int) -> None:
+    """One side, end to end, in this process (what ``--whole`` times)."""
+    records = timed_words(n)
+    sink, _ = rows_sink()
+    if side == "loop":
+        loop_reduce(records, sink)
+        return
+    from kernel.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    job_reduce(env, records, sink)
+    env.execute("windows")
+
+
+def whole(n: int, rounds: int, as_json: bool = False) -> dict:
+    script = __file__
+    commands = {side: [sys.executable, script, "--process", side, "--records", str(n)] for side in ("loop", "rill")}
+    results = alternate_processes(commands, rounds)
+    print(f"(d) whole process, {n:,} records, rill vs the plain loop as separate processes, median of {rounds} "
+          f"alternating runs (load {load()})")
+    for line in process_lines(results):
+        print("  " + line)
+    loop, rill = results["loop"], results["rill"]
+    print(f"  ratio        {median_of(rill, 0) / median_of(loop, 0):5.2f}x wall  "
+          f"{median_of(rill, 1) / median_of(loop, 1):5.2f}x cpu  "
+          f"memory {median_of(rill, 2) / median_of(loop, 2):4.2f}x")
+    if as_json:
+        print(json.dumps({"whole": n, "rounds": rounds, **results}))
+    return results
 
 
 if __name__ == "__main__":
-    main()
+    parser = arguments(__doc__.splitlines()[0])
+    parser.add_argument("--function", choices=["reduce", "process"], default="reduce")
+    parser.add_argument("--whole", action="store_true")
+    parser.add_argument("--process", choices=["loop", "rill"])
+    args = parser.parse_args()
+    if args.process:
+        one_process(args.process, args.records)
+    elif args.whole:
+        whole(args.records, args.rounds, args.json)
+    else:
+        main(REDUCE if args.function == "reduce" else PROCESS, args)

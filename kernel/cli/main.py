@@ -6,26 +6,32 @@ files), 1 for failed runs and operations. ``--debug`` (or ``RILL_DEBUG=1``) show
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-import traceback
 from typing import Any
 
 import click
 
 from kernel import __version__
-from kernel.cli.config_cmd import config_command
-from kernel.cli.plan_cmd import plan_command
-from kernel.cli.plugins_cmd import plugins_command
-from kernel.cli.run_cmd import run_command
-from kernel.config import load_raw
 from kernel.errors import RillError
 from kernel.eventbus import drain_buses
-from kernel.pluginmanager import RillPluginManager
 
-BUILTIN_COMMANDS: dict[str, click.Command] = {
-    command.name: command for command in (plugins_command, config_command, plan_command, run_command)  # type: ignore[misc]
+#: the built-in commands, imported when used (a command imports only what it needs)
+BUILTIN_COMMANDS: dict[str, str] = {
+    "plugins": "kernel.cli.plugins_cmd:plugins_command",
+    "config": "kernel.cli.config_cmd:config_command",
+    "plan": "kernel.cli.plan_cmd:plan_command",
+    "run": "kernel.cli.run_cmd:run_command",
 }
+
+
+def builtin_command(name: str) -> click.Command | None:
+    target = BUILTIN_COMMANDS.get(name)
+    if target is None:
+        return None
+    module, attribute = target.split(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 class RillGroup(click.Group):
@@ -35,6 +41,9 @@ class RillGroup(click.Group):
 
     def plugin_commands(self) -> dict[str, click.Command]:
         if self._plugin_commands is None:
+            from kernel.config import load_raw
+            from kernel.pluginmanager import RillPluginManager
+
             manager = RillPluginManager()
             manager.load(load_raw().plugin_selection())
             found: dict[str, click.Command] = {}
@@ -52,7 +61,7 @@ class RillGroup(click.Group):
         return sorted({*BUILTIN_COMMANDS, *self.plugin_commands()})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        return BUILTIN_COMMANDS.get(name) or self.plugin_commands().get(name)
+        return builtin_command(name) or self.plugin_commands().get(name)
 
 
 @click.group(cls=RillGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -69,7 +78,9 @@ def _debug(argv: list[str]) -> bool:
 
 
 def _report_event_log_errors() -> None:
-    for run_id, error in drain_buses():
+    """What went wrong delivering this command's events (storing what was put off is left to
+    readers, or to a background process when the process exits)."""
+    for run_id, error in drain_buses(settle=False):
         click.echo(f"rill: warning: run {run_id}: event log observer failed: {error}", err=True)
 
 
@@ -106,11 +117,15 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except RillError as exc:
         if _debug(argv):
+            import traceback
+
             traceback.print_exc()
         click.echo(f"rill: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except Exception as exc:
         if _debug(argv):
+            import traceback
+
             traceback.print_exc()
         click.echo(
             f"rill: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",

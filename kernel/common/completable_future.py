@@ -7,8 +7,10 @@ future that completed exceptionally, else None, as PyFlink's.
 
 from __future__ import annotations
 
-import concurrent.futures
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 __all__ = ["CompletableFuture"]
 
@@ -17,6 +19,8 @@ class CompletableFuture:
     """Completed once, by whoever produces the value; thread-safe."""
 
     def __init__(self) -> None:
+        import concurrent.futures  # (with logging: only for jobs that use futures)
+
         self._future: concurrent.futures.Future = concurrent.futures.Future()
 
     @staticmethod
@@ -33,6 +37,8 @@ class CompletableFuture:
 
     def complete(self, value: Any) -> bool:
         """Complete with ``value`` unless already completed; whether this call completed it."""
+        import concurrent.futures
+
         try:
             self._future.set_result(value)
         except concurrent.futures.InvalidStateError:
@@ -40,6 +46,8 @@ class CompletableFuture:
         return True
 
     def complete_exceptionally(self, error: BaseException) -> bool:
+        import concurrent.futures
+
         try:
             self._future.set_exception(error)
         except concurrent.futures.InvalidStateError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Iterable
 
 from kernel import unsupported
 from kernel.common import javavalues as jv
@@ -29,6 +29,18 @@ class TypeInformation:
 
     def to_internal_type(self, obj: Any) -> Any:
         return obj
+
+    def to_internal_list(self, elements: Iterable[Any]) -> list:
+        """``to_internal_type`` of every element, as a new list; without a call per element when
+        the elements stay as they are (``from_collection`` of a large collection)."""
+        if not self.converts():
+            return list(elements)
+        convert = self.to_internal_type
+        return [convert(element) for element in elements]
+
+    def converts(self) -> bool:
+        """Whether ``to_internal_type`` may return anything but its argument."""
+        return type(self).to_internal_type is not TypeInformation.to_internal_type
 
     def from_internal_type(self, obj: Any) -> Any:
         return obj
@@ -184,6 +196,17 @@ class TupleTypeInfo(TypeInformation):
         if len(values) != len(self._field_types):
             raise ValueError(f"{obj!r} has {len(values)} fields, {self!r} expects {len(self._field_types)}")
         return tuple(t.to_internal_type(v) for t, v in zip(self._field_types, values))
+
+    def to_internal_list(self, elements: Iterable[Any]) -> list:
+        """With fields that stay as they are, ``to_internal_type`` is ``tuple(obj)`` once the arity
+        is right (a tuple stays the very same object): done for all elements at once."""
+        elements = elements if isinstance(elements, list) else list(elements)
+        if not any(t.converts() for t in self._field_types):
+            converted = list(map(tuple, elements))
+            if set(map(len, converted)) <= {len(self._field_types)}:
+                return converted
+        convert = self.to_internal_type
+        return [convert(element) for element in elements]
 
     def java_string(self, value: Any) -> str:
         if value is None:

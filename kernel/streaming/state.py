@@ -150,16 +150,21 @@ class _KeyedState:
 
 
 class ValueStateImpl(_KeyedState, api.ValueState):
+    """(``_slot`` is spelled out in the accessors: they run per record.)"""
+
     __slots__ = ()
 
     def value(self) -> Any:
-        return self.table.get(self._slot())
+        backend, namespace = self.backend, self.namespace
+        return self.table.get((backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace))
 
     def update(self, value: Any) -> None:
+        backend, namespace = self.backend, self.namespace
+        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
         if value is None:
-            self.clear()
+            self.table.pop(slot, None)
         else:
-            self.table[self._slot()] = value
+            self.table[slot] = value
 
 
 class ListStateImpl(_KeyedState, api.ListState):
@@ -171,7 +176,13 @@ class ListStateImpl(_KeyedState, api.ListState):
     def add(self, value: Any) -> None:
         if value is None:
             raise ValueError("You cannot add null to a ListState.")
-        self.table.setdefault(self._slot(), []).append(value)
+        backend, namespace = self.backend, self.namespace
+        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
+        values = self.table.get(slot)
+        if values is None:
+            self.table[slot] = [value]
+        else:
+            values.append(value)
 
     def add_all(self, values: list) -> None:
         if values:
@@ -200,7 +211,8 @@ class ReducingStateImpl(_KeyedState, api.ReducingState):
         return self.table.get(self._slot())
 
     def add(self, value: Any) -> None:
-        slot = self._slot()
+        backend, namespace = self.backend, self.namespace
+        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
         current = self.table.get(slot)
         self.table[slot] = value if current is None else self.descriptor.get_reduce_function()(current, value)
 

@@ -58,18 +58,8 @@ class _TimerQueue:
             entry = (timestamp, key, namespace)
             if entry in self.live and seq < first.get(entry, seq + 1):
                 first[entry] = seq
-        self.heap = [(timestamp, seq, key, namespace) for (timestamp, key, namespace), seq in first.items()]
-        heapq.heapify(self.heap)
-
-    def pop_due(self, limit: int) -> tuple[int, Any, Any] | None:
-        heap, live = self.heap, self.live
-        while heap and heap[0][0] <= limit:
-            timestamp, _, key, namespace = heapq.heappop(heap)
-            entry = (timestamp, key, namespace)
-            if entry in live:
-                live.discard(entry)
-                return entry
-        return None
+        self.heap[:] = [(timestamp, seq, key, namespace) for (timestamp, key, namespace), seq in first.items()]
+        heapq.heapify(self.heap)  # in place: a drain going on holds the list
 
     def earliest(self) -> int | None:
         heap, live = self.heap, self.live
@@ -122,6 +112,24 @@ class InternalTimerService:
             return
         self.event_timers.add(timestamp, self.backend.current_key, namespace)
 
+    def event_time_registration(self, namespace: Any) -> Callable[[int], None]:
+        """``register_event_time_timer(namespace, timestamp)`` as a function of the timestamp,
+        for a user function registering timers per record."""
+        if self.batch:
+            return lambda timestamp: self.register_event_time_timer(namespace, timestamp)
+        queue, backend = self.event_timers, self.backend
+        live, heap, push = queue.live, queue.heap, heapq.heappush
+
+        def register(timestamp: int) -> None:
+            key = backend.current_key
+            entry = (timestamp, key, namespace)
+            if entry not in live:
+                live.add(entry)
+                queue.seq += 1
+                push(heap, (timestamp, queue.seq, key, namespace))
+
+        return register
+
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
         self.event_timers.delete(timestamp, self.backend.current_key, namespace)
 
@@ -146,16 +154,19 @@ class InternalTimerService:
             self._drain(self.processing_timers, MAX_LONG, self._on_processing_time)
 
     def _drain(self, queue: _TimerQueue, limit: int, fire: Fire) -> int:
-        backend = self.backend
+        """Fire the timers of ``queue`` up to ``limit``, one by one (a timer may register or delete
+        others; the heap is compacted in place)."""
+        backend, heap, live, pop = self.backend, queue.heap, queue.live, heapq.heappop
         fired = 0
-        while True:
-            due = queue.pop_due(limit)
-            if due is None:
-                return fired
-            timestamp, key, namespace = due
-            backend.current_key = key
-            fired += 1
-            fire(timestamp, key, namespace)
+        while heap and heap[0][0] <= limit:
+            timestamp, _, key, namespace = pop(heap)
+            entry = (timestamp, key, namespace)
+            if entry in live:
+                live.discard(entry)
+                backend.current_key = key
+                fired += 1
+                fire(timestamp, key, namespace)
+        return fired
 
     def _wake_at(self, timestamp: int) -> None:
         if self._wakeup_handle is not None:

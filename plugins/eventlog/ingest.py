@@ -1,17 +1,20 @@
 """Ingesting spooled runs into the event log: in order, exactly once.
 
 Each spool file is ingested in one transaction (its run's ``runs`` row, every batch, the
-run's end), and removed once that transaction committed. A batch is skipped when the run's
-``runs.events`` already counts it (``events_total`` of the batch ≤ ``events``): a spool
-ingested again after a crash between the commit and the removal changes nothing.
+run's end), and removed once that transaction committed; a deferred spool of a run storing
+its own events is replayed as the run's writer would have written it (:func:`replay_spool`).
+A batch is skipped when the run's ``runs.events`` already counts it (``events_total`` of the
+batch ≤ ``events``): a spool ingested again after a crash between the commit and the removal
+changes nothing.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.eventtables import SCHEMA
 from plugins.eventlog.damage import damage_in
@@ -24,12 +27,16 @@ from plugins.eventlog.spool import (
     SpoolOpened,
     SpoolRead,
     absolute,
+    is_deferred,
     lock_spool,
     pending_spools,
     read_frames,
     read_opened,
     remove_spool,
 )
+
+if TYPE_CHECKING:
+    from plugins.eventlog.store import EventStore
 
 
 @dataclass
@@ -39,6 +46,11 @@ class IngestedRun:
     status: str  # the run's status in the log afterwards
     events: int  # events this spool added
     spool: Path
+
+    @property
+    def deferred(self) -> bool:
+        """From a deferred spool (a run that put off the log, not one that could not write it)."""
+        return is_deferred(self.spool)
 
 
 @dataclass
@@ -56,6 +68,70 @@ class Recovery:
     @property
     def runs(self) -> int:
         return len({run.run_id for run in self.ingested})
+
+
+def announce_ingested(recovery: Recovery) -> None:
+    """Say on stderr what was recovered of runs that could not write the log (deferred runs
+    reaching it are no news)."""
+    announced = Recovery(recovery.log, [run for run in recovery.ingested if not run.deferred])
+    if announced.ingested:
+        print(f"rill: ingested {announced.runs} spooled run(s), {announced.events:,} events, into {recovery.log}",
+              file=sys.stderr, flush=True)
+
+
+def insert_batch(con: Any, run_id: str, batch: BatchSpooled, stored: dict[str, dict[str, str]]) -> None:
+    """Insert the rows of a spooled batch (in the caller's transaction)."""
+    for rows in batch.tables:
+        sync_event_table(con, rows.table, stored)
+        con.register("rill_batch", to_arrow(rows.table, rows.columns))
+        con.execute(
+            f"INSERT INTO {rows.table.qualified} BY NAME SELECT ?::VARCHAR AS run_id, * FROM rill_batch", [run_id]
+        )
+        con.unregister("rill_batch")
+
+
+def replay_spool(store: EventStore, path: Path, timeout: float) -> bool:
+    """Store a deferred spool as its run's writer would have: the log's other ready spools and
+    the first batch in one write, each further batch in its own, then the run's end — so the
+    log is the file the run would have left — holding the log throughout (a reader waits and
+    then sees the whole run), and exactly once (batches the log counts are skipped). False
+    when the spool is not there to be stored (another command has it). Waits up to
+    ``timeout`` seconds for the log."""
+    fd = lock_spool(path)
+    if fd is None:
+        return False
+    try:
+        frames = list(read_frames(path))
+        opened = frames[0] if frames and isinstance(frames[0], SpoolOpened) else None
+        if opened is None:
+            raise ValueError(f"spool {path} has no readable header")
+        run_id = opened.run_id
+        batches = [frame for frame in frames if isinstance(frame, BatchSpooled)]
+        closed = next((frame for frame in frames if isinstance(frame, RunClosed)), None)
+        with store.write_sessions(timeout) as session:
+            for index, batch in enumerate(batches):
+                with session() as con:
+                    if index == 0:
+                        announce_ingested(ingest_pending(con, store.path))
+                    stored = stored_columns(con)
+                    present = con.execute(f"SELECT events FROM {SCHEMA}.runs WHERE run_id = ?", [run_id]).fetchall()
+                    con.execute("BEGIN TRANSACTION")
+                    if not present:
+                        register_run(con, opened.run, batch.updated_at)
+                        for spec in opened.tables:
+                            sync_event_table(con, spec, stored)
+                    if batch.events_total > ((present[0][0] or 0) if present else 0):
+                        insert_batch(con, run_id, batch, stored)
+                        record_progress(con, run_id, batch.events_total, batch.updated_at, batch.clock_start,
+                                        batch.clock_end)
+                    con.execute("COMMIT")
+            if closed is not None:
+                with session() as con:
+                    record_end(con, run_id, closed.status, closed.ended_at, closed.updated_at, closed.metadata)
+        remove_spool(path)
+    finally:
+        os.close(fd)
+    return True
 
 
 def ingest_spool(con: Any, path: Path, stored: dict[str, dict[str, str]] | None = None) -> tuple[IngestedRun, str]:
@@ -85,14 +161,7 @@ def ingest_spool(con: Any, path: Path, stored: dict[str, dict[str, str]] | None 
                 closed = frame
             if not isinstance(frame, BatchSpooled) or frame.events_total <= present_events:
                 continue  # already in the log
-            for rows in frame.tables:
-                sync_event_table(con, rows.table, stored)
-                con.register("rill_batch", to_arrow(rows.table, rows.columns))
-                con.execute(
-                    f"INSERT INTO {rows.table.qualified} BY NAME SELECT ?::VARCHAR AS run_id, * FROM rill_batch",
-                    [run_id],
-                )
-                con.unregister("rill_batch")
+            insert_batch(con, run_id, frame, stored)
             added += frame.count
             last = frame
         if last is not None:

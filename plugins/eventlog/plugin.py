@@ -28,7 +28,11 @@ class EventLogOptions(Section):
         DurationMs,
         msgspec.Meta(ge=0, description="how long a run waits for a busy event log before it spools its events"),
     ] = msgspec.field(name="eventlog.lock-timeout", default=5000)
-
+    defer: Annotated[
+        DurationMs,
+        msgspec.Meta(ge=0, description="how long a run keeps its events in a spool before it writes the event log "
+                                       "itself (a run that ends sooner is stored after its end, off its path)"),
+    ] = msgspec.field(name="eventlog.defer", default=10_000)
 
     def file(self) -> Path:
         if self.path:
@@ -73,7 +77,7 @@ def register_commands(register):
 def create_event_observers(run):
     from plugins.eventlog.writer import DuckDBEventWriter
 
-    return DuckDBEventWriter(event_store(run.config), run)
+    return DuckDBEventWriter(event_store(run.config), run, defer=run.config.section(EventLogOptions).defer / 1000)
 
 
 @hookimpl

@@ -9,7 +9,10 @@ ingests a spool before it is complete.
 
 Spool files live next to the log, in ``<log>.spool/``, or — when that directory cannot be
 written — under ``$RILL_HOME/spool/<hash of the log's path>/``. Both are looked at by
-:func:`pending_spools`.
+:func:`pending_spools`. A run deferring its log (see :mod:`plugins.eventlog.writer`) writes a
+*deferred* spool, ``<run>-<seq>.deferred.rillspool``: ingested like any other, but without a
+word to the user; it is renamed to the plain name (announced) once the log was tried and could
+not be written.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from plugins.eventlog.runs import RunRow
 from plugins.eventlog.schema import TableSpec
 
 SUFFIX = ".rillspool"
+DEFERRED = ".deferred"  # before SUFFIX: a deferred spool
 _FRAME_HEAD = struct.Struct("<II")  # payload length, CRC-32 of the payload
 
 
@@ -83,6 +87,35 @@ def spool_dirs(log: Path) -> list[Path]:
     return [log.with_name(log.name + ".spool"), absolute(rill_home()) / "spool" / key]
 
 
+def is_deferred(path: Path) -> bool:
+    return path.name.endswith(DEFERRED + SUFFIX)
+
+
+def announce(path: Path) -> Path:
+    """Give a deferred spool its plain name; returns the new path."""
+    announced = path.with_name(path.name[: -len(DEFERRED + SUFFIX)] + SUFFIX)
+    os.replace(path, announced)
+    _fsync_dir(path.parent)
+    return announced
+
+
+def spooled_events(path: Path) -> tuple[int, int]:
+    """(events, first seq) of the batches a spool file holds."""
+    events, first = 0, None
+    for frame in read_frames(path):
+        if isinstance(frame, BatchSpooled):
+            events += frame.count
+            first = frame.first_seq if first is None else first
+    return events, first or 0
+
+
+def spool_notice(run_id: str, log: Path, problem: str, events: int, first_seq: int, path: Path) -> str:
+    """The line that tells the user a run's events wait in a spool."""
+    return (f"rill: warning: run {run_id}: event log {log} cannot be written ({problem}); its {events:,} events "
+            f"since seq {first_seq} are spooled in {path}, and the next command that can write the log ingests "
+            "them (`rill log recover`)")
+
+
 def pending_spools(log: Path) -> list[Path]:
     found = []
     for directory in spool_dirs(log):
@@ -123,11 +156,12 @@ class SpoolWriter:
         self.events = 0
 
     @classmethod
-    def create(cls, log: Path, opened: SpoolOpened, first_seq: int) -> SpoolWriter:
-        """A new spool file for the run, next to the log or else under ``$RILL_HOME``."""
+    def create(cls, log: Path, opened: SpoolOpened, first_seq: int, deferred: bool = False) -> SpoolWriter:
+        """A new spool file for the run (``deferred``: a deferred spool), next to the log or else
+        under ``$RILL_HOME``."""
         problems = []
         for directory in spool_dirs(log):
-            path = directory / f"{opened.run_id}-{first_seq:012d}{SUFFIX}"
+            path = directory / f"{opened.run_id}-{first_seq:012d}{DEFERRED if deferred else ''}{SUFFIX}"
             try:
                 directory.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
@@ -152,6 +186,10 @@ class SpoolWriter:
         os.fsync(self._fd)
         if isinstance(frame, BatchSpooled):
             self.events += frame.count
+
+    def announce(self) -> None:
+        """A deferred spool becomes a plain one (the log could not be written)."""
+        self.path = announce(self.path)
 
     def close(self) -> None:
         """Release the file: from now on a command may ingest it."""

@@ -23,7 +23,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
 from kernel.errors import EventLogError
 from kernel.eventbus import drain_buses
@@ -159,17 +159,31 @@ class EventStore:
         ``timeout`` seconds for the file (a run's writer: ``lock_timeout``)."""
         timeout = self.lock_timeout if timeout is None else timeout
         with self._locked(exclusive=True, timeout=timeout):
-            con = self._attach_writable(timeout)
-            try:
+            with self._session(timeout) as con:
                 yield con
-            except BaseException as exc:
-                con.close()
-                detail = damage_in(exc)
-                if detail and not isinstance(exc, LogDamaged):
-                    raise LogDamaged(self.path, detail) from exc
-                raise
+
+    @contextmanager
+    def write_sessions(self, timeout: float | None = None) -> Iterator[Callable[[], ContextManager[Any]]]:
+        """Hold the log as ``write`` does and yield ``session()``: connections one after the
+        other (each closed, and so checkpointed, before the next), as a run's writer opens
+        one per flush, without another process writing in between."""
+        timeout = self.lock_timeout if timeout is None else timeout
+        with self._locked(exclusive=True, timeout=timeout):
+            yield lambda: self._session(timeout)
+
+    @contextmanager
+    def _session(self, timeout: float) -> Iterator[Any]:
+        con = self._attach_writable(timeout)
+        try:
+            yield con
+        except BaseException as exc:
             con.close()
-            _COMPLETE[str(self.path.resolve())] = _file_state(self.path)  # as this write left it
+            detail = damage_in(exc)
+            if detail and not isinstance(exc, LogDamaged):
+                raise LogDamaged(self.path, detail) from exc
+            raise
+        con.close()
+        _COMPLETE[str(self.path.resolve())] = _file_state(self.path)  # as this write left it
 
     def recover(self) -> Recovery:
         """Ingest the log's pending spools (see :mod:`plugins.eventlog.ingest`)."""
@@ -181,6 +195,8 @@ class EventStore:
     def _recover_pending(self) -> None:
         """Ingest pending spools before reading, saying so on stderr. A damaged log is
         reported as such; a log that cannot be written now keeps them waiting."""
+        from plugins.eventlog.ingest import announce_ingested
+
         try:
             recovery = self.recover()
         except LogDamaged:
@@ -190,11 +206,7 @@ class EventStore:
             waiting = len(pending_spools(self.path))
             print(f"rill: warning: {waiting} spooled run(s) wait to be ingested: {exc}", file=sys.stderr)
             return
-        if recovery.ingested:
-            print(
-                f"rill: ingested {recovery.runs} spooled run(s), {recovery.events:,} events, into {self.path}",
-                file=sys.stderr,
-            )
+        announce_ingested(recovery)
         for problem in recovery.left:
             if "still writing" not in problem:
                 print(f"rill: warning: spool {problem}", file=sys.stderr)

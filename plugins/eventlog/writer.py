@@ -3,6 +3,14 @@
 Runs on the event bus's flusher thread: the conversion to columns, the insert and the spool
 never touch the runtime's thread. Each batch is one transaction, so a crash leaves whole batches.
 
+For its first ``eventlog.defer`` of wall time a run defers the log: the batches of its periodic
+flushes go to a deferred spool file (fsynced like any spool), so a run shorter than that never
+pays the log's fixed cost (DuckDB, Arrow, the file's lock and schema) on its path. A later batch,
+or one flushed on request (``bus.flush()``), goes to the log, after the deferred spool. A run
+that ended while deferring is stored when its events are settled
+(:mod:`plugins.eventlog.handover`): by whoever waits for them, or by a background process when
+the run's process exits.
+
 When the log cannot be written — damaged, a directory, in a directory rill may not write,
 held by another process longer than ``eventlog.lock-timeout`` — the batch goes to the run's
 spool file instead (fsynced: a crash keeps it, see :mod:`plugins.eventlog.spool`). At every
@@ -17,13 +25,14 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.errors import EventLogError
 from kernel.eventbus import EventBatch
 from kernel.eventtables import EventTable, table_for
 from plugins.eventlog.damage import reason
-from plugins.eventlog.ingest import ingest_pending, ingest_spool
+from plugins.eventlog.ingest import announce_ingested, ingest_pending, ingest_spool
 from plugins.eventlog.migrations import SchemaConflict, stored_columns, sync_event_table
 from plugins.eventlog.runs import RunRow, micros, now_micros, record_end, record_progress, register_run, run_row
 from plugins.eventlog.schema import TableSpec, column_values, group_by_type, to_arrow
@@ -36,6 +45,7 @@ from plugins.eventlog.spool import (
     TableRows,
     absolute,
     remove_spool,
+    spool_notice,
 )
 from plugins.eventlog.store import EventStore, process_start
 
@@ -44,9 +54,11 @@ if TYPE_CHECKING:
 
 
 class DuckDBEventWriter:
-    def __init__(self, store: EventStore, run: Run) -> None:
+    def __init__(self, store: EventStore, run: Run, defer: float = 0.0) -> None:
         self.store = store
         self.run = run
+        #: until this ``time.monotonic()`` the run's periodic batches go to a deferred spool
+        self.defer_until = time.monotonic() + defer
         #: events of the run delivered so far (stored or spooled)
         self.events = 0
         self._tables: dict[type, tuple[EventTable, TableSpec]] = {}
@@ -55,8 +67,12 @@ class DuckDBEventWriter:
         self._row: RunRow | None = None
         self._clock_start: int | None = None
         self._clock_end: int | None = None
-        #: the spool file batches go to while the log cannot be written
+        #: the spool file batches go to while the log cannot be written (or is deferred)
         self.spool: SpoolWriter | None = None
+        #: the spool is deferred (the log was not tried yet)
+        self.deferring = False
+        #: a run that ended deferring: its closed spool waits to be settled
+        self.unsettled: Path | None = None
         #: why the log could not be written, the last time it could not
         self.problem = ""
 
@@ -88,16 +104,18 @@ class DuckDBEventWriter:
         self._clock_end = max(self._clock_end or batch.events[-1].time, batch.events[-1].time)
         self.events += len(batch.events)
         updated_at = now_micros()
+        frame = BatchSpooled(
+            first_seq=batch.first_seq, count=len(batch.events), events_total=self.events,
+            clock_start=self._clock_start, clock_end=self._clock_end, updated_at=updated_at,
+            tables=[TableRows(spec, columns) for spec, columns in tables],
+        )
+        if batch.deferrable and not self._registered and (self.spool is None or self.deferring) \
+                and time.monotonic() < self.defer_until:
+            self._to_spool(frame, batch.first_seq, deferred=True)
+            return
         if self._to_log(lambda con: self._insert(con, tables, updated_at)):
             return
-        self._to_spool(
-            BatchSpooled(
-                first_seq=batch.first_seq, count=len(batch.events), events_total=self.events,
-                clock_start=self._clock_start, clock_end=self._clock_end, updated_at=updated_at,
-                tables=[TableRows(spec, columns) for spec, columns in tables],
-            ),
-            batch.first_seq,
-        )
+        self._to_spool(frame, batch.first_seq)
 
     def _insert(self, con: Any, tables: list[tuple[TableSpec, list[list[Any]]]], updated_at: int) -> None:
         if self._stored is None:
@@ -125,6 +143,12 @@ class DuckDBEventWriter:
             status=status, ended_at=micros(self.run.ended_at), updated_at=now_micros(),
             metadata=json.dumps(self.run.metadata, default=str),
         )
+        if self.deferring:
+            assert self.spool is not None
+            self._to_spool(ended, self.events, deferred=True)
+            self.spool.close()
+            self.unsettled, self.spool = self.spool.path, None
+            return
         if not self._to_log(
             lambda con: record_end(con, self.run.id, ended.status, ended.ended_at, ended.updated_at, ended.metadata),
             self.store.lock_timeout,
@@ -132,12 +156,18 @@ class DuckDBEventWriter:
             self._to_spool(ended, self.events)
         if self.spool is not None:
             self.spool.close()
-            print(
-                f"rill: warning: run {self.run.id}: event log {self.store.path} cannot be written ({self.problem}); "
-                f"its {self.spool.events:,} events since seq {self.spool.first_seq} are spooled in {self.spool.path}, "
-                "and the next command that can write the log ingests them (`rill log recover`)",
-                file=sys.stderr, flush=True,
-            )
+            print(spool_notice(self.run.id, self.store.path, self.problem, self.spool.events, self.spool.first_seq,
+                               self.spool.path), file=sys.stderr, flush=True)
+
+    def settle(self, background: bool) -> None:
+        """Store the run that ended deferring: here, or in a background process."""
+        from plugins.eventlog.handover import hand_over, store_deferred
+
+        path, self.unsettled = self.unsettled, None
+        if path is None:
+            return
+        if not background or not hand_over(self.store, path):
+            store_deferred(self.store, path, self.run.id)
 
     # -- the log or the spool ---------------------------------------------------------------
 
@@ -173,25 +203,25 @@ class DuckDBEventWriter:
         remove_spool(self.spool.path)
         self.spool.close()
         self.spool = None
+        self.deferring = False
         self._registered = True
         self._stored = None
 
     def _ingest_others(self, con: Any) -> None:
-        recovery = ingest_pending(con, self.store.path)
-        if recovery.ingested:
-            print(
-                f"rill: ingested {recovery.runs} spooled run(s), {recovery.events:,} events, into {self.store.path}",
-                file=sys.stderr, flush=True,
-            )
+        announce_ingested(ingest_pending(con, self.store.path))
 
-    def _to_spool(self, frame: Frame, first_seq: int) -> None:
+    def _to_spool(self, frame: Frame, first_seq: int, deferred: bool = False) -> None:
         try:
             if self.spool is None:
                 opened = SpoolOpened(
                     log=str(absolute(self.store.path)), run_id=self.run.id, created_ns=time.time_ns(),
                     run=self._run_row(), tables=self._all_tables(),
                 )
-                self.spool = SpoolWriter.create(self.store.path, opened, first_seq)
+                self.spool = SpoolWriter.create(self.store.path, opened, first_seq, deferred)
+                self.deferring = deferred
+            elif self.deferring and not deferred:  # the log was tried and cannot be written
+                self.spool.announce()
+                self.deferring = False
             self.spool.append(frame)
         except (EventLogError, OSError) as exc:
             raise EventLogError(

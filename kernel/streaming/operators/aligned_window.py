@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from kernel.clock import MAX_LONG, MIN_LONG
+from kernel.clock import MAX_LONG
 from kernel.datastream.window import (
     EventTimeTrigger,
     SlidingEventTimeWindows,
@@ -57,9 +57,8 @@ class AlignedWindowOperator(WindowOperator):
     # -- elements -----------------------------------------------------------------------------
 
     def process_batch(self, values, timestamps):
-        if self.size == self.slide and self.contents_kind == "reduce" and self.timers.current_watermark == MIN_LONG \
-                and timestamps and None not in timestamps:
-            self._reduce_before_watermarks(values, timestamps)
+        if self.size == self.slide and timestamps and None not in timestamps:
+            self._tumbling(values, timestamps)
             return
         out_values: list = []
         out_ts: list = []
@@ -111,28 +110,62 @@ class AlignedWindowOperator(WindowOperator):
             self.handle_late(late_values, late_ts)
         self.flush_results(out_values, out_ts, side)
 
-    def _reduce_before_watermarks(self, values: list, timestamps: list) -> None:
-        """Reducing into tumbling windows before any watermark (all of BATCH execution):
-        nothing is late and nothing fires yet."""
-        select, windows, reduce = self.key_selector, self.windows, self._reduce
-        size, offset, lateness = self.size, self.offset, self.allowed_lateness
-        get = windows.get
-        created = []
+    def _tumbling(self, values: list, timestamps: list) -> None:
+        """``process_batch`` for tumbling windows: each element has exactly one window, so the
+        loop above is straight-line code (same contents, timers in the same order, same late
+        elements and firings). A window is skipped when its cleanup time (``last + lateness``,
+        at most MAX) has passed the watermark: when ``last <= watermark - lateness``, or always
+        once the watermark is MAX; it has fired when ``last <= watermark``. Both compare its
+        start (``last - size + 1``)."""
+        select, windows, watermark = self.key_selector, self.windows, self.timers.current_watermark
+        size, lateness = self.size, self.allowed_lateness
+        shift, size_1 = size - self.offset, size - 1
+        skipped_from = (watermark - lateness if watermark < MAX_LONG else MAX_LONG + size) - size_1
+        fired_from = watermark - size_1 if lateness > 0 else skipped_from  # lateness 0: no window takes late elements
+        kind = self.contents_kind
+        reduce = self._reduce if kind == "reduce" else None
+        add, create = (self._add, self._create) if kind == "aggregate" else (None, None)
+        due, due_times = self.due, self.due_times
+        get, due_get, push = windows.get, due.get, heapq.heappush
+        fired: tuple[list, list, dict] | None = None
+        late_values: list = []
+        late_ts: list = []
         for value, ts in zip(values, timestamps):
-            slot = (select(value), ts - (ts - offset + size) % size)
+            key = select(value)
+            start = ts - (ts + shift) % size
+            if start <= skipped_from:
+                if ts + lateness <= watermark:
+                    late_values.append(value)
+                    late_ts.append(ts)
+                continue
+            slot = (key, start)
             contents = get(slot)
             if contents is None:
-                windows[slot] = value
-                created.append(slot)
-            else:
+                last = start + size_1
+                if last > watermark:
+                    slots = due_get(last)
+                    if slots is None:
+                        due[last] = [slot]
+                        push(due_times, last)
+                    else:
+                        slots.append(slot)
+                if lateness and last + lateness < MAX_LONG:
+                    self._register(last + lateness, slot)
+                windows[slot] = value if reduce is not None else add(value, create()) if add is not None else [value]
+            elif reduce is not None:
                 windows[slot] = reduce(contents, value)
-        register = self._register
-        for slot in created:  # timers in creation order, as the element-wise path registers them
-            last = slot[1] + size - 1
-            cleanup = last + lateness
-            register(last, slot)
-            if cleanup != last and cleanup < MAX_LONG:
-                register(cleanup, slot)
+            elif add is not None:
+                windows[slot] = add(value, contents)
+            else:
+                contents.append(value)
+            if start <= fired_from:
+                if fired is None:
+                    fired = ([], [], {})
+                self._fire(slot, *fired)
+        if late_values:
+            self.handle_late(late_values, late_ts)
+        if fired is not None:
+            self.flush_results(*fired)
 
     def _register(self, time: int, slot: tuple[Any, int]) -> None:
         slots = self.due.get(time)
@@ -178,34 +211,71 @@ class AlignedWindowOperator(WindowOperator):
     def process_watermark(self, timestamp: int) -> None:
         self.current_watermark = timestamp
         self.timers.current_watermark = timestamp
-        due, due_times = self.due, self.due_times
+        due_times = self.due_times
         if due_times and due_times[0] <= timestamp:
-            out_values: list = []
-            out_ts: list = []
-            side: dict = {}
-            fired = 0
-            size, lateness, windows = self.size, self.allowed_lateness, self.windows
-            fire, clearing = self._fire, self.clearing_function
-            while due_times and due_times[0] <= timestamp:
-                time = heapq.heappop(due_times)
-                for slot in due.pop(time):
-                    fired += 1
-                    last = slot[1] + size - 1
-                    if time == last:
-                        fire(slot, out_values, out_ts, side)
-                    if time == last + lateness or time == MAX_LONG:
-                        if clearing is None:
-                            del windows[slot]
-                        else:
-                            self._clean_up(slot)
-            self.runtime.count("timers_fired", fired)
-            self.flush_results(out_values, out_ts, side)
+            self._fire_due(timestamp)
         self.output.emit_watermark(timestamp)
+
+    def _fire_due(self, timestamp: int) -> None:
+        """Fire and clean up the windows whose timers the watermark passed, in timer order.
+        Without a window function (or side outputs) a window's result is its contents."""
+        out_values: list = []
+        out_ts: list = []
+        side: dict = {}
+        due, due_times, windows, backend = self.due, self.due_times, self.windows, self.backend
+        size, lateness, clearing = self.size, self.allowed_lateness, self.clearing_function
+        direct = self.window_function is None and not self.requested_side_outputs
+        result = self.spec.function.get_result if self.contents_kind == "aggregate" else None
+        get, pop, emit = windows.get, heapq.heappop, self._emit_window
+        timers = fired = 0
+        try:
+            if direct and not lateness and clearing is None:  # each timer fires its window and clears it
+                take, append, append_ts = windows.pop, out_values.append, out_ts.append
+                while due_times and due_times[0] <= timestamp:
+                    time = pop(due_times)
+                    for slot in due.pop(time):
+                        timers += 1
+                        contents = take(slot)
+                        if contents is not None:
+                            fired += 1
+                            backend.current_key = slot[0]
+                            append(contents if result is None else result(contents))
+                            append_ts(time)
+            else:
+                while due_times and due_times[0] <= timestamp:
+                    time = pop(due_times)
+                    for slot in due.pop(time):
+                        timers += 1
+                        last = slot[1] + size - 1
+                        if time == last:
+                            contents = get(slot)
+                            if contents is not None:
+                                fired += 1
+                                if direct:
+                                    backend.current_key = slot[0]
+                                    out_values.append(contents if result is None else result(contents))
+                                    out_ts.append(last)
+                                else:
+                                    emit(slot, contents, out_values, out_ts, side)
+                        if time == last + lateness or time == MAX_LONG:
+                            if clearing is None:
+                                del windows[slot]
+                            else:
+                                self._clean_up(slot)
+        finally:
+            runtime = self.runtime
+            if fired:
+                runtime.count("windows_fired", fired)
+            runtime.count("timers_fired", timers)
+        self.flush_results(out_values, out_ts, side)
 
     def _fire(self, slot: tuple[Any, int], out_values: list, out_ts: list, side: dict) -> None:
         contents = self.windows.get(slot)
-        if contents is None:
-            return
+        if contents is not None:
+            self.runtime.count("windows_fired")
+            self._emit_window(slot, contents, out_values, out_ts, side)
+
+    def _emit_window(self, slot: tuple[Any, int], contents: Any, out_values: list, out_ts: list, side: dict) -> None:
         key, start = slot
         kind = self.contents_kind
         if kind == "aggregate":
@@ -215,7 +285,6 @@ class AlignedWindowOperator(WindowOperator):
         else:
             elements = [contents]
         self.backend.current_key = key
-        self.runtime.count("windows_fired")
         end = start + self.size
         self.emit_results(self._apply(key, TimeWindow(start, end), elements), end - 1, out_values, out_ts, side)
 

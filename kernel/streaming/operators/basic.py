@@ -5,6 +5,8 @@ On a keyed stream the current key is set per record, so functions can use keyed 
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+
 from kernel.datastream import functions as fn
 from kernel.datastream.timerservice import TimerService
 from kernel.streaming.operators.base import StreamOperator, method_or_callable
@@ -36,22 +38,43 @@ class FlatMapOperator(StreamOperator):
     def process_batch(self, values, timestamps):
         f = self._flat_map
         backend, select = self.backend, self.key_selector
-        if not self.requested_side_outputs and timestamps is None:
-            out: list = []
-            extend = out.extend
-            for value in values:
-                if backend is not None:
+        if self.requested_side_outputs:
+            self._process_with_side_outputs(values, timestamps)
+            return
+        out: list = []
+        extend = out.extend
+        if timestamps is None:
+            if backend is None:
+                for value in values:
+                    extend(f(value))
+            else:
+                for value in values:
                     backend.current_key = select(value)
-                extend(f(value))
+                    extend(f(value))
             self.output.collect(out, None)
             return
+        out_ts: list = []
+        for value, ts in zip(values, timestamps):
+            if backend is not None:
+                backend.current_key = select(value)
+            before = len(out)
+            extend(f(value))
+            if len(out) != before:
+                out_ts.extend(repeat(ts, len(out) - before))
+        if out:
+            self.output.collect(out, out_ts)
+
+    def _process_with_side_outputs(self, values, timestamps):
+        f = self._flat_map
+        backend, select = self.backend, self.key_selector
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             if backend is not None:
                 backend.current_key = select(value)
-            self.emit_results(iter(f(value)), timestamps[i] if timestamps is not None else None, out_values, out_ts, side)
+            ts = timestamps[i] if timestamps is not None else None
+            self.emit_results(iter(f(value)), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)
 
 
@@ -69,9 +92,9 @@ class FilterOperator(StreamOperator):
                 backend.current_key = select(value)
                 keep.append(bool(f(value)))
         else:
-            keep = [bool(f(v)) for v in values]
-        out = [v for v, k in zip(values, keep) if k]
-        self.output.collect(out, None if timestamps is None else [t for t, k in zip(timestamps, keep) if k])
+            keep = list(map(bool, map(f, values)))
+        out = list(compress(values, keep))
+        self.output.collect(out, None if timestamps is None else list(compress(timestamps, keep)))
 
 
 class NonKeyedTimerService(TimerService):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
@@ -24,6 +25,7 @@ class KeyedTimerService(TimerService):
     def __init__(self, operator: StreamOperator, timers: InternalTimerService) -> None:
         self._operator = operator
         self._timers = timers
+        self._register_event_time = timers.event_time_registration(None)
 
     def current_processing_time(self) -> int:
         return self._operator.runtime.now_ms()
@@ -35,7 +37,7 @@ class KeyedTimerService(TimerService):
         self._timers.register_processing_time_timer(None, timestamp)
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        self._timers.register_event_time_timer(None, timestamp)
+        self._register_event_time(timestamp)
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
         self._timers.delete_processing_time_timer(None, timestamp)
@@ -110,8 +112,42 @@ class KeyedProcessOperator(TimerOperator):
         super().open()
         self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
         self._process = self.spec.function.process_element
+        self._on_timer = self.spec.function.on_timer
 
     def process_batch(self, values, timestamps):
+        if self.requested_side_outputs:
+            self._process_with_side_outputs(values, timestamps)
+            return
+        ctx, process, backend, select = self._ctx, self._process, self.backend, self.key_selector
+        out_values: list = []
+        extend = out_values.extend
+        if timestamps is None:
+            ctx._timestamp = None
+            for value in values:
+                key = select(value)
+                backend.current_key = key
+                ctx._key = key
+                results = process(value, ctx)
+                if results is not None:
+                    extend(results)
+            if out_values:
+                self.output.collect(out_values, None)
+            return
+        out_ts: list = []
+        for value, ts in zip(values, timestamps):
+            key = select(value)
+            backend.current_key = key
+            ctx._timestamp, ctx._key = ts, key
+            results = process(value, ctx)
+            if results is not None:
+                before = len(out_values)
+                extend(results)
+                if len(out_values) != before:
+                    out_ts.extend(repeat(ts, len(out_values) - before))
+        if out_values:
+            self.output.collect(out_values, out_ts)
+
+    def _process_with_side_outputs(self, values, timestamps):
         ctx, process, backend, select = self._ctx, self._process, self.backend, self.key_selector
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
@@ -127,9 +163,16 @@ class KeyedProcessOperator(TimerOperator):
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain) -> None:
         ctx = self._ctx
         ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
-        out_values: list = []
+        results = self._on_timer(timestamp, ctx)
+        if not self.requested_side_outputs:
+            if results is not None:
+                out_values = list(results)
+                if out_values:
+                    self.output.collect(out_values, [timestamp] * len(out_values))
+            return
+        out_values = []
         side: dict = {}
-        self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out_values, [], side)
+        self.emit_results(results, timestamp, out_values, [], side)
         self.flush_results(out_values, [timestamp] * len(out_values), side)
 
 
@@ -153,11 +196,11 @@ class ReduceOperator(StreamOperator):
                 state[key] = value if current is None else reduce(current, value)
             return
         out = []
-        append = out.append
+        append, get = out.append, state.get
         for value in values:
             key = select(value)
             backend.current_key = key
-            current = state.get(key)
+            current = get(key)
             if current is not None:
                 value = reduce(current, value)
             state[key] = value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from kernel.datastream import functions as fn
@@ -113,7 +114,9 @@ class SinkFunctionOperator(SinkOperator):
         super().open()
         function = self.spec.function
         self._context = SinkContext(self)
-        if isinstance(function, fn.SinkFunction):
+        #: a SinkFunction reads the record's timestamp from its context; a callable gets the record only
+        self._with_context = isinstance(function, fn.SinkFunction)
+        if self._with_context:
             invoke, context = function.invoke, self._context
             self._invoke = lambda value: invoke(value, context)
         else:
@@ -128,9 +131,8 @@ class SinkFunctionOperator(SinkOperator):
 
     def _deliver(self, values, timestamps):
         invoke, context = self._invoke, self._context
-        if timestamps is None:
-            for value in values:
-                invoke(value)
+        if timestamps is None or not self._with_context:
+            deque(map(invoke, values), 0)  # a call per record, the loop in C
         else:
             for value, ts in zip(values, timestamps):
                 context._timestamp = ts

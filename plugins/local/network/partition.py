@@ -2,9 +2,10 @@
 :class:`Subpartition` per consumer channel, and a buffer pool of ``subpartitions x
 buffers-per-channel + floating`` buffers.
 
-A record batch goes into the subpartition's open buffer; full (or flushed on buffer timeout,
-or before an event) buffers queue in the subpartition and keep a producer buffer until they
-are sent. A buffer is only sent when the consumer's channel has credit
+A record batch goes into the subpartition's open buffer (a batch that fills exactly one
+buffer becomes that buffer, without a copy: nothing changes a batch once it is emitted); full
+(or flushed on buffer timeout, or before an event) buffers queue in the subpartition and keep
+a producer buffer until they are sent. A buffer is only sent when the consumer's channel has credit
 (:meth:`InputChannel.reserve`). So a slow consumer keeps its buffers full, the producer's
 queue grows, its pool runs dry, the partition turns unavailable and the producer's mailbox
 suspends: back pressure, hop by hop. Events (watermarks, end of partition) need no credit
@@ -51,6 +52,10 @@ class Subpartition:
         partition = self.partition
         if self.values is None:
             partition.take_buffer()
+            if len(values) == partition.records_per_buffer:  # exactly one buffer: it goes as it is
+                self._enqueue_buffer(values, timestamps)
+                self.try_send()
+                return
             self.values = list(values)
             self.timestamps = list(timestamps) if timestamps is not None else None
         else:

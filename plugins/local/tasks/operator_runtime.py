@@ -11,7 +11,6 @@ from kernel.clock import NS_PER_MS
 from kernel.cluster_events import SinkOutputPrinted, SourceFileOpened
 from kernel.streaming.alignment import AlignmentMember
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
-from plugins.local.tasks.async_io import LocalAsyncExecutor
 
 if TYPE_CHECKING:
     from plugins.local.tasks.streamtask import StreamTask
@@ -55,6 +54,8 @@ class LocalOperatorRuntime(OperatorRuntime):
         return coordinator.join(strategy, member, deliver)
 
     def create_async_executor(self, operator_name: str) -> Any:
+        from plugins.local.tasks.async_io import LocalAsyncExecutor  # asyncio only for jobs with async I/O
+
         executor = LocalAsyncExecutor(self.task, operator_name)
         self.task.async_executors.append(executor)
         return executor

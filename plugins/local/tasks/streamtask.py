@@ -52,7 +52,6 @@ from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.record_writer import RecordWriterOutput
-from plugins.local.tasks.async_io import LocalAsyncExecutor, blocked_by_async_io
 from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
@@ -70,6 +69,7 @@ if TYPE_CHECKING:
     from kernel.run import Run
     from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
+    from plugins.local.tasks.async_io import LocalAsyncExecutor
 
 
 class StreamTask:
@@ -278,12 +278,17 @@ class StreamTask:
             return
         if not self.metrics.output_available(mailbox, self.partitions, self._source_head):
             return
-        if self.async_executors and blocked_by_async_io(self.async_executors, self.metrics, mailbox, self._source_head):
+        if self.async_executors and self._blocked_by_async_io(mailbox):
             return
         if self.is_source:
             self._read_source(mailbox)
         else:
             self.input.process_input(mailbox)
+
+    def _blocked_by_async_io(self, mailbox: MailboxProcessor) -> bool:
+        from plugins.local.tasks.async_io import blocked_by_async_io  # asyncio only for jobs with async I/O
+
+        return blocked_by_async_io(self.async_executors, self.metrics, mailbox, self._source_head)
 
     def _read_source(self, mailbox: MailboxProcessor) -> None:
         status = self.chain.head.emit_next(self.settings.records_per_buffer)

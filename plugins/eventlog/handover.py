@@ -1,0 +1,75 @@
+"""Storing a run that ended while deferring its event log (see :mod:`plugins.eventlog.writer`).
+
+Its events wait, complete and durable, in its deferred spool. They are stored — with every
+other spool of the log that is ready — either where the run's events are waited for
+(:func:`store_deferred`, from the event bus's ``settle``), or, when the run's process exits, by
+a background process (:func:`hand_over`) that keeps the exiting process's stderr, so what it
+has to say reaches the same place (and whoever reads that stream to its end waits for it).
+Readers never miss the run: they ingest pending spools first, waiting for a background
+process that holds the log. When the log cannot be written the spool is announced: renamed
+to its plain name, with the warning a run gives when its log cannot be written.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from kernel.errors import EventLogError
+from plugins.eventlog.damage import reason
+from plugins.eventlog.ingest import replay_spool
+from plugins.eventlog.migrations import SchemaConflict
+from plugins.eventlog.spool import announce, spool_notice, spooled_events
+from plugins.eventlog.store import COMMAND_WAIT, EventStore
+
+#: the directory holding the ``plugins`` package (the background process imports it from there)
+_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+def store_deferred(store: EventStore, spool: Path, run_id: str) -> None:
+    """Store the deferred spool (and the log's other ready spools) in the log, waiting for it
+    as long as a command does (nothing is held up meanwhile but whoever waits for the events);
+    announce the spool when the log cannot be written."""
+    import duckdb
+
+    try:
+        replay_spool(store, spool, COMMAND_WAIT)
+        return
+    except SchemaConflict:
+        raise
+    except (EventLogError, OSError, duckdb.Error) as exc:
+        problem = reason(exc)
+    if not spool.exists():
+        return
+    events, first_seq = spooled_events(spool)
+    announced = announce(spool)
+    print(spool_notice(run_id, store.path, problem, events, first_seq, announced), file=sys.stderr, flush=True)
+
+
+def hand_over(store: EventStore, spool: Path) -> bool:
+    """Start a background process storing the deferred spool; False if it could not start."""
+    request = json.dumps({"log": str(store.path), "lock_timeout": store.lock_timeout, "spool": str(spool),
+                          "run_id": spool.name.split("-", 1)[0]})
+    code = f"import sys; sys.path.insert(0, {_ROOT!r}); from plugins.eventlog.handover import main; main()"
+    try:
+        process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                   start_new_session=True)
+        process.stdin.write(request.encode())
+        process.stdin.close()
+    except OSError:
+        return False
+    return True
+
+
+def main() -> None:
+    """The background process: store the deferred spool the request on stdin names."""
+    request = json.loads(sys.stdin.read())
+    store = EventStore(request["log"], lock_timeout=request["lock_timeout"])
+    try:
+        store_deferred(store, Path(request["spool"]), request["run_id"])
+    except Exception as exc:
+        print(f"rill: warning: run {request['run_id']}: its events wait in {request['spool']}: {exc}",
+              file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
