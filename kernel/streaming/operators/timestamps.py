@@ -3,7 +3,6 @@ strategy's generator; upstream watermarks are ignored except the final MAX one."
 
 from __future__ import annotations
 
-from itertools import repeat
 from typing import Any
 
 from kernel.clock import MAX_LONG, MIN_LONG
