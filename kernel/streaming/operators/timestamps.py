@@ -3,6 +3,7 @@ strategy's generator; upstream watermarks are ignored except the final MAX one."
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 from kernel.clock import MAX_LONG, MIN_LONG
@@ -47,11 +48,14 @@ class TimestampsAndWatermarksOperator(StreamOperator):
     def process_batch(self, values, timestamps):
         assign = self.assign
         if assign is not None:
-            long = _LONG
             if timestamps is None:
-                timestamps = [long(assign(v, MIN_LONG)) for v in values]
+                timestamps = list(map(assign, values, repeat(MIN_LONG, len(values))))
             else:
-                timestamps = [long(assign(v, MIN_LONG if t is None else t)) for v, t in zip(values, timestamps)]
+                timestamps = [assign(v, MIN_LONG if t is None else t) for v, t in zip(values, timestamps)]
+            for t in timestamps:
+                if type(t) is not int or not MIN_LONG <= t <= MAX_LONG:
+                    timestamps = list(map(_LONG, timestamps))
+                    break
         if self.generator is not None:
             self.generator.on_events(values, timestamps, self.watermarks)
         if self.watermarks.idle:
