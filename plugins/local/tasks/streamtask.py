@@ -161,7 +161,9 @@ class StreamTask:
                         vertex_id=d.vertex.id)
         self.runtime = LocalOperatorRuntime(self, info)
         self.runtime.sink_committer = d.committer
-        self.runtime.checkpointing = d.checkpoint_storage is not None
+        #: periodic checkpoints (a job without them may still take savepoints): sinks commit at them
+        self.runtime.checkpointing = d.checkpoint_storage is not None and checkpointing_enabled(
+            self.run.config.section(CheckpointingOptions), d.job_graph.runtime_mode)
         rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
         flush_always = self.execution_options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
         outputs: dict[int, RecordWriterOutput] = {}
