@@ -110,3 +110,20 @@ def test_watermark_strategy_declarations():
     assert WatermarkStrategy.for_monotonous_timestamps().out_of_orderness_ms == 0
     aligned = strategy.with_watermark_alignment("g", Duration.of_millis(500))
     assert aligned.alignment == ("g", 500, 1000)
+
+
+def test_from_collection_converts_tuples_as_to_internal_type_does():
+    pair = Types.TUPLE([Types.STRING(), Types.INT()])
+    kept = ("a", 1)
+    converted = pair.to_internal_list([kept, ["b", 2], "cd"])
+    assert converted == [("a", 1), ("b", 2), ("c", "d")]
+    assert converted[0] is kept  # a tuple of the right arity stays the very same object
+    assert pair.to_internal_list(iter([("x", 3)])) == [("x", 3)]
+    with pytest.raises(ValueError, match=r"\('e',\) has 1 fields, TupleTypeInfo\(String, Integer\) expects 2"):
+        pair.to_internal_list([kept, ("e",)])
+    with pytest.raises(TypeError, match="'int' object is not iterable"):
+        pair.to_internal_list([kept, 5])
+    rows = Types.TUPLE([Types.ROW([Types.STRING()])]).to_internal_list([(("x",),)])  # a field that converts
+    assert repr(rows) == "[(Row(f0='x'),)]"
+    strings = ["p", "q"]
+    assert Types.STRING().to_internal_list(strings) == strings and Types.STRING().to_internal_list(strings) is not strings

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
+from kernel import eventbus
 from kernel.eventbus import EventBus
 from kernel.events import RunFinished, RunStarted
 from kernel.testing import CapturedEvents
@@ -92,3 +94,69 @@ def test_a_bus_without_observers_keeps_no_events():
         bus.emit(RunStarted(time=t))
     assert bus._pending == []
     bus.close("finished")
+
+
+class Settling:
+    """An observer recording its batches (deferrable or not) and how it was asked to settle."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[int, bool]] = []
+        self.settled: list[tuple[bool, str]] = []
+        self.done = threading.Event()
+
+    def events_emitted(self, batch):
+        self.batches.append((len(batch.events), batch.deferrable))
+
+    def close(self, status):
+        pass
+
+    def settle(self, background):
+        self.settled.append((background, threading.current_thread().name))
+        self.done.set()
+
+
+def test_periodic_and_final_batches_may_be_deferred_an_explicit_flush_not():
+    observer = Settling()
+    bus = EventBus("r7", [observer], flush_interval=0.01)
+    bus.start()
+    bus.emit(RunStarted(time=1))
+    deadline = time.monotonic() + 30
+    while not observer.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    bus.emit(RunStarted(time=2))
+    bus.emit(RunStarted(time=3))
+    bus.flush()
+    bus.emit(RunFinished(time=4))
+    bus.close("finished")
+    bus.join()
+    assert observer.batches == [(1, True), (2, False), (1, True)]
+
+
+def test_join_settles_here_once_and_the_exit_hands_over_what_is_left():
+    joined, left = Settling(), Settling()
+    first, second = EventBus("r8", [joined]), EventBus("r9", [left])
+    for bus in (first, second):
+        bus.start()
+        bus.emit(RunStarted(time=1))
+        bus.close("finished")
+    first.join()
+    first.join()
+    second.join(settle=False)  # what a command does before it reports the buses' errors
+    assert left.settled == []
+    second.settle(background=True)  # what the process's exit does (drain_buses(background=True))
+    second.settle(background=False)
+    assert joined.settled == [(False, "MainThread")]
+    assert left.settled == [(True, "MainThread")]
+
+
+def test_a_closed_bus_nobody_waits_for_settles_on_its_flusher(monkeypatch):
+    monkeypatch.setattr(eventbus, "SETTLE_GRACE", 0.01)
+    observer = Settling()
+    bus = EventBus("r10", [observer])
+    bus.start()
+    bus.emit(RunStarted(time=1))
+    bus.close("finished")
+    assert observer.done.wait(30)
+    assert observer.settled == [(False, "rill-eventbus-r10")]
+    bus.join()
+    assert observer.settled == [(False, "rill-eventbus-r10")]  # once

@@ -94,3 +94,26 @@ def test_gate_polls_channels_round_robin():
         partition.subpartitions[index].add([index] * 8, None)
     order = [item.values[0] for item in drain(gate)]
     assert order == [0, 1, 0, 1]
+
+
+def test_a_batch_filling_exactly_one_buffer_is_that_buffer():
+    partition, gate = connect()
+    values, timestamps = [1, 2, 3, 4], [10, 20, 30, 40]
+    partition.subpartitions[0].add(values, timestamps)
+    (buffer,) = drain(gate, recycle=False)
+    assert buffer.values is values and buffer.timestamps is timestamps  # no copy
+    assert partition.in_use == 0 and partition.subpartitions[0].values is None
+
+
+def test_buffers_are_the_same_however_the_batches_fill_them():
+    """Exactly one buffer at once, or a batch that opens a buffer, or one that adds to it: the
+    buffers sent and the buffers in use are what filling them record by record gives."""
+    seen = []
+    for batches in ([[0, 1, 2, 3], [4, 5], [6, 7, 8, 9, 10]], [[0, 1], [2, 3, 4, 5, 6, 7], [8, 9, 10]],
+                    [[i] for i in range(11)]):
+        partition, gate = connect()
+        for batch in batches:
+            partition.subpartitions[0].add(batch, None)
+        sent = [b.values for b in drain(gate, recycle=False)]
+        seen.append((sent, partition.in_use, partition.subpartitions[0].values))
+    assert seen == [([[0, 1, 2, 3], [4, 5, 6, 7]], 1, [8, 9, 10])] * 3
