@@ -34,8 +34,8 @@ class FaultInjector:
         description = fault.describe() + (f" ({note})" if note else "")
         self.run.bus.emit(FaultInjected(time=self.run.clock.now(), index=fault.index, fault_kind=type(fault).__name__.lower(),
                                         target=target, phase=phase, description=description))
-        if phase == "start":
-            self.cluster.tracker.fault(fault.index, description, self.run.clock.now())
+        if phase == "start":  # a raise fault takes effect in its task's thread: the tracker is the cluster's
+            self.run.loop.call_in_thread(self.cluster.tracker.fault, fault.index, description, self.run.clock.now())
 
     def start(self, start_ns: int) -> None:
         loop = self.run.loop

@@ -1,10 +1,14 @@
 """An in-process cluster for one run: Dispatcher, ResourceManager, TaskExecutors on demand.
 
 All components share the run's event loop and talk through the run's messaging; the shuffle
-environment connects tasks' partitions and gates. ``execute`` submits one job, applies the
-injected faults, and runs the loop until the job ends, ``rill.duration`` of clock time
-passes, or it is interrupted. When nothing is left to do but background work (heartbeats,
-metric sampling) while no fault is in force, the job stalled and fails.
+environment connects tasks' partitions and gates. Tasks run in that loop too under the
+simulated clock, each in a thread of its own under the realtime clock (Flink's MiniCluster).
+``execute`` submits one job, applies the injected faults, and runs the loop until the job
+ends, ``rill.duration`` of clock time passes, or it is interrupted (the first Ctrl-C cancels
+the job, a second one ends the run at once). When nothing is left to do but background work
+(heartbeats, metric sampling) while no fault is in force, the job stalled and fails. A
+TaskExecutor's fatal error (a task stuck after being cancelled: its thread cannot be killed)
+ends the run, canceled, naming the stuck operator.
 """
 
 from __future__ import annotations
@@ -118,6 +122,12 @@ class MiniCluster:
     def _job_terminated(self, message: m.JobTerminated) -> None:
         self.outcome = JobOutcome(message.status, message.failure, back_pressure=message.back_pressure)
         self.run.loop.stop()
+
+    def fatal_error(self, worker: TaskExecutor, message: str) -> None:
+        """A TaskExecutor cannot go on (a task stuck after being stopped): the run ends."""
+        if self.outcome is None:
+            self.outcome = JobOutcome("CANCELED", f"fatal error of {worker.address}: {message}")
+            self.run.loop.stop()
 
     def cancel(self, job_id: str, reason: str) -> None:
         if self.outcome is None:

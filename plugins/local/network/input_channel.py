@@ -5,7 +5,8 @@ Credit-based flow control: the channel gives credit for a buffer from its exclus
 without credit the producer keeps the buffer queued and the channel waits in its gate's queue
 for a floating buffer. Processing a buffer (``recycle``) gives its credit back. An aligned
 checkpoint barrier blocks the subpartition that sent it until the consumer, aligned, resumes
-consumption (``resume_consumption``).
+consumption (``resume_consumption``). The consumer's calls take the network's lock (its
+gate's); ``reserve`` and ``deliver`` run under it, called by the producer's side.
 """
 
 from __future__ import annotations
@@ -55,16 +56,18 @@ class InputChannel:
 
     def recycle(self) -> None:
         """The consumer processed a buffer: its credit goes back."""
-        if self.credits.popleft():
-            self.exclusive_free += 1
-            if self.subpartition is not None:
-                self.subpartition.try_send()
-        else:
-            gate = self.gate
-            gate.floating_free += 1
-            gate.retry_waiting()
+        gate = self.gate
+        with gate.lock:
+            if self.credits.popleft():
+                self.exclusive_free += 1
+                if self.subpartition is not None:
+                    self.subpartition.try_send()
+            else:
+                gate.floating_free += 1
+                gate.retry_waiting()
 
     def resume_consumption(self) -> None:
         """The consumer is aligned: the subpartition a barrier blocked sends again."""
         if self.subpartition is not None:
-            self.subpartition.resume()
+            with self.gate.lock:
+                self.subpartition.resume()

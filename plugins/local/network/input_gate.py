@@ -1,21 +1,32 @@
 """The consumer side of one input: an :class:`InputGate` with its channels, its floating
-buffers and the channels that have data (polled round robin)."""
+buffers and the channels that have data (polled round robin).
+
+Producers deliver into the gate's channels from their own threads (realtime), under the
+network's lock; the consumer polls under it too, and the callback waiting for data runs in
+the consumer's thread (``loop``: its task's event loop)."""
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from plugins.local.network.input_channel import InputChannel
+from plugins.local.network.partition import call_now
 
 if TYPE_CHECKING:
+    from kernel.loop import EventLoop
     from plugins.local.network.shuffle import NetworkSettings
 
 
 class InputGate:
     """The consumer side of one input: channels, floating buffers, channels with data."""
 
-    def __init__(self, num_channels: int, settings: NetworkSettings, index: int = 0) -> None:
+    def __init__(self, num_channels: int, settings: NetworkSettings, index: int = 0, lock: Any = None,
+                 loop: EventLoop | None = None) -> None:
+        #: the network's lock (the shuffle environment's)
+        self.lock = lock if lock is not None else threading.Lock()
+        self._notify = loop.call_in_thread if loop is not None else call_now
         self.settings = settings
         self.index = index  # the task's input (0, or 1 for the second input of a two-input task)
         self.channels = [InputChannel(self, i) for i in range(num_channels)]
@@ -34,24 +45,30 @@ class InputGate:
             self.with_data.append(channel)
         if self._waiter is not None:
             waiter, self._waiter = self._waiter, None
-            waiter()
+            self._notify(waiter)
 
     def when_available(self, callback: Callable[[], None]) -> None:
-        self._waiter = callback
+        """Call ``callback`` once data is there (at once if it arrived meanwhile)."""
+        with self.lock:
+            if self.with_data:
+                callback()
+            else:
+                self._waiter = callback
 
     def has_data(self) -> bool:
         return bool(self.with_data)
 
     def poll(self) -> tuple[InputChannel, Any] | None:
         """The next element of the next channel with data (round robin over channels)."""
-        with_data = self.with_data
-        if not with_data:
-            return None
-        channel = with_data.popleft()
-        item = channel.queue.popleft()
-        if channel.queue:
-            with_data.append(channel)
-        return channel, item
+        with self.lock:
+            with_data = self.with_data
+            if not with_data:
+                return None
+            channel = with_data.popleft()
+            item = channel.queue.popleft()
+            if channel.queue:
+                with_data.append(channel)
+            return channel, item
 
     def retry_waiting(self) -> None:
         waiting = self.waiting_for_credit

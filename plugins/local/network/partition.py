@@ -13,18 +13,30 @@ but never overtake buffers; an aligned checkpoint barrier, once sent, blocks its
 finished. The writer never waits for a buffer: a batch it started is written whole (its
 buffers may exceed the pool, as Flink's overdraft buffers), so a task is never blocked
 mid-record.
+
+Producer and consumer may run in different threads (realtime): every operation that hands
+buffers, events or credit across takes the network's lock (the shuffle environment's, shared
+by both ends), per batch or event, never per record; the producer's availability callbacks
+run in the producer's thread (``loop``: its task's event loop).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.streaming.elements import END_OF_PARTITION, CheckpointBarrier, RecordBatch
 
 if TYPE_CHECKING:
+    from kernel.loop import EventLoop
     from plugins.local.network.input_channel import InputChannel
     from plugins.local.network.shuffle import NetworkSettings
+
+
+def call_now(callback: Callable[..., Any], *args: Any) -> None:
+    """Where a network end without a loop of its own runs its availability callbacks."""
+    callback(*args)
 
 
 class Subpartition:
@@ -41,6 +53,10 @@ class Subpartition:
         self.blocked = False  # an aligned barrier went out: wait for the consumer to resume
 
     def add(self, values: list, timestamps: list | None) -> None:
+        with self.partition.lock:
+            self._add(values, timestamps)
+
+    def _add(self, values: list, timestamps: list | None) -> None:
         partition = self.partition
         if self.values is None:
             partition.take_buffer()
@@ -77,17 +93,26 @@ class Subpartition:
 
     def flush(self) -> None:
         """Finish the open buffer (buffer timeout, events, end of input)."""
+        with self.partition.lock:
+            self._flush()
+
+    def _flush(self) -> None:
         if self.values:
             self._enqueue_buffer(self.values, self.timestamps)
             self.values = self.timestamps = None
             self.try_send()
 
     def add_event(self, event: Any) -> None:
-        self.flush()
+        with self.partition.lock:
+            self._add_event(event)
+
+    def _add_event(self, event: Any) -> None:
+        self._flush()
         self.queue.append(event)
         self.try_send()
 
     def try_send(self) -> None:
+        """Send what the consumer has credit for (the network's lock is held)."""
         channel = self.channel
         partition = self.partition
         if channel is None or self.blocked or (partition.blocking and not partition.finished):
@@ -116,7 +141,7 @@ class Subpartition:
             partition.check_available()
 
     def resume(self) -> None:
-        """The consumer resumed consumption after aligning a barrier."""
+        """The consumer resumed consumption after aligning a barrier (the lock is held)."""
         if self.blocked:
             self.blocked = False
             self.try_send()
@@ -125,8 +150,12 @@ class Subpartition:
 class ResultPartition:
     """The producer side of one IntermediateResultPartition."""
 
-    def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool) -> None:
+    def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool,
+                 lock: Any = None, loop: EventLoop | None = None) -> None:
         self.partition_id = partition_id
+        #: the network's lock (the shuffle environment's)
+        self.lock = lock if lock is not None else threading.Lock()
+        self._notify = loop.call_in_thread if loop is not None else call_now
         self.settings = settings
         self.records_per_buffer = settings.records_per_buffer
         self.blocking = blocking
@@ -150,36 +179,45 @@ class ResultPartition:
         return self.in_use < self.capacity and not self.unavailable_subpartitions
 
     def when_available(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` once, as soon as the partition is available again."""
-        self._waiters.append(callback)
+        """Call ``callback`` once, as soon as the partition is available again (at once if
+        it already is: a consumer may have taken buffers meanwhile)."""
+        with self.lock:
+            if self.is_available():
+                callback()
+            else:
+                self._waiters.append(callback)
 
     def check_available(self) -> None:
         if self._waiters and self.is_available():
             waiters, self._waiters = self._waiters, []
             for callback in waiters:
-                callback()
+                self._notify(callback)
 
     def flush_all(self) -> None:
-        for subpartition in self.subpartitions:
-            subpartition.flush()
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition._flush()
 
     def broadcast_event(self, event: Any) -> None:
-        for subpartition in self.subpartitions:
-            subpartition.add_event(event)
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition._add_event(event)
 
     def finish(self) -> None:
         """End of this producer: flush and append the end of partition everywhere."""
-        for subpartition in self.subpartitions:
-            subpartition.flush()
-            subpartition.queue.append(END_OF_PARTITION)
-        self.finished = True
-        for subpartition in self.subpartitions:
-            subpartition.try_send()
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition._flush()
+                subpartition.queue.append(END_OF_PARTITION)
+            self.finished = True
+            for subpartition in self.subpartitions:
+                subpartition.try_send()
 
     def release(self) -> None:
         """Drop everything (the producer failed or was cancelled)."""
-        for subpartition in self.subpartitions:
-            subpartition.queue.clear()
-            subpartition.values = subpartition.timestamps = None
-            subpartition.blocked = False
-        self._waiters.clear()
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition.queue.clear()
+                subpartition.values = subpartition.timestamps = None
+                subpartition.blocked = False
+            self._waiters.clear()
