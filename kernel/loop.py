@@ -110,6 +110,9 @@ class EventLoop:
         self._live = 0  # pending non-daemon timers
         self._cancelled = 0  # cancelled timers still in the heap
         self._io = 0  # work announced by io_started, running outside the loop
+        self._waiting = False  # blocked waiting for a timer or another thread
+        #: rounds of ready callbacks run so far (how far the loop got, for observers in other threads)
+        self.rounds = 0
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -194,9 +197,15 @@ class EventLoop:
         self._stopping = True
         self._wakeup.set()
 
-    def has_pending(self, daemon: bool = True) -> bool:
-        """Whether anything is left to run (``daemon=False``: anything but daemon timers)."""
-        if self._ready or self._external or self._io:
+    def quiescent(self, io: int = 0) -> bool:
+        """Waiting with nothing to run but daemon timers and at most ``io`` pieces of announced
+        work: it runs nothing more unless another thread hands it something (read from any thread)."""
+        return self._waiting and not self._ready and not self._external and self._live == 0 and self._io <= io
+
+    def has_pending(self, daemon: bool = True, io: int = 0) -> bool:
+        """Whether anything is left to run (``daemon=False``: anything but daemon timers;
+        announced work counts beyond ``io`` pieces)."""
+        if self._ready or self._external or self._io > io:
             return True
         if not daemon:
             return self._live > 0
@@ -226,6 +235,7 @@ class EventLoop:
                         handle._done()
                         ready.append((handle.callback, handle.args))
             if ready:
+                self.rounds += 1
                 for _ in range(len(ready)):
                     callback, args = ready.popleft()
                     callback(*args)
@@ -237,10 +247,12 @@ class EventLoop:
             if self._io and not self._simulated:
                 self._wakeup.clear()
                 if not self._external and not self._stopping:
+                    self._waiting = True
                     if timers:
                         clock.sleep_until(timers[0][0], self._wakeup)  # type: ignore[attr-defined]
                     else:
                         self._wakeup.wait()
+                    self._waiting = False
                 continue
             if not timers or (not daemons and self._live == 0 and not self._external):
                 return
@@ -250,4 +262,6 @@ class EventLoop:
             else:
                 self._wakeup.clear()
                 if not self._external and not self._stopping:
+                    self._waiting = True
                     clock.sleep_until(deadline, self._wakeup)  # type: ignore[attr-defined]
+                    self._waiting = False

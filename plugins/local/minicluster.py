@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from plugins.local.tasks.streamtask import StreamTask
 
 
+STALLED = "the job stalled: nothing left to run and it did not end"
+
+
 @dataclass
 class TaskSummary:
     vertex_id: str
@@ -78,6 +81,7 @@ class MiniCluster:
         self.outcome: JobOutcome | None = None
         self.summaries: list[TaskSummary] = []
         self._sampler: Any = None
+        self._quiet: list[int] | None = None  # how far the tasks' loops got when last seen quiescent
 
     # -- workers ------------------------------------------------------------------------------
 
@@ -115,7 +119,23 @@ class MiniCluster:
         for worker in self.task_executors:
             if not worker.stopped:
                 worker.sample_running()
+        if self._stalled():
+            self.outcome = JobOutcome("FAILED", STALLED)
+            self.run.loop.stop()
+            return
         self._sampler = self.run.loop.call_later(NS_PER_S, self._sample, daemon=True)
+
+    def _stalled(self) -> bool:
+        """Realtime: the tasks' threads and the cluster have had nothing to do but wait since
+        the previous sample, so nothing will wake them."""
+        threads = [thread for worker in self.task_executors for thread in (worker.task_threads or {}).values()]
+        if (not threads or self.run.loop.has_pending(daemon=False, io=len(threads)) or self._faults_in_force()
+                or not all(thread.loop.quiescent(io=1) for thread in threads)):
+            self._quiet = None
+            return False
+        rounds = [thread.loop.rounds for thread in threads]
+        stalled, self._quiet = rounds == self._quiet, rounds
+        return stalled
 
     # -- running a job ------------------------------------------------------------------------
 
@@ -147,7 +167,7 @@ class MiniCluster:
             while self.outcome is None:
                 loop.run(daemons=self._faults_in_force())
                 if self.outcome is None and not loop.has_pending(daemon=False) and not self._faults_in_force():
-                    self.outcome = JobOutcome("FAILED", "the job stalled: nothing left to run and it did not end")
+                    self.outcome = JobOutcome("FAILED", STALLED)
         self._sampler.cancel()
         self._shutdown()
         self.outcome.tasks = self.summaries
