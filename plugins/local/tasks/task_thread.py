@@ -70,7 +70,10 @@ class TaskThread:
 
     def _run(self) -> None:
         kclock.set_sleeper(self._sleep)
-        self.loop.run()
+        try:
+            self.loop.run()
+        except BaseException as exc:  # rill's own error (the mailbox turns user code's into task failures)
+            self.owner.call_soon_threadsafe(_reraise, exc)  # it surfaces in the run's loop, as when simulated
 
     def _sleep(self, seconds: float) -> None:
         """``kernel.clock.sleep`` in the task's thread: interrupted when the task is stopped."""
@@ -152,3 +155,7 @@ class TaskThread:
         d = self.task.deployment
         self.task.run.bus.emit(event_type(job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
                                           subtask=d.subtask, attempt=d.attempt, resource_id=self.resource_id, **fields))
+
+
+def _reraise(exc: BaseException) -> None:
+    raise exc
