@@ -66,7 +66,7 @@ class SubtaskCheckpointCoordinator:
         self.task = task
         self.storage = storage
         self.clock = task.run.clock
-        self.loop = task.run.loop
+        self.loop = task.loop
         #: the latest checkpoint this task took, declined or saw aborted
         self.last_checkpoint_id = 0
         self._aborted: set[int] = set()  # aborted by the coordinator before the task took them
