@@ -151,6 +151,8 @@ class StreamTask:
 
     def _set_state(self, state: str, failure: str = "") -> None:
         self.state = state
+        if self.checkpoints is not None and state == "FINISHED":
+            self.checkpoints.finished()
         self.report(self, state, failure)
 
     def start(self) -> None:
