@@ -25,13 +25,25 @@ from kernel.cluster_events import (
     HeartbeatReceived,
     HeartbeatTimedOut,
     SinkOutputPrinted,
+    TaskFailureHandled,
     WatermarkAdvanced,
 )
-from kernel.common import Duration, Time, Types, WatermarkStrategy
+from kernel.common import Duration, Encoder, Time, Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
+from kernel.datastream.connectors.file_system import BucketAssigner, FileSink
 from kernel.datastream.window import TumblingEventTimeWindows
 from kernel.session import Session
-from plugins.local.events import TaskCancellationTimedOut, TaskCancelRequested, TaskInterrupted
+from plugins.checkpointing.events import (
+    CheckpointAcknowledged,
+    CheckpointBarrierAligned,
+    CheckpointCompleted,
+    CheckpointStateRestored,
+)
+from plugins.local.events import (
+    TaskCancellationTimedOut,
+    TaskCancelRequested,
+    TaskInterrupted,
+)
 from plugins.local.options import ClusterOptions
 from tests.runtime import run_job
 
@@ -216,6 +228,81 @@ def test_the_cancellation_keys_are_flinks_with_its_deprecated_interval_key():
     assert (options.cancellation_interval, options.cancellation_timeout) == (5_000, 0)
     defaults = Session.open(environ={}).config.section(ClusterOptions)
     assert (defaults.cancellation_interval, defaults.cancellation_timeout) == (30_000, 180_000)
+
+
+# -- checkpoints with tasks in threads -------------------------------------------------------------
+
+
+def committed(directory) -> list[str]:
+    """The lines of the FileSink's committed (visible) part files, sorted."""
+    return sorted(line for part in directory.iterdir() if part.is_file() and not part.name.startswith(".")
+                  for line in part.read_text().splitlines())
+
+
+PASS = "Pass -> Sink: Writer"
+
+
+def napping_and_counting(out):
+    """Two pipelines, two regions: Naps (4 records a second) naps 2 s in its map at its 4th
+    record; A and B (20 records a second each) go into one task, Pass with the FileSink, which
+    so has two input channels and aligns their barriers."""
+
+    def build(env):
+        env.enable_checkpointing(200)
+        naps = env.from_source(DataGeneratorSource(lambda i: i, count=6, records_per_second=4, type_info=Types.LONG()),
+                               WatermarkStrategy.no_watermarks(), "Naps")
+        naps.map(napping(2, at=4), Types.LONG()).name("Nap").print("nap")
+        a, b = (env.from_source(DataGeneratorSource(lambda i, s=source: f"{s}{i}", count=80, records_per_second=20,
+                                                    type_info=Types.STRING()), WatermarkStrategy.no_watermarks(), source)
+                for source in "AB")
+        (a.union(b).map(lambda value: value, Types.STRING()).name("Pass")
+            .sink_to(FileSink.for_row_format(str(out), Encoder.simple_string_encoder())
+                     .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build()))
+        env.execute("naps and counts")
+
+    return build
+
+
+def test_a_sleeping_map_holds_back_no_other_tasks_checkpoints_and_recovery_is_exactly_once(tmp_path):
+    """Aligned checkpoints with every task in a thread of its own: while the Nap task sleeps in
+    user code, the other pipeline's tasks take their part in the checkpoints (A and B send
+    barriers, Pass aligns its two channels and acknowledges), as in Flink; a checkpoint
+    completes once Nap took its part too. A raise in Pass (during the nap, or near it: timing
+    decides) restarts its region from the latest completed checkpoint, and the FileSink
+    commits what the fault-free run commits, exactly once."""
+    sets = ("rill.clock=realtime", "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.delay=50 ms")
+    plain = run_job(napping_and_counting(tmp_path / "plain"), *sets)
+    assert plain.outcome.status == "FINISHED" and plain.events(TaskFailureHandled) == []
+    expected = sorted(f"{source}{i}" for source in "AB" for i in range(80))
+    assert committed(tmp_path / "plain") == expected
+
+    job = run_job(napping_and_counting(tmp_path / "faulty"), *sets, faults=["raise:operator=Pass,record=100"])
+    assert job.outcome.status == "FINISHED"
+    assert committed(tmp_path / "faulty") == committed(tmp_path / "plain")
+    [failure] = job.events(TaskFailureHandled)
+    assert failure.vertex_name.startswith("Pass") and failure.restart
+    assert [line for line in printed(job) if line.startswith("nap")] == [f"nap> {i}" for i in range(6)]
+    restored = job.events(CheckpointStateRestored)
+    if restored:  # a checkpoint completed before the failure (timing decides)
+        assert {e.vertex_name for e in restored} == {"Source: A", "Source: B", PASS}
+        assert all(e.checkpoint_id > 0 for e in restored)
+    completed = job.events(CheckpointCompleted)
+    assert len(completed) >= 2
+
+    for run in (job, plain):  # while Nap sleeps: the other pipeline aligns and acknowledges barriers
+        events = [event for event in run.captured.events if isinstance(
+            event, (SinkOutputPrinted, CheckpointBarrierAligned, CheckpointAcknowledged, CheckpointCompleted))]
+        during = between(events, "nap> 2", "nap> 4")
+        aligned = [event for event in during if isinstance(event, CheckpointBarrierAligned)]
+        acknowledged = [event for event in during if isinstance(event, CheckpointAcknowledged)]
+        assert aligned and {event.vertex_name for event in aligned} == {PASS}
+        assert all(event.channels == 2 for event in aligned)
+        assert {event.vertex_name for event in acknowledged} >= {"Source: A", "Source: B"}
+    # without a failure, the last checkpoint aligned during the nap completes once Nap woke and took its part
+    woke = next(i for i, event in enumerate(events) if isinstance(event, SinkOutputPrinted) and "nap> 4" in event.text)
+    [completion] = [i for i, event in enumerate(events) if isinstance(event, CheckpointCompleted)
+                    and event.checkpoint_id == aligned[-1].checkpoint_id]
+    assert completion > woke
 
 
 # -- stuck tasks: in a process of their own (a stuck thread cannot be stopped) -----------------
