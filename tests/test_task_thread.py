@@ -45,6 +45,7 @@ from plugins.local.events import (
     TaskInterrupted,
 )
 from plugins.local.options import ClusterOptions
+from tests.checkpoint_jobs import count_per_source, counts_are_exact, two_sources
 from tests.runtime import run_job
 
 PAIR = Types.TUPLE([Types.STRING(), Types.LONG()])
@@ -303,6 +304,22 @@ def test_a_sleeping_map_holds_back_no_other_tasks_checkpoints_and_recovery_is_ex
     [completion] = [i for i, event in enumerate(events) if isinstance(event, CheckpointCompleted)
                     and event.checkpoint_id == aligned[-1].checkpoint_id]
     assert completion > woke
+
+
+def test_unaligned_barriers_overtake_in_flight_data_across_task_threads_and_restore_it_exactly_once():
+    """Unaligned checkpoints with every task in a thread of its own: priority barriers cross the
+    network between threads ahead of queued buffers, the data they overtake is persisted (SlowB
+    takes 30 ms a record while B sends one every 10 ms: its input always holds some), and a
+    raise in Count restores it: every count is exact."""
+    job = run_job(two_sources(count_per_source, count=60), "rill.clock=realtime", "execution.checkpointing.interval=30ms",
+                  "execution.checkpointing.unaligned.enabled=true", "restart-strategy.type=fixed-delay",
+                  "restart-strategy.fixed-delay.delay=20 ms", "taskmanager.memory.segment-size=64b",
+                  faults=["raise:operator=Count,record=40"])
+    assert job.outcome.status == "FINISHED" and len(job.events(TaskFailureHandled)) == 1
+    assert counts_are_exact(job.lines)
+    assert {line.split()[0] for line in job.lines} == {f"{source}{i}" for source in "ab" for i in range(60)}
+    slow = [event for event in job.events(CheckpointBarrierAligned) if event.vertex_name == "SlowB"]
+    assert slow and all(event.unaligned for event in slow) and any(event.persisted_bytes for event in slow)
 
 
 # -- stuck tasks: in a process of their own (a stuck thread cannot be stopped) -----------------
