@@ -187,3 +187,43 @@ def test_a_producer_and_a_consumer_in_threads_of_their_own_hand_over_every_recor
     assert waits["producer"] > 0 and waits["consumer"] > 0  # both had to wait for the other
     assert wrong_thread == []
     assert partition.in_use == 0 and gate.channels[0].exclusive_free == 2 and gate.floating_free == 1
+
+
+def test_an_unaligned_barrier_from_another_thread_reaches_the_consumers_priority_listener_in_its_thread():
+    """Realtime tasks: the producer (here the test's thread) sends a priority barrier under the
+    network's lock; the consumer's task hears of it in its own thread, ahead of the buffers
+    queued for it, and the producer gets the buffers it overtook to persist."""
+    import threading
+
+    from kernel.checkpointing.channel_state import restore
+    from kernel.clock import RealtimeClock
+    from kernel.loop import EventLoop
+    from kernel.streaming.elements import CheckpointBarrier
+
+    shuffle = ShuffleEnvironment(SETTINGS)
+    consumer_loop = EventLoop(RealtimeClock(), bound=False)
+    partition = ResultPartition("p", 1, SETTINGS, False, shuffle.lock)
+    gate = InputGate(1, SETTINGS, 0, shuffle.lock, consumer_loop)
+    heard: list[tuple[bool, object, int]] = []
+
+    def listener():
+        _, event = gate.poll_priority()
+        heard.append((consumer_loop.in_thread(), event, len(gate.channels[0].queue)))
+        consumer_loop.io_finished()
+
+    gate.priority_listener = listener
+    shuffle.register_partition(partition)
+    shuffle.register_channel("p", 0, gate.channels[0])
+    consumer_loop.io_started()  # runs until it heard of the barrier
+    consumer = threading.Thread(target=consumer_loop.run, daemon=True)
+    consumer.start()
+    partition.subpartitions[0].add(list(range(20)), None)  # 5 buffers: 3 have credit, 2 wait
+    [overtaken] = partition.broadcast_priority_event(CheckpointBarrier(1, 0, True, True))
+    consumer.join(timeout=60)
+    [(in_thread, event, queued)] = heard
+    assert in_thread and repr(event) == "CheckpointBarrier(1, unaligned)"
+    assert queued == 4  # the 3 buffers sent before it, then its mark
+    assert [restore(data).values for data in overtaken] == [[12, 13, 14, 15], [16, 17, 18, 19]]
+    received = drain(gate)
+    assert [repr(item) if isinstance(item, CheckpointBarrier) else item.values[0] for item in received] == [
+        0, 4, 8, "CheckpointBarrier(1, unaligned)", 12, 16]
