@@ -11,10 +11,11 @@
    (target: with checkpoints >= 95 % of the throughput without). The checkpoints' own figures
    (how many, synchronous and asynchronous parts) come from the run's events.
 2. Snapshot and restore of ``--entries`` ValueState entries (one per key, int keys) held by a
-   keyed process operator, through the code a task runs: the operator's snapshot into key
-   groups and its encoding (the synchronous part), the state file written (the asynchronous
-   part), then a new operator of the same job restoring from the file (read, decode, put
-   back). Each time is printed; the restored state is compared with the original.
+   keyed process operator, through the code a task runs (with the garbage collector paused,
+   as a task pauses it): the operator's snapshot into key groups and its encoding (the
+   synchronous part), the state file written (the asynchronous part), then a new operator of
+   the same job restoring from the file (read, decode, put back). Each time is printed; the
+   restored state is compared with the original.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from bench_windows import REDUCE
 from benchkit import run_loop, run_rill, timed_words
 
 from kernel.checkpointing.format import StateHandle
-from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState, collector_paused
 from kernel.common import Types
 from kernel.compiler import compile_program
 from kernel.datastream import KeyedProcessFunction, StreamExecutionEnvironment, ValueStateDescriptor
@@ -129,7 +130,7 @@ def snapshot_and_restore(entries: int) -> None:
     path = os.path.join(directory, "state")
 
     timer = Timer()
-    with timer("snapshot (synchronous: into key groups, encoded)"):
+    with timer("snapshot (synchronous: into key groups, encoded)"), collector_paused():
         snapshot = OperatorSnapshot(operator.key_group_function())
         operator.snapshot_state(snapshot)
         data, key_groups, operator_state, _ = snapshot.encode()
@@ -140,7 +141,7 @@ def snapshot_and_restore(entries: int) -> None:
             os.fsync(stream.fileno())
     handle = StateHandle(file="state", size=len(data), key_groups=key_groups, operator_state=operator_state)
     restored_operator = keyed_operator()
-    with timer("restore (read, decode, put back)"):
+    with timer("restore (read, decode, put back)"), collector_paused():
         restored = RestoredOperatorState.read([(0, handle)], directory, key_group_range(128, 1, 0), 0, 1, 1)
         restored_operator.initialize_state(restored)
     table = restored_operator.backend.table("value")

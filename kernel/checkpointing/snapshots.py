@@ -12,8 +12,11 @@ its own in-flight data.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import pickle
-from typing import Any, Callable, Iterable, NamedTuple
+import threading
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from kernel.checkpointing.format import (
     ChannelState,
@@ -43,6 +46,32 @@ class EncodedState(NamedTuple):
     channel_state: tuple[int, int] | None = None
 
 
+_pauses = 0
+_pauses_lock = threading.Lock()
+_collector_was_enabled = False
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while state is snapshotted or restored: that
+    allocates an object or more per entry (none in cycles, reference counting frees them) and
+    would otherwise set off collections that scan the whole heap of state. Pauses nest and
+    overlap across threads; the last one to end resumes the collector if it was running."""
+    global _pauses, _collector_was_enabled
+    with _pauses_lock:
+        if _pauses == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pauses_lock:
+            _pauses -= 1
+            if _pauses == 0 and _collector_was_enabled:
+                gc.enable()
+
+
 def _dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -59,7 +88,6 @@ class OperatorSnapshot:
 
     def add_keyed(self, name: str, kind: str, entries: Iterable[Entry], ttl: bool = False) -> None:
         """Keyed state entries (key, namespace, value) of one state."""
-        table = (name, kind, ttl)
         by_group: dict[int, list[Entry]] = {}
         key_group_of = self._key_group_of
         for entry in entries:
@@ -69,6 +97,12 @@ class OperatorSnapshot:
                 by_group[group] = [entry]
             else:
                 found.append(entry)
+        self.add_keyed_groups(name, kind, by_group, ttl)
+
+    def add_keyed_groups(self, name: str, kind: str, by_group: dict[int, list[Entry]], ttl: bool = False) -> None:
+        """Keyed state entries of one state already sorted into key groups (by
+        ``key_group_of``, e.g. by an operator building several states' entries in one pass)."""
+        table = (name, kind, ttl)
         keyed = self.keyed
         for group, grouped in by_group.items():
             tables = keyed.get(group)
@@ -76,6 +110,10 @@ class OperatorSnapshot:
                 keyed[group] = {table: grouped}
             else:
                 tables.setdefault(table, []).extend(grouped)
+
+    @property
+    def key_group_of(self) -> Callable[[Any], int] | None:
+        return self._key_group_of
 
     def add_list(self, name: str, elements: list, mode: str = "split") -> None:
         """An operator list state: ``split`` or ``union`` (Flink's list states), or ``broadcast``

@@ -178,26 +178,39 @@ class AlignedWindowOperator(WindowOperator):
     # -- checkpoints --------------------------------------------------------------------------
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
-        """As the generic operator's state: contents under (key, TimeWindow), their timers."""
+        """As the generic operator's state: contents under (key, TimeWindow), their timers —
+        sorted into key groups here, one key-group lookup and one TimeWindow object (pickled
+        once, referenced after) per entry at most."""
         super().snapshot_state(snapshot)
-        size = self.size
-        windows: dict[int, TimeWindow] = {}  # one object per window: pickled once, referenced after
-
-        def window(start: int) -> TimeWindow:
-            found = windows.get(start)
+        size, group_of = self.size, snapshot.key_group_of
+        windows: dict[int, TimeWindow] = {}
+        contents: dict[int, list] = {}
+        for (key, start), value in self.windows.items():
+            window = windows.get(start)
+            if window is None:
+                window = windows[start] = TimeWindow(start, start + size)
+            group = group_of(key)
+            found = contents.get(group)
             if found is None:
-                found = windows[start] = TimeWindow(start, start + size)
-            return found
-
-        snapshot.add_keyed(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind],
-                           [(key, window(start), contents) for (key, start), contents in self.windows.items()])
+                contents[group] = [(key, window, value)]
+            else:
+                found.append((key, window, value))
+        snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], contents)
         due, order = self.due, 0
-        entries = []
+        timers: dict[int, list] = {}
         for time in sorted(due):
             for key, start in due[time]:
-                entries.append((key, window(start), (time, order)))
+                window = windows.get(start)
+                if window is None:
+                    window = windows[start] = TimeWindow(start, start + size)
+                group = group_of(key)
+                found = timers.get(group)
+                if found is None:
+                    timers[group] = [(key, window, (time, order))]
+                else:
+                    found.append((key, window, (time, order)))
                 order += 1
-        snapshot.add_keyed(EVENT_TIMERS, "timers", entries)
+        snapshot.add_keyed_groups(EVENT_TIMERS, "timers", timers)
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):

@@ -13,12 +13,16 @@ from kernel.graph.stream import StreamNode
 from kernel.streaming.outputs import Output
 from kernel.streaming.runtime import OperatorRuntime, StreamingRuntimeContext
 from kernel.streaming.keygroups import assign_to_key_group
+from kernel.streaming.partitioning import KEY_CACHE_LIMIT
 from kernel.streaming.state import KeyedStateBackend
 from kernel.streaming.timers import EVENT_TIMERS, PROCESSING_TIMERS
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
     from kernel.streaming.timers import InternalTimerService
+
+
+_UNSET = object()
 
 
 def method_or_callable(function: Any, base: type, method: str) -> Callable[..., Any]:
@@ -46,6 +50,7 @@ class StreamOperator:
         self.runtime_context = StreamingRuntimeContext(runtime.info, self.backend)
         self.requested_side_outputs = set(spec.side_outputs)
         self.current_watermark = MIN_LONG
+        self._key_group_of = _UNSET
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -104,9 +109,13 @@ class StreamOperator:
     def key_group_function(self) -> Callable[[Any], int] | None:
         """``key_group_of(key)`` for this operator's keys, as ``key_by`` routes them (None when
         not keyed); remembers the keys whose Python equality is Java equality (as
-        :class:`kernel.streaming.partitioning.KeyGroupChannels` does)."""
+        :class:`kernel.streaming.partitioning.KeyGroupChannels` does, as many), from one
+        checkpoint to the next."""
+        if self._key_group_of is not _UNSET:
+            return self._key_group_of
         key = next((k for k in self.spec.keys if k is not None), None)
         if key is None:
+            self._key_group_of = None
             return None
         hasher, max_parallelism = key_hasher(key.key_type), self.runtime.info.max_parallelism
 
@@ -125,9 +134,12 @@ class StreamOperator:
             except TypeError:  # an unhashable key
                 return key_group_of(value)
             if group is None:
-                group = known[value] = key_group_of(value)
+                group = key_group_of(value)
+                if len(known) < KEY_CACHE_LIMIT:
+                    known[value] = group
             return group
 
+        self._key_group_of = remembered
         return remembered
 
     # -- elements -----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from kernel.checkpointing.messages import (
     OperatorSubtaskSnapshot,
     TaskStateSnapshot,
 )
-from kernel.checkpointing.snapshots import EncodedState, add_channel_state
+from kernel.checkpointing.snapshots import EncodedState, add_channel_state, collector_paused
 from kernel.clock import NS_PER_MS
 from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
 from kernel.tracebacks import describe
@@ -201,18 +201,19 @@ class SubtaskCheckpointCoordinator:
                                                               elements=elements))
         else:
             self._broadcast(barrier)
-        for node_id, operator_snapshot in task.chain.snapshot_state().items():
-            if operator_snapshot.empty:
-                continue
-            try:
-                snapshot.encoded[node_id] = operator_snapshot.encode()
-            except Exception as exc:  # a value that cannot be serialized (Flink's heap backend fails its async part)
-                self._in_progress.pop(checkpoint_id, None)
-                reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
-                self.decline(checkpoint_id, reason, f"{reason.message} {task.vertex.name}: state of "
-                                                    f"{task.deployment.job_graph.stream_graph.nodes[node_id].name} "
-                                                    f"cannot be serialized: {describe(exc)}")
-                return
+        with collector_paused():
+            for node_id, operator_snapshot in task.chain.snapshot_state().items():
+                if operator_snapshot.empty:
+                    continue
+                try:
+                    snapshot.encoded[node_id] = operator_snapshot.encode()
+                except Exception as exc:  # a value that cannot be serialized (Flink's heap backend fails its async part)
+                    self._in_progress.pop(checkpoint_id, None)
+                    reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+                    self.decline(checkpoint_id, reason, f"{reason.message} {task.vertex.name}: state of "
+                                                        f"{task.deployment.job_graph.stream_graph.nodes[node_id].name} "
+                                                        f"cannot be serialized: {describe(exc)}")
+                    return
         snapshot.sync_ms = (self.clock.now() - started) / NS_PER_MS
         snapshot.finished = task.data_ended and task.drained
         snapshot.attempt = task.attempt_key

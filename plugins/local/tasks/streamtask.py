@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.checkpointing.channel_state import INPUT, OUTPUT, restore
 from kernel.checkpointing.options import CheckpointingOptions, checkpointing_enabled
-from kernel.checkpointing.snapshots import RestoredOperatorState
+from kernel.checkpointing.snapshots import RestoredOperatorState, collector_paused
 from kernel.clock import NS_PER_MS
 from kernel.loop import TimerGroup
 from kernel.options import ExecutionOptions
@@ -227,11 +227,12 @@ class StreamTask:
         queue the in-flight data it persisted in the task's channels and subpartitions."""
         info = self.runtime.info
         key_groups = key_group_range(info.max_parallelism, info.parallelism, info.subtask)
-        restored = {
-            operator.node_id: RestoredOperatorState.read(operator.handles, restore.directory, key_groups, info.subtask,
-                                                         info.parallelism, operator.old_parallelism)
-            for operator in restore.operators}
-        self.chain.initialize_state(restored)
+        with collector_paused():
+            restored = {
+                operator.node_id: RestoredOperatorState.read(operator.handles, restore.directory, key_groups,
+                                                             info.subtask, info.parallelism, operator.old_parallelism)
+                for operator in restore.operators}
+            self.chain.initialize_state(restored)
         head = restored.get(self.vertex.head_node_id)
         if head is not None:
             self._restore_in_flight(head.channels, gates)
