@@ -22,10 +22,10 @@ A job that takes checkpoints: the task restores its operators' state after openi
 queues the in-flight data an unaligned checkpoint persisted in its channels), checkpoints
 (:mod:`.checkpoints`) when triggered or when its barrier handler (from the ``checkpointing``
 plugin, or one handling barriers unaligned) aligned a barrier, holding its input while
-operators finish their work in flight first — all in its thread of control; and, as Flink's
-FLIP-147, a task that ends its input finishes its operators, sends the end of data
-downstream, tells the JobMaster, and finishes only once all its input ended and a checkpoint
-taken after that completed (its final checkpoint; meanwhile it is idle).
+operators finish their work in flight first; and, as Flink's FLIP-147, a task that ends its
+input finishes its operators, sends the end of data downstream, tells the JobMaster, and
+finishes only once all its input ended and a checkpoint taken after that completed (its final
+checkpoint; meanwhile it is idle).
 
 Stop-with-savepoint (Flink's synchronous savepoint): a source told to stop stops reading and,
 before the savepoint's barrier, ends its data — draining (the final watermark, operators
@@ -87,14 +87,12 @@ class StreamTask:
         self.settings = settings
         self.execution_options = run.config.section(ExecutionOptions)
         self.report = report
-        #: the event loop of the task's thread of control (a task thread sets its own)
-        self.loop = run.loop
+        self.loop = run.loop  # the event loop of the task's thread of control (a task thread sets its own)
         #: cancelling was requested from outside: what the task raises now ends it CANCELED
         self.cancel_requested = False
         #: failing was requested from outside (its cause): what the task raises now fails it with this
         self.external_failure: BaseException | None = None
-        vertex = deployment.vertex
-        self.vertex = vertex
+        self.vertex = vertex = deployment.vertex
         self.name = f"{vertex.name} ({deployment.subtask + 1}/{vertex.parallelism})"
         self.state = "DEPLOYING"
         self.legacy_source = vertex.invokable == "SourceStreamTask"
