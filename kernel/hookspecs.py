@@ -9,7 +9,8 @@ Every ``create_*`` factory returns the typed contract of its concern, a Protocol
 - the kernel (:mod:`kernel.execution`) owns a run's life cycle: it compiles the program
   (``build_*``), creates the execution backend, creates the run with its event observers,
   records the compilation, lets the backend execute, finishes the run;
-- the local backend (``plugins/local``) builds Flink's cluster from the rest: its JobMaster's
+- the local backend (``plugins/local``) builds Flink's cluster from the rest: its MiniCluster
+  creates the workers plugin's ResourceManagerDriver (``minicluster.py``), its JobMaster's
   DefaultScheduler (``jobmaster/scheduler.py``) builds the ExecutionGraph and creates the
   scheduling, restart and failover strategies, the watermark alignment coordinator and the
   checkpoint coordinator, its JobMaster (``jobmaster/jobmaster.py``) the back-pressure monitor;
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from kernel.contracts.scheduling import SchedulerOperations, SchedulingStrategy
     from kernel.contracts.sql import SqlEngine
     from kernel.contracts.watermarks import WatermarkAlignmentCoordinator, WatermarkGenerator, WatermarkValve
+    from kernel.contracts.workers import ResourceManagerDriver, WorkerHost
     from kernel.eventbus import EventObserver
     from kernel.events import Event
     from kernel.graph.execution import ExecutionGraph
@@ -202,6 +204,29 @@ def create_event_observers(run: Run) -> EventObserver | None:
 
     :param run: the run (id, clock, config, plugins).
     :returns: an :class:`~kernel.eventbus.EventObserver`, or ``None`` for no observer.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# Workers: where TaskExecutors run.
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def create_resource_manager_driver(host: WorkerHost, run: Run) -> ResourceManagerDriver | None:
+    """Create the driver that starts and stops the cluster's TaskExecutors (``workers``).
+
+    Called: by the local backend's cluster once per run, before its ResourceManager starts.
+    Stops at first non-None result.
+
+    :param host: the :class:`~kernel.contracts.workers.WorkerHost`: the cluster's event loop,
+        and ``start_task_executor(spec)`` / ``stop_task_executor(resource_id)`` for
+        TaskExecutors in the cluster's own process.
+    :param run: the run (config, clock, event bus).
+    :returns: a :class:`~kernel.contracts.workers.ResourceManagerDriver`: ``in_process``,
+        ``initialize(handler)``, ``request_resource(spec) -> Future`` of a ``WorkerNode``,
+        ``release_resource(resource_id)``, ``kill_worker(resource_id) -> bool`` and
+        ``terminate()``.
     """
 
 

@@ -31,6 +31,7 @@ from kernel.contracts.watermarks import (
     WatermarkOutput,
     WatermarkValve,
 )
+from kernel.contracts.workers import ResourceEventHandler, ResourceManagerDriver, WorkerHost
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.eventbus import EventObserver
 from kernel.session import Session
@@ -161,6 +162,20 @@ class Products:
         return observers
 
     @hookimpl(wrapper=True)
+    def create_resource_manager_driver(self, host, run):
+        driver = yield
+        self._keep("create_resource_manager_driver", driver, host=host)
+        initialize = driver.initialize
+        captured = self
+
+        def initialized(handler):
+            captured.given.setdefault("handler", []).append(handler)
+            initialize(handler)
+
+        driver.initialize = initialized  # the real driver, watched for its handler
+        return driver
+
+    @hookimpl(wrapper=True)
     def create_scheduling_strategy(self, execution_graph, scheduler, config):
         return self._keep("create_scheduling_strategy", (yield), scheduler=scheduler)
 
@@ -263,6 +278,7 @@ def monkeypatch_module():
 
 FACTORIES = {
     "create_execution_backend": ExecutionBackend,
+    "create_resource_manager_driver": ResourceManagerDriver,
     "create_event_observers": EventObserver,
     "create_scheduling_strategy": SchedulingStrategy,
     "create_restart_strategy": RestartBackoffTimeStrategy,
@@ -287,6 +303,7 @@ def test_every_product_of_a_run_satisfies_its_contract(products, hook):
 
 
 @pytest.mark.parametrize("name, protocol", [("scheduler", SchedulerOperations), ("task", MailboxTask),
+                                            ("host", WorkerHost), ("handler", ResourceEventHandler),
                                             ("listener", HeartbeatListener), ("target", HeartbeatTarget),
                                             ("job", MonitoredJob), ("response", TaskBackPressureResponse)])
 def test_what_the_runtime_hands_to_plugins_satisfies_its_contract(products, name, protocol):

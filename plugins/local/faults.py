@@ -50,12 +50,11 @@ class FaultInjector:
                     loop.call_at(start_ns + fault.end * NS_PER_MS, self._slow, fault, 1.0, "end")
 
     def _kill(self, fault: f.Kill) -> None:
-        worker = self.cluster.worker(fault.target)
-        if worker is None or worker.stopped:
+        if not self.cluster.worker_running(fault.target):
             self._emit(fault, fault.target, note="no such TaskExecutor running: nothing happens")
             return
         self._emit(fault, fault.target)
-        self.cluster.kill_worker(worker, refuse=fault.refuse, reason=f"killed by fault #{fault.index + 1}")
+        self.cluster.kill_worker(fault.target, refuse=fault.refuse, reason=f"killed by fault #{fault.index + 1}")
 
     def _add_rule(self, fault: Any, start_ns: int) -> None:
         start = start_ns + fault.start * NS_PER_MS

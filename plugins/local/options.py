@@ -60,6 +60,18 @@ class ClusterOptions(Section):
     registration_error_delay: Annotated[
         DurationMs, msgspec.Meta(ge=0, description="pause after a registration attempt failed")
     ] = msgspec.field(name="cluster.registration.error-delay", default=10_000)
+    taskmanager_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="a TaskExecutor without allocated slots this long is released")
+    ] = msgspec.field(name="resourcemanager.taskmanager-timeout", default=30_000)
+    worker_registration_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="a started worker not registered this long is released and replaced")
+    ] = msgspec.field(name="resourcemanager.taskmanager-registration.timeout", default=300_000)
+    start_worker_max_failure_rate: Annotated[
+        float, msgspec.Meta(gt=0, description="worker start failures per minute above which requests pause")
+    ] = msgspec.field(name="resourcemanager.start-worker.max-failure-rate", default=10.0)
+    start_worker_retry_interval: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="pause of worker requests after too many start failures")
+    ] = msgspec.field(name="resourcemanager.start-worker.retry-interval", default=3_000)
     slot_timeout: Annotated[
         DurationMs, msgspec.Meta(ge=0, description="how long a TaskExecutor keeps the slots of a lost JobMaster")
     ] = msgspec.field(name="taskmanager.slot.timeout", default=10_000)
