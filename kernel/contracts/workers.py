@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 
 class TaskExecutorProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
     """What one requested worker runs (Flink's TaskExecutorProcessSpec with its launch
-    context): a TaskExecutor ``resource_id`` with ``slots`` slots, started by calling
-    ``entry`` (``"module:function"``) with this spec in a process that imports with
-    ``sys_path`` from ``cwd``. It connects to the cluster at ``rpc_address`` (``host:port``)
-    and builds its session from ``config`` (the run's configuration, pickled)."""
+    context): a TaskExecutor ``resource_id`` with ``slots`` slots, started by
+    :func:`kernel.worker_process.run_worker` in a process that imports with ``sys_path`` from
+    ``cwd``: it builds the worker's part of run ``run_id`` from ``config`` (the run's
+    ``RawConfig`` and input overrides, pickled) and calls ``entry`` (``"module:function"``)
+    with the spec and that run. The TaskExecutor connects to the cluster at ``rpc_address``
+    (``host:port``)."""
 
     resource_id: str
     slots: int

@@ -27,6 +27,7 @@ from kernel.graph.job import JobGraph
 from kernel.options import RillOptions
 from plugins.local import messages as m
 from plugins.local.dispatcher import Dispatcher
+from plugins.local.endpoint import ClusterEndpoint
 from plugins.local.faults import FaultInjector
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
 from plugins.local.options import ClusterOptions
@@ -66,19 +67,17 @@ class MiniCluster:
         self.run = run
         self.options = options
         self.duration = run.config.section(RillOptions).duration
-        self.network_settings = NetworkSettings(
-            buffers_per_channel=options.buffers_per_channel,
-            floating_buffers_per_gate=options.floating_buffers_per_gate,
-            max_buffers_per_channel=options.max_buffers_per_channel,
-            records_per_buffer=options.records_per_buffer,
-        )
+        self.network_settings = NetworkSettings.of(options)
         self.shuffle = ShuffleEnvironment(self.network_settings)
         self.task_executors: list[TaskExecutor] = []
         self.tracker = RecoveryTracker(start=run.clock.now())
         self.faults = FaultInjector(self, run.config.faults)
         run.plugin_manager.require("create_resource_manager_driver", "workers")
         self.driver = run.plugin_manager.hook.create_resource_manager_driver(host=self, run=run)
-        self.rpc_address = ""
+        self.endpoint: ClusterEndpoint | None = None
+        if not self.driver.in_process:  # TaskExecutors connect to this process
+            self.endpoint = ClusterEndpoint(self, options.rpc_address)
+        self.rpc_address = self.endpoint.address if self.endpoint is not None else ""
         self.resource_manager = ResourceManager(run.messaging, run, options, self.driver, self._worker_spec,
                                                 self.tracker, self._worker_stopped)
         self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated, self.tracker)
@@ -201,6 +200,9 @@ class MiniCluster:
         self.dispatcher.stop()
         self.resource_manager.stop()
         self.driver.terminate()
+        if self.endpoint is not None:  # what the TaskExecutor processes sent last (events, summaries)
+            self.run.loop.run()
+            self.endpoint.close()
 
 
 class _interrupts:

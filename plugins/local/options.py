@@ -39,6 +39,12 @@ class ClusterOptions(Section):
     record_size: Annotated[
         int, msgspec.Meta(ge=1, description="bytes a record is assumed to take in a network buffer (records per buffer = segment-size / this)")
     ] = msgspec.field(name="rill.network.record-size", default=32)
+    rpc_address: Annotated[
+        str, msgspec.Meta(description="where the cluster's process listens for TaskExecutor processes")
+    ] = msgspec.field(name="jobmanager.rpc.address", default="127.0.0.1")
+    taskmanager_host: Annotated[
+        str, msgspec.Meta(description="where a TaskExecutor process listens for other TaskExecutors' partition requests")
+    ] = msgspec.field(name="taskmanager.host", default="127.0.0.1")
     slot_request_timeout: Annotated[DurationMs, msgspec.Meta(description="a slot request failing after this long fails the job")] = (
         msgspec.field(name="slot.request.timeout", default=300_000)
     )

@@ -163,7 +163,7 @@ class JobMaster(Component):
         """Reconcile the executions the TaskExecutor runs with what this JobMaster expects."""
         if deployed is None or self.status.is_globally_terminal:
             return
-        self.scheduler.deployer.reconcile(resource_id, set(deployed))
+        self.scheduler.deployer.reconcile(resource_id, set(map(tuple, deployed)))  # lists, from another process
 
     def task_manager_heartbeat_payload(self, resource_id: str) -> Any:
         return self.scheduler.slot_pool.allocations_on(resource_id)

@@ -4,7 +4,7 @@ subpartitions to consumers' channels, whoever registers first."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from plugins.local.network.input_channel import InputChannel
@@ -17,6 +17,14 @@ class NetworkSettings:
     floating_buffers_per_gate: int = 8
     max_buffers_per_channel: int = 10
     records_per_buffer: int = 1024
+
+    @classmethod
+    def of(cls, options: Any) -> NetworkSettings:
+        """The settings of the cluster's options (:class:`plugins.local.options.ClusterOptions`)."""
+        return cls(buffers_per_channel=options.buffers_per_channel,
+                   floating_buffers_per_gate=options.floating_buffers_per_gate,
+                   max_buffers_per_channel=options.max_buffers_per_channel,
+                   records_per_buffer=options.records_per_buffer)
 
 
 class ShuffleEnvironment:
