@@ -115,7 +115,7 @@ def decode_envelope(frame: list) -> Envelope:
 
 
 def encode_frame(channel: str, *values: Any) -> bytes:
-    return ENCODER.encode([channel, *values])
+    return ENCODER.encode([channel, *map(_wire, values)])
 
 
 class TcpTransport(LocalTransport):
@@ -135,7 +135,8 @@ class TcpTransport(LocalTransport):
         self.on_disconnected: Callable[[Connection, list[str], BaseException | None], None] = (
             lambda connection, addresses, error: None)
         self.server: Server | None = None
-        self._addresses: dict[Connection, list[str]] = {}
+        #: the connections of processes that introduced themselves, with the addresses they host
+        self.connections: dict[Connection, list[str]] = {}
         self._lock = threading.Lock()
 
     # -- connections --------------------------------------------------------------------------
@@ -159,7 +160,7 @@ class TcpTransport(LocalTransport):
     def close(self) -> None:
         if self.server is not None:
             self.server.close()
-        for connection in list(self._addresses) + ([self.default_route] if self.default_route else []):
+        for connection in list(self.connections) + ([self.default_route] if self.default_route else []):
             connection.close()
 
     def _frames(self, connection: Connection, frames: list[bytes]) -> None:
@@ -183,7 +184,7 @@ class TcpTransport(LocalTransport):
                     self.forward(envelope)
             elif channel == "hello":
                 addresses = frame[1]
-                self._addresses[connection] = addresses
+                self.connections[connection] = addresses
                 for address in addresses:
                     self.routes[address] = connection
                 self.loop.io_started()  # the hub's loop waits for the process's messages
@@ -192,7 +193,7 @@ class TcpTransport(LocalTransport):
                 self.handlers[channel](connection, *frame[1:])
 
     def _disconnected(self, connection: Connection, error: BaseException | None) -> None:
-        addresses = self._addresses.pop(connection, None)
+        addresses = self.connections.pop(connection, None)
         if addresses is not None:
             for address in addresses:
                 if self.routes.get(address) is connection:

@@ -29,5 +29,12 @@ class ClusterEndpoint:
         self.transport.handlers["summary"] = lambda connection, summary: cluster.summaries.append(summary)
         self.address = self.transport.listen(host)
 
-    def close(self) -> None:
-        self.transport.close()
+    def drain(self) -> None:
+        """The TaskExecutor processes are gone: handle what they sent last (events, summaries)
+        until the last connection has closed."""
+        transport, loop = self.transport, self.transport.loop
+        if transport.connections:
+            transport.on_disconnected = lambda connection, addresses, error: (
+                None if transport.connections else loop.stop())
+            loop.run()
+        transport.close()

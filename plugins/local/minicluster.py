@@ -200,9 +200,8 @@ class MiniCluster:
         self.dispatcher.stop()
         self.resource_manager.stop()
         self.driver.terminate()
-        if self.endpoint is not None:  # what the TaskExecutor processes sent last (events, summaries)
-            self.run.loop.run()
-            self.endpoint.close()
+        if self.endpoint is not None:
+            self.endpoint.drain()
 
 
 class _interrupts:
