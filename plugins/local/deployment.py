@@ -5,7 +5,7 @@ where to write its state and what to restore (Flink's JobManagerTaskRestore)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernel.checkpointing.assignment import TaskRestore
@@ -26,6 +26,9 @@ class ProducedPartition:
 class ConsumedInput:
     type_number: int  # 0: the one input; 1/2: inputs of a two-input operator
     channels: list[tuple[str, int]]  # (partition id, subpartition index) per channel
+    #: per channel: where its producer's TaskExecutor serves partitions ("": in this process)
+    locations: list[str] = field(default_factory=list)
+    edges: list[StreamEdge] = field(default_factory=list)  # per channel: the edge it carries
 
 
 @dataclass

@@ -69,10 +69,13 @@ class RegisterTaskExecutor(Message):
 
 
 class RegisterTaskManager(Message):
-    """TaskExecutor -> JobMaster (ask): connect for a job before offering its slots."""
+    """TaskExecutor -> JobMaster (ask): connect for a job before offering its slots; where it
+    serves its partitions to other TaskExecutors (its TaskManagerLocation's data port; "":
+    it runs in the JobMaster's process)."""
 
     job_id: str
     resource_id: str
+    data_address: str = ""
 
 
 class DisconnectResourceManager(Message):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kernel.clock import NS_PER_S
 from kernel.remoting import ENCODER, TcpTransport, encode_frame
 from plugins.local.faults import FaultInjector
+from plugins.local.network.remote import PartitionRequestClient, PartitionRequestServer
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
 from plugins.local.options import ClusterOptions
 from plugins.local.recovery import RecoveryTracker
@@ -57,7 +58,9 @@ class TaskManagerServices:
         self.run = run
         self.connection = connection
         self.network_settings = NetworkSettings.of(options)
-        self.shuffle = ShuffleEnvironment(self.network_settings)
+        self.shuffle = ShuffleEnvironment(self.network_settings, client=PartitionRequestClient(run.loop))
+        self.server = PartitionRequestServer(self.shuffle, run.loop, options.taskmanager_host)
+        self.shuffle.data_address = self.server.address
         self.tracker = RecoveryTracker(start=run.clock.now())
         self.faults = FaultInjector(self, run.config.faults)
 
@@ -97,4 +100,6 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     loop.run(daemons=True)
     task_executor.stop()
     run.bus.close("finished", wait=True)
+    services.server.close()
+    services.shuffle.client.close()
     transport.close()

@@ -192,7 +192,7 @@ class TaskExecutor(Component):
                 connection.registration.cancel()
             connection = self.jobs[job_id] = _JobConnection(job_id, address)
         connection.registration = RetryingRegistration(
-            self, address, m.RegisterTaskManager(job_id, self.resource_id), self.options,
+            self, address, m.RegisterTaskManager(job_id, self.resource_id, self.cluster.shuffle.data_address), self.options,
             lambda answer: self._connected_to_job_master(connection)).start()
 
     def _connected_to_job_master(self, connection: _JobConnection) -> None:

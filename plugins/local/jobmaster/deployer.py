@@ -112,6 +112,7 @@ class ExecutionDeployer:
                 consumer_max_parallelism=consumer.max_parallelism,
             ))
         inputs: dict[int, ConsumedInput] = {}
+        locations = self.job_master.task_manager_locations
         for group in ev.inputs:
             type_number = group.edge.type_number if group.edge.type_number else 0
             consumed = inputs.setdefault(type_number, ConsumedInput(type_number, []))
@@ -120,7 +121,10 @@ class ExecutionDeployer:
                     subpartition = ev.subtask
                 else:
                     subpartition = partition.consumer_vertices[partition.result.consumers.index(group.edge)].index(ev)
-                consumed.channels.append((f"{partition.id}@{partition.producer.current.attempt}", subpartition))
+                producer = partition.producer.current
+                consumed.channels.append((f"{partition.id}@{producer.attempt}", subpartition))
+                consumed.locations.append(locations.get(producer.slot.resource_id, "") if producer.slot else "")
+                consumed.edges.append(group.edge.stream_edge)
         scheduler = self.scheduler
         return TaskDeploymentDescriptor(
             job_id=scheduler.job_id, job_graph=scheduler.job_graph, vertex=ev.job_vertex.job_vertex,

@@ -49,6 +49,8 @@ class JobMaster(Component):
         self.scheduler: DefaultScheduler | None = None
         self.back_pressure: BackPressureMonitor | None = None
         self.task_managers: set[str] = set()
+        #: where each TaskExecutor serves its partitions to others ("": in this process)
+        self.task_manager_locations: dict[str, str] = {}
         self.rm_connected = False
         self.started_scheduling = False
         self._registration: RetryingRegistration | None = None
@@ -128,6 +130,7 @@ class JobMaster(Component):
     def handle_RegisterTaskManager(self, message: m.RegisterTaskManager, sender: str) -> str:
         if message.job_id != self.job_id or self.status.is_globally_terminal:
             raise RuntimeError(f"JobMaster {self.address} does not run job {message.job_id}")
+        self.task_manager_locations[message.resource_id] = message.data_address
         if message.resource_id not in self.task_managers:
             self.task_managers.add(message.resource_id)
             self.tm_heartbeats.monitor_target(message.resource_id, HeartbeatTarget(self, message.resource_id, "jm-te",
