@@ -13,6 +13,9 @@ from kernel.graph.job import JobGraph, JobVertex
 from kernel.graph.stream import StreamEdge
 
 
+STAGED_IN_TASK_EXECUTOR = "staged in the TaskExecutor"
+
+
 @dataclass
 class ProducedPartition:
     partition_id: str
@@ -43,6 +46,8 @@ class TaskDeploymentDescriptor:
     produced: list[ProducedPartition]
     inputs: list[ConsumedInput]
     alignment: Any = None  # the job's watermark alignment coordinator, if sources align
-    committer: Any = None  # the job's SinkCommitter, when sinks stage their output
+    #: the job's SinkCommitter, when sinks stage their output (STAGED_IN_TASK_EXECUTOR: a
+    #: TaskExecutor in another process stages it itself until the JobMaster finishes it)
+    committer: Any = None
     checkpoint_storage: Any = None  # the job's CheckpointStorageWorker, when it takes checkpoints
     restore: TaskRestore | None = None  # the state of the latest completed checkpoint

@@ -191,6 +191,14 @@ class CancelTask(Message):
     attempt: int
 
 
+class FinishStagedOutput(Message):
+    """JobMaster -> TaskExecutor in another process (ask), when a job whose sinks stage their
+    output ended: commit what these attempts staged there (in this order), discard the rest."""
+
+    job_id: str
+    attempts: tuple[tuple[str, int, int], ...] = ()
+
+
 class RequestTaskBackPressure(Message):
     """JobMaster -> TaskExecutor (ask): sample whether a task is back pressured (Flink's
     ``requestTaskBackPressure``), answered with a TaskBackPressureResponse."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_S
 from kernel.remoting import ENCODER, TcpTransport, encode_frame
+from kernel.streaming.committer import SinkCommitter
 from plugins.local.faults import FaultInjector
 from plugins.local.network.remote import PartitionRequestClient, PartitionRequestServer
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
@@ -52,7 +53,8 @@ class EventForwarder:
 class TaskManagerServices:
     """What the TaskExecutor of a worker process uses (an embedded one uses the MiniCluster's):
     the run, its shuffle environment and network settings, injected faults, the recovery
-    tracker, and where the summaries of ended tasks go."""
+    tracker, where the summaries of ended tasks go, and where its tasks' sinks stage their
+    output until the JobMaster finishes it (when the job stages it)."""
 
     def __init__(self, run: Any, options: ClusterOptions, connection: Connection) -> None:
         self.run = run
@@ -63,6 +65,7 @@ class TaskManagerServices:
         self.shuffle.data_address = self.server.address
         self.tracker = RecoveryTracker(start=run.clock.now())
         self.faults = FaultInjector(self, run.config.faults)
+        self.staged_output = SinkCommitter()
 
     def task_ended(self, task: StreamTask) -> None:
         from plugins.local.minicluster import TaskSummary

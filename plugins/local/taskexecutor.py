@@ -28,6 +28,7 @@ from kernel.messaging import AskTimeout, Component, MessagingService, RecipientU
 from plugins.local import messages as m
 from plugins.local.backpressure import BackPressureSampleService
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
+from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
 from plugins.local.events import ConnectionClosed
 from plugins.local.tasks.io_metrics import COUNTERS
 from plugins.local.tasks.streamtask import StreamTask
@@ -307,6 +308,8 @@ class TaskExecutor(Component):
         if slot is None:
             raise RuntimeError(f"TaskSubmissionException: no slot allocated for {deployment.allocation_id} on "
                                f"{self.resource_id}")
+        if deployment.committer == STAGED_IN_TASK_EXECUTOR:
+            deployment.committer = self.cluster.staged_output
         task = StreamTask(deployment, self.run, self.cluster.shuffle, self.cluster.network_settings, self._report)
         task.job_master = sender  # type: ignore[attr-defined]
         task.tell_job_master = lambda message: self._tell_job_master(sender, message)
@@ -314,6 +317,11 @@ class TaskExecutor(Component):
         task.instrument = self.cluster.faults.instrument
         self.tasks[task.attempt_key] = task
         self.loop.call_soon(task.start)
+        return m.ACK
+
+    def handle_FinishStagedOutput(self, message: m.FinishStagedOutput, sender: str) -> str:
+        """The job ended: commit what its final attempts' sinks staged here, discard the rest."""
+        self.cluster.staged_output.commit([tuple(attempt) for attempt in message.attempts])
         return m.ACK
 
     def handle_RequestTaskBackPressure(self, message: m.RequestTaskBackPressure, sender: str) -> Any:

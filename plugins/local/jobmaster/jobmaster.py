@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
+from kernel.clock import NS_PER_MS
 from kernel.graph.execution import JobStatus
 from kernel.graph.job import JobGraph
 from kernel.messaging import Component, MessagingService
@@ -80,9 +81,22 @@ class JobMaster(Component):
         self.rm_heartbeats.stop()
         self.tm_heartbeats.stop()
 
-    def job_ended(self, status: JobStatus, failure: str) -> None:
-        """The scheduler ended the job: disconnect the TaskExecutors, tell the Dispatcher (with
-        the back-pressure monitor's judgement)."""
+    def job_ended(self, status: JobStatus, failure: str, staged: tuple | None = None) -> None:
+        """The scheduler ended the job: TaskExecutors in other processes commit (``staged``:
+        the final attempts, in order) or discard (``()``) what sinks staged there, one after
+        the other; then disconnect the TaskExecutors, tell the Dispatcher (with the
+        back-pressure monitor's judgement)."""
+        remote = sorted(r for r, address in self.task_manager_locations.items() if address) if staged is not None else []
+        self._finish_staged_output(remote, staged, lambda: self._job_terminated(status, failure))
+
+    def _finish_staged_output(self, remote: list[str], staged: tuple | None, then: Any) -> None:
+        if not remote:
+            then()
+            return
+        answer = self.ask(remote[0], m.FinishStagedOutput(self.job_id, staged), self.options.rpc_timeout * NS_PER_MS)
+        answer.add_done_callback(lambda done: self._finish_staged_output(remote[1:], staged, then))
+
+    def _job_terminated(self, status: JobStatus, failure: str) -> None:
         for resource_id in sorted(self.task_managers):
             self.tell(resource_id, m.DisconnectJobManager(self.job_id, f"job {status.value.lower()}"))
         judgement = final_judgement(self.back_pressure)
