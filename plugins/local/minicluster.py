@@ -114,6 +114,18 @@ class MiniCluster:
     def _worker_stopped(self, resource_id: str, reason: str) -> None:
         self.run.bus.emit(WorkerStopped(time=self.run.clock.now(), resource_id=resource_id, reason=reason))
 
+    def set_slowdown(self, address: str, factor: float) -> bool:
+        """A slow fault starts or ends at a TaskExecutor; whether it runs now."""
+        worker = self.worker(address)
+        if worker is not None:
+            if not worker.stopped:
+                worker.set_slowdown(factor)
+            return True
+        if self.endpoint is not None and address in self.resource_manager.nodes:
+            self.endpoint.send_faults(address)
+            return True
+        return False
+
     def worker(self, address: str) -> TaskExecutor | None:
         """The TaskExecutor of that address in this process."""
         return next((w for w in self.task_executors if w.address == address), None)

@@ -7,8 +7,9 @@ the ResourceManager, offers slots to JobMasters and runs the tasks deployed into
 embedded one does. Its events go to the cluster's process every flush interval
 (``rill.events.flush-interval``), which records them: a killed worker loses at most the last
 interval's. The summaries of its ended tasks go there too. It samples its tasks' metrics every
-second. SIGTERM stops it (its tasks are cancelled, its last events sent); losing the
-connection to the cluster ends it at once.
+second. Injected faults reach it from the cluster's process (:mod:`.endpoint`). SIGTERM stops
+it (its tasks are cancelled, its last events sent); losing the connection to the cluster
+ends it at once.
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     options = run.config.section(ClusterOptions)
     services = TaskManagerServices(run, options, connection)
     task_executor = TaskExecutor(spec.resource_id, run.messaging, run, services, options)
+
+    def faults(connection: Connection, raised: list, slowdown: float) -> None:
+        services.faults.raised = dict(raised)
+        task_executor.set_slowdown(slowdown)
+
+    transport.handlers["faults"] = faults
+    services.faults.raise_counted = lambda *fired: connection.send(encode_frame("raised", *fired))
 
     def sample() -> None:
         task_executor.sample_running()
