@@ -361,6 +361,18 @@ def test_every_failover_strategy_satisfies_its_contract(failover):
     assert violations(strategy, FailoverStrategy) == []
 
 
+def test_the_processes_driver_and_what_it_is_handed_satisfy_their_contracts():
+    captured = Products()
+    job = run_job(lambda env: (env.from_collection([1, 2]).map(lambda v: v).add_sink(lambda v: None), env.execute()),
+                  "rill.clock=realtime", "plugins.workers=processes", plugins=(captured,))
+    assert job.outcome.status == "FINISHED"
+    [driver] = captured.made["create_resource_manager_driver"]
+    assert type(driver).__name__ == "ProcessDriver" and not driver.in_process
+    assert violations(driver, ResourceManagerDriver) == []
+    assert violations(captured.given["host"][0], WorkerHost) == []
+    assert violations(captured.given["handler"][0], ResourceEventHandler) == []
+
+
 def test_the_spark_backend_satisfies_the_backend_contract():
     session = Session.open(sets=["plugins.backend=spark"], environ={})
     backend = session.plugin_manager.hook.create_execution_backend(config=session.config)
