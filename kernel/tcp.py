@@ -1,17 +1,19 @@
 """Length-prefixed frames over TCP, between the processes of a run.
 
 A :class:`Connection` sends frames (a 4-byte big-endian length, then the payload) from any
-thread, one whole frame at a time, and reads them on a reader thread of its own, which hands
-every batch of complete frames to ``on_frames`` and, once, the end of the connection to
-``on_closed`` (None for an orderly close, else the error). The reader always reads: a sender
-only waits while the peer's kernel buffers are full, never for the peer's runtime. A
-:class:`Server` accepts connections on an accept thread.
+thread, in order, and reads them on a reader thread of its own, which hands every batch of
+complete frames to ``on_frames`` and, once, the end of the connection to ``on_closed`` (None
+for an orderly close, else the error). A sender never waits: what the socket does not take at
+once is queued for a writer thread (started the first time). The reader always reads, so the
+peer's runtime never holds up a sender. A :class:`Server` accepts connections on an accept
+thread.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections import deque
 from typing import Callable
 
 _HEADER = 4
@@ -34,36 +36,70 @@ class Connection:
         self.closed = False
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name=f"rill-tcp-{name}", daemon=True)
+        self._queued: deque[bytes | memoryview] = deque()  # what the socket did not take yet, in order
+        self._wake = threading.Condition(self._lock)
+        self._writer: threading.Thread | None = None
 
     def start(self) -> Connection:
         self._reader.start()
         return self
 
     def send(self, payload: bytes) -> bool:
-        """Send one frame; False when the connection is closed (or breaks meanwhile)."""
-        header = len(payload).to_bytes(_HEADER, "big")
+        """Send one frame; False when the connection is closed (or broke)."""
+        frame = len(payload).to_bytes(_HEADER, "big") + payload
         with self._lock:
             if self.closed:
                 return False
+            if self._queued:
+                self._queued.append(frame)
+                return True
             try:
-                if len(payload) < 65536:
-                    self.sock.sendall(header + payload)
-                else:
-                    self.sock.sendall(header)
-                    self.sock.sendall(payload)
+                sent = self.sock.send(frame, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                sent = 0
             except OSError:
                 self._shutdown()
                 return False
+            if sent < len(frame):
+                self._queued.append(memoryview(frame)[sent:])
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write, name=f"rill-tcp-{self.name}-w", daemon=True)
+                    self._writer.start()
+                self._wake.notify()
         return True
 
-    def close(self) -> None:
-        """Close both ways; the reader reports the end."""
+    def _write(self) -> None:
+        """The writer thread: send what is queued, blocking as long as the socket needs."""
+        while True:
+            with self._lock:
+                while not self._queued and not self.closed:
+                    self._wake.wait()
+                if self.closed:
+                    return
+                data = self._queued[0]
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                with self._lock:
+                    self._shutdown()
+                return
+            with self._lock:
+                self._queued.popleft()
+                if not self._queued:
+                    self._wake.notify_all()  # a close waiting for the queue to drain
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Close both ways once what is queued is sent (or ``timeout`` passed); the reader
+        reports the end."""
         with self._lock:
+            self._wake.wait_for(lambda: not self._queued or self.closed, timeout)
             self._shutdown()
 
     def _shutdown(self) -> None:
         if not self.closed:
             self.closed = True
+            self._queued.clear()
+            self._wake.notify()
             try:
                 self.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -97,6 +133,8 @@ class Connection:
                 self.on_frames(self, frames)
         with self._lock:
             self.closed = True
+            self._queued.clear()
+            self._wake.notify()
         sock.close()
         self.on_closed(self, error)
 

@@ -7,10 +7,12 @@
    timestamps with 2 s bounded out-of-orderness, key by word, count per word in 5 s tumbling
    event-time windows. Parallelism 2 on ``processes`` (two TaskExecutor processes, the keyed
    exchange crossing between them) against parallelism 1 embedded, realtime clock; records
-   per second over the whole run (workers' start included); both results compared.
+   per second over the whole run (workers' start included), and the CPU seconds all processes
+   spent; both results compared.
 2. A channel's throughput: a source and a sink in different slot sharing groups, so with
    ``processes`` the records cross a TCP channel between two processes, embedded an
-   in-process one.
+   in-process one; over the whole run and while the tasks run (from the first task running to
+   the last one finished: the workers' start left out).
 3. The time to start a worker: from its ``worker_started`` (the process spawned) to its
    ``worker_registered`` at the ResourceManager.
 """
@@ -22,10 +24,11 @@ import compileall
 import contextlib
 import io
 import pathlib
+import resource
 import statistics
 import time
 
-from kernel.cluster_events import WorkerRegistered, WorkerStarted
+from kernel.cluster_events import ExecutionStateChanged, WorkerRegistered, WorkerStarted
 from kernel.common import Duration, Time, Types, WatermarkStrategy
 from kernel.datastream import ProcessWindowFunction, StreamExecutionEnvironment
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
@@ -55,18 +58,38 @@ class WithStart(ProcessWindowFunction):
             yield f"{word} {context.window().start} {count}"
 
 
-def run(sets: list[str], build) -> tuple[float, list[str], list]:
-    """Run ``build(env)`` with ``sets`` (realtime): (seconds, printed lines, events)."""
-    capture = EventCapture()
-    session = Session.open(sets=["rill.clock=realtime", *sets], plugins=(capture,))
-    out = io.StringIO()
-    with use_executor(SessionExecutor(session, quiet=True)), contextlib.redirect_stdout(out):
-        env = StreamExecutionEnvironment.get_execution_environment()
-        started = time.perf_counter()
-        build(env)
-        elapsed = time.perf_counter() - started
-    drain_buses()
-    return elapsed, out.getvalue().splitlines(), capture.last.events
+def cpu_seconds() -> float:
+    """CPU time of this process and of its ended children (the worker processes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class Run:
+    """One run of a job: wall seconds, CPU seconds (all processes), printed lines, events."""
+
+    def __init__(self, sets: list[str], build) -> None:
+        capture = EventCapture()
+        session = Session.open(sets=["rill.clock=realtime", *sets], plugins=(capture,))
+        out = io.StringIO()
+        cpu = cpu_seconds()
+        with use_executor(SessionExecutor(session, quiet=True)), contextlib.redirect_stdout(out):
+            env = StreamExecutionEnvironment.get_execution_environment()
+            started = time.perf_counter()
+            build(env)
+            self.seconds = time.perf_counter() - started
+        drain_buses()
+        self.cpu = cpu_seconds() - cpu
+        self.lines = out.getvalue().splitlines()
+        self.events = capture.last.events
+
+    def rate(self, records: int) -> str:
+        return f"{records / self.seconds:10,.0f} records/s  {self.seconds:7.3f} s  (cpu {self.cpu:6.2f} s)"
+
+    def running_seconds(self) -> float:
+        """From the first task running to the last one finished (the workers' start left out)."""
+        changes = [e for e in self.events if isinstance(e, ExecutionStateChanged)]
+        first = min(e.time for e in changes if e.new_state == "RUNNING")
+        return (max(e.time for e in changes if e.new_state == "FINISHED") - first) / 1e9
 
 
 def window_word_count(count: int, parallelism: int):
@@ -109,23 +132,22 @@ def main() -> None:
     for package in ("kernel", "plugins"):  # bytecode as an installed rill has it: workers do not compile rill first
         compileall.compile_dir(ROOT / package, quiet=1)
     n = args.records
-    processes = ["plugins.workers=processes"]
-    run([], window_word_count(10_000, 1))  # warm up imports
-    embedded_s, expected, _ = run([], window_word_count(n, 1))
-    processes_s, found, events = run(processes, window_word_count(n, 2))
-    found = [line.split("> ", 1)[-1] for line in found]  # p=2 prints the subtask first
-    assert sorted(found) == sorted(expected), "processes counted differently"
-    print(f"WindowWordCount, {n:,} records, {len(expected):,} window results")
-    print(f"  embedded  p=1  {n / embedded_s:10,.0f} records/s  {embedded_s:7.3f} s")
-    print(f"  processes p=2  {n / processes_s:10,.0f} records/s  {processes_s:7.3f} s  "
-          f"{embedded_s / processes_s:4.2f}x embedded p=1")
-    local_s, _, _ = run([], channel(n))
-    remote_s, _, channel_events = run(processes, channel(n))
-    print(f"one channel, {n:,} records")
-    print(f"  in-process     {n / local_s:10,.0f} records/s  {local_s:7.3f} s")
-    print(f"  TCP            {n / remote_s:10,.0f} records/s  {remote_s:7.3f} s  "
-          f"{local_s / remote_s:4.2f}x in-process")
-    starts = start_times(events) + start_times(channel_events)
+    with_processes = ["plugins.workers=processes"]
+    Run([], window_word_count(10_000, 1))  # warm up imports
+    embedded = Run([], window_word_count(n, 1))
+    processes = Run(with_processes, window_word_count(n, 2))
+    found = [line.split("> ", 1)[-1] for line in processes.lines]  # p=2 prints the subtask first
+    assert sorted(found) == sorted(embedded.lines), "processes counted differently"
+    print(f"WindowWordCount, {n:,} records, {len(found):,} window results")
+    print(f"  embedded  p=1  {embedded.rate(n)}")
+    print(f"  processes p=2  {processes.rate(n)}  {embedded.seconds / processes.seconds:4.2f}x embedded p=1")
+    local = Run([], channel(n))
+    remote = Run(with_processes, channel(n))
+    print(f"one channel, {n:,} records: whole run; tasks running")
+    local_s, remote_s = local.running_seconds(), remote.running_seconds()
+    print(f"  in-process     {local.rate(n)}; {n / local_s:10,.0f} records/s")
+    print(f"  TCP            {remote.rate(n)}; {n / remote_s:10,.0f} records/s  {local_s / remote_s:4.2f}x in-process")
+    starts = start_times(processes.events) + start_times(remote.events)
     print(f"starting a worker (spawned to registered): median {statistics.median(starts):.3f} s, "
           f"max {max(starts):.3f} s over {len(starts)}")
 

@@ -76,7 +76,8 @@ class Cluster:
         self.worker_messaging.use_transport(self.worker)
         Echo("echo", self.worker_messaging).start()
         joined = threading.Event()
-        self.hub.on_hello = lambda connection, addresses, *info: (joined.set(), self.loop.stop())
+        self.hub.on_hello = lambda connection, addresses, *info: (joined.set(), self.loop.io_finished(), self.loop.stop())
+        self.loop.io_started()  # the hub waits for the other process to introduce itself
         self.worker.connect(address, ["echo"], "info")
         self.thread = threading.Thread(target=self.worker_loop.run, kwargs={"daemons": True}, daemon=True)
         self.thread.start()

@@ -8,8 +8,8 @@ embedded one does. Its events go to the cluster's process every flush interval
 (``rill.events.flush-interval``), which records them: a killed worker loses at most the last
 interval's. The summaries of its ended tasks go there too. It samples its tasks' metrics every
 second. Injected faults reach it from the cluster's process (:mod:`.endpoint`). SIGTERM stops
-it (its tasks are cancelled, its last events sent); losing the connection to the cluster
-ends it at once.
+it (its tasks are cancelled, its last events sent); so does its TaskExecutor giving up
+(``taskmanager.registration.timeout``); losing the connection to the cluster ends it at once.
 """
 
 from __future__ import annotations
@@ -98,6 +98,9 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     services.faults.raise_counted = lambda *fired: connection.send(encode_frame("raised", *fired))
 
     def sample() -> None:
+        if task_executor.stopped:  # it gave up (not registered in time): the process ends
+            loop.stop()
+            return
         task_executor.sample_running()
         loop.call_later(NS_PER_S, sample, daemon=True)
 

@@ -37,6 +37,16 @@ if TYPE_CHECKING:
 _output_lock = threading.Lock()
 
 
+def _write(data: bytes) -> None:
+    with _output_lock:
+        out = sys.stdout
+        try:
+            out.write(data.decode("utf-8", errors="replace"))
+            out.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+
 class ProcessWorkerOptions(Section):
     stop_timeout: Annotated[
         DurationMs, msgspec.Meta(ge=0, description="how long a released TaskExecutor process may take to exit before SIGKILL")
@@ -99,15 +109,21 @@ class ProcessDriver:
         return placed
 
     def _pump_output(self, worker: _Worker) -> None:
-        """What the worker prints, line by line, to this process's stdout."""
-        for line in iter(worker.process.stdout.readline, b""):
-            with _output_lock:
-                out = sys.stdout
-                try:
-                    out.write(line.decode("utf-8", errors="replace"))
-                    out.flush()
-                except (BrokenPipeError, ValueError):
-                    pass
+        """What the worker prints to this process's stdout, whole lines at a time (so lines of
+        two workers never mix)."""
+        fd = worker.process.stdout.fileno()
+        pending = b""
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            pending += chunk
+            end = pending.rfind(b"\n") + 1
+            if end:
+                _write(pending[:end])
+                pending = pending[end:]
+        if pending:
+            _write(pending)
 
     def _wait(self, worker: _Worker) -> None:
         code = worker.process.wait()
