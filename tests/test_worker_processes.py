@@ -309,3 +309,16 @@ def test_the_workers_stop_with_sigterm_and_send_their_last_events():
     assert len(final) == 4
     assert sum(len(e.text.splitlines()) for e in job.events(SinkOutputPrinted)) == len(job.lines) == 300
     assert {e.reason for e in job.events(WorkerStopped)} == {"cluster shut down"}
+
+
+def test_execute_and_collect_gets_the_records_of_collect_sinks_in_worker_processes():
+    def build(env):
+        env.set_parallelism(2)
+        with env.from_collection(list(range(20)), Types.INT()).map(lambda v: v * 3, Types.INT()) \
+                .execute_and_collect() as records:
+            collected.extend(records)
+
+    collected: list = []
+    job = run_job(build, *PROCESSES)
+    assert job.outcome.status == "FINISHED" and sorted(collected) == [3 * v for v in range(20)]
+    assert all(pid != os.getpid() for pid in pids_of(job).values())

@@ -82,6 +82,7 @@ class MiniCluster:
                                                 self.tracker, self._worker_stopped)
         self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated, self.tracker)
         self.outcome: JobOutcome | None = None
+        self.job_graph: JobGraph | None = None
         self.summaries: list[TaskSummary] = []
         self._sampler: Any = None
 
@@ -99,6 +100,10 @@ class MiniCluster:
             config=pickle.dumps((self.run.config.raw, self.run.input_overrides)), sys_path=list(sys.path),
             cwd=os.getcwd(),
         )
+
+    def localize(self, deployment: Any) -> Any:
+        """A deployment as a TaskExecutor here runs it: as the JobMaster made it."""
+        return deployment
 
     def start_task_executor(self, spec: TaskExecutorProcessSpec) -> None:
         worker = TaskExecutor(spec.resource_id, self.run.messaging, self.run, self, self.options)
@@ -175,6 +180,7 @@ class MiniCluster:
             self.run.messaging.send("client", self.dispatcher.address, m.CancelJob(job_id, reason))
 
     def execute(self, job_graph: JobGraph) -> JobOutcome:
+        self.job_graph = job_graph
         loop = self.run.loop
         self.resource_manager.start()
         self.dispatcher.start()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kernel.clock import NS_PER_S
 from kernel.remoting import ENCODER, TcpTransport, encode_frame
 from kernel.streaming.committer import SinkCommitter
+from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
 from plugins.local.faults import FaultInjector
 from plugins.local.network.remote import PartitionRequestClient, PartitionRequestServer
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from kernel.eventbus import EventBatch
     from kernel.run import Run
     from kernel.tcp import Connection
+    from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.tasks.streamtask import StreamTask
 
 
@@ -49,6 +51,17 @@ class EventForwarder:
 
     def close(self, status: str) -> None:
         """The cluster's process closes the run."""
+
+
+class ForwardedRecords:
+    """A collect sink's records, sent to the cluster's process (where the caller iterates)."""
+
+    def __init__(self, connection: Connection, node_id: int) -> None:
+        self.connection = connection
+        self.node_id = node_id
+
+    def extend(self, values: list) -> None:
+        self.connection.send(encode_frame("collected", self.node_id, list(values)))
 
 
 class TaskManagerServices:
@@ -67,6 +80,16 @@ class TaskManagerServices:
         self.tracker = RecoveryTracker(start=run.clock.now())
         self.faults = FaultInjector(self, run.config.faults)
         self.staged_output = SinkCommitter()
+
+    def localize(self, deployment: TaskDeploymentDescriptor) -> TaskDeploymentDescriptor:
+        """A deployment from the JobMaster's process as it runs here: sinks stage their output
+        in this process; collect sinks send their records to the cluster's process."""
+        if deployment.committer == STAGED_IN_TASK_EXECUTOR:
+            deployment.committer = self.staged_output
+        for node in deployment.job_graph.stream_graph.nodes.values():
+            if node.operator.kind == "collect":
+                node.operator.params["target"] = ForwardedRecords(self.connection, node.id)
+        return deployment
 
     def task_ended(self, task: StreamTask) -> None:
         from plugins.local.minicluster import TaskSummary

@@ -28,7 +28,6 @@ from kernel.messaging import AskTimeout, Component, MessagingService, RecipientU
 from plugins.local import messages as m
 from plugins.local.backpressure import BackPressureSampleService
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
-from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
 from plugins.local.events import ConnectionClosed
 from plugins.local.tasks.io_metrics import COUNTERS
 from plugins.local.tasks.streamtask import StreamTask
@@ -303,13 +302,11 @@ class TaskExecutor(Component):
     # -- tasks --------------------------------------------------------------------------------
 
     def handle_SubmitTask(self, message: m.SubmitTask, sender: str) -> str:
-        deployment = message.deployment
+        deployment = self.cluster.localize(message.deployment)
         slot = next((s for s in self.slots if s is not None and s.allocation_id == deployment.allocation_id), None)
         if slot is None:
             raise RuntimeError(f"TaskSubmissionException: no slot allocated for {deployment.allocation_id} on "
                                f"{self.resource_id}")
-        if deployment.committer == STAGED_IN_TASK_EXECUTOR:
-            deployment.committer = self.cluster.staged_output
         task = StreamTask(deployment, self.run, self.cluster.shuffle, self.cluster.network_settings, self._report)
         task.job_master = sender  # type: ignore[attr-defined]
         task.tell_job_master = lambda message: self._tell_job_master(sender, message)
