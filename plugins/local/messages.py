@@ -71,10 +71,13 @@ class RegisterTaskExecutor(Message):
 
 
 class RegisterTaskManager(Message):
-    """TaskExecutor -> JobMaster (ask): connect for a job before offering its slots."""
+    """TaskExecutor -> JobMaster (ask): connect for a job before offering its slots; where it
+    serves its partitions to other TaskExecutors (its TaskManagerLocation's data port; "":
+    it runs in the JobMaster's process)."""
 
     job_id: str
     resource_id: str
+    data_address: str = ""
 
 
 class DisconnectResourceManager(Message):
@@ -188,6 +191,14 @@ class CancelTask(Message):
     vertex_id: str
     subtask: int
     attempt: int
+
+
+class FinishStagedOutput(Message):
+    """JobMaster -> TaskExecutor in another process (ask), when a job whose sinks stage their
+    output ended: commit what these attempts staged there (in this order), discard the rest."""
+
+    job_id: str
+    attempts: tuple[tuple[str, int, int], ...] = ()
 
 
 class RequestTaskBackPressure(Message):

@@ -192,7 +192,7 @@ class TaskExecutor(Component):
                 connection.registration.cancel()
             connection = self.jobs[job_id] = _JobConnection(job_id, address)
         connection.registration = RetryingRegistration(
-            self, address, m.RegisterTaskManager(job_id, self.resource_id), self.options,
+            self, address, m.RegisterTaskManager(job_id, self.resource_id, self.cluster.shuffle.data_address), self.options,
             lambda answer: self._connected_to_job_master(connection)).start()
 
     def _connected_to_job_master(self, connection: _JobConnection) -> None:
@@ -302,7 +302,7 @@ class TaskExecutor(Component):
     # -- tasks --------------------------------------------------------------------------------
 
     def handle_SubmitTask(self, message: m.SubmitTask, sender: str) -> str:
-        deployment = message.deployment
+        deployment = self.cluster.localize(message.deployment)
         slot = next((s for s in self.slots if s is not None and s.allocation_id == deployment.allocation_id), None)
         if slot is None:
             raise RuntimeError(f"TaskSubmissionException: no slot allocated for {deployment.allocation_id} on "
@@ -314,6 +314,11 @@ class TaskExecutor(Component):
         task.instrument = self.cluster.faults.instrument
         self.tasks[task.attempt_key] = task
         self.loop.call_soon(task.start)
+        return m.ACK
+
+    def handle_FinishStagedOutput(self, message: m.FinishStagedOutput, sender: str) -> str:
+        """The job ended: commit what its final attempts' sinks staged here, discard the rest."""
+        self.cluster.staged_output.commit([tuple(attempt) for attempt in message.attempts])
         return m.ACK
 
     def handle_RequestTaskBackPressure(self, message: m.RequestTaskBackPressure, sender: str) -> Any:

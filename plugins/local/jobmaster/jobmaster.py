@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
+from kernel.clock import NS_PER_MS
 from kernel.graph.execution import JobStatus
 from kernel.graph.job import JobGraph
 from kernel.messaging import Component, MessagingService
@@ -50,6 +51,8 @@ class JobMaster(Component):
         self.scheduler: DefaultScheduler | None = None
         self.back_pressure: BackPressureMonitor | None = None
         self.task_managers: set[str] = set()
+        #: where each TaskExecutor serves its partitions to others ("": in this process)
+        self.task_manager_locations: dict[str, str] = {}
         self.rm_connected = False
         self.started_scheduling = False
         self._registration: RetryingRegistration | None = None
@@ -79,9 +82,22 @@ class JobMaster(Component):
         self.rm_heartbeats.stop()
         self.tm_heartbeats.stop()
 
-    def job_ended(self, status: JobStatus, failure: str) -> None:
-        """The scheduler ended the job: disconnect the TaskExecutors, tell the Dispatcher (with
-        the back-pressure monitor's judgement)."""
+    def job_ended(self, status: JobStatus, failure: str, staged: tuple | None = None) -> None:
+        """The scheduler ended the job: TaskExecutors in other processes commit (``staged``:
+        the final attempts, in order) or discard (``()``) what sinks staged there, one after
+        the other; then disconnect the TaskExecutors, tell the Dispatcher (with the
+        back-pressure monitor's judgement)."""
+        remote = sorted(r for r, address in self.task_manager_locations.items() if address) if staged is not None else []
+        self._finish_staged_output(remote, staged, lambda: self._job_terminated(status, failure))
+
+    def _finish_staged_output(self, remote: list[str], staged: tuple | None, then: Any) -> None:
+        if not remote:
+            then()
+            return
+        answer = self.ask(remote[0], m.FinishStagedOutput(self.job_id, staged), self.options.rpc_timeout * NS_PER_MS)
+        answer.add_done_callback(lambda done: self._finish_staged_output(remote[1:], staged, then))
+
+    def _job_terminated(self, status: JobStatus, failure: str) -> None:
         for resource_id in sorted(self.task_managers):
             self.tell(resource_id, m.DisconnectJobManager(self.job_id, f"job {status.value.lower()}"))
         judgement = final_judgement(self.back_pressure)
@@ -132,6 +148,7 @@ class JobMaster(Component):
     def handle_RegisterTaskManager(self, message: m.RegisterTaskManager, sender: str) -> str:
         if message.job_id != self.job_id or self.status.is_globally_terminal:
             raise RuntimeError(f"JobMaster {self.address} does not run job {message.job_id}")
+        self.task_manager_locations[message.resource_id] = message.data_address
         if message.resource_id not in self.task_managers:
             self.task_managers.add(message.resource_id)
             self.tm_heartbeats.monitor_target(message.resource_id, HeartbeatTarget(self, message.resource_id, "jm-te",
@@ -167,7 +184,7 @@ class JobMaster(Component):
         """Reconcile the executions the TaskExecutor runs with what this JobMaster expects."""
         if deployed is None or self.status.is_globally_terminal:
             return
-        self.scheduler.deployer.reconcile(resource_id, set(deployed))
+        self.scheduler.deployer.reconcile(resource_id, set(map(tuple, deployed)))  # lists, from another process
 
     def task_manager_heartbeat_payload(self, resource_id: str) -> Any:
         return self.scheduler.slot_pool.allocations_on(resource_id)

@@ -65,6 +65,11 @@ class InputChannel:
             gate.waiting_for_credit.append(self)
         return False
 
+    def buffer_available(self) -> None:
+        """A floating buffer of the gate is free again: the producer may send."""
+        if self.subpartition is not None:
+            self.subpartition.try_send()
+
     def deliver(self, item: Any) -> None:
         self.queue.append(item)
         if self.persisting:

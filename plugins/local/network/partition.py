@@ -178,8 +178,10 @@ class Subpartition:
 class ResultPartition:
     """The producer side of one IntermediateResultPartition."""
 
-    def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool) -> None:
+    def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool,
+                 type_info: Any = None) -> None:
         self.partition_id = partition_id
+        self.type_info = type_info  # of its records (how they cross to another TaskExecutor)
         self.settings = settings
         self.records_per_buffer = settings.records_per_buffer
         self.blocking = blocking

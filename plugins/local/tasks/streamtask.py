@@ -52,6 +52,7 @@ from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.record_writer import RecordWriterOutput
+from plugins.local.network.wire import edge_type
 from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
@@ -168,7 +169,8 @@ class StreamTask:
         flush_always = self.execution_options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
         outputs: dict[int, RecordWriterOutput] = {}
         for produced in d.produced:
-            partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking)
+            partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking,
+                                        edge_type(graph, produced.edge))
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng)
             outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always, self.watermark_reporter)
@@ -178,7 +180,7 @@ class StreamTask:
         if self.instrument is not None:
             self.instrument(self)
         inputs = sorted(d.inputs, key=lambda c: c.type_number)
-        gates = [InputGate(len(consumed.channels), self.settings, index) for index, consumed in enumerate(inputs)]
+        gates = [self.shuffle.create_input_gate(consumed, index, graph) for index, consumed in enumerate(inputs)]
         valves = [self.runtime.create_watermark_valve(len(consumed.channels)) for consumed in inputs]
         self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
         self.mailbox.slowdown = self.slowdown
@@ -189,8 +191,7 @@ class StreamTask:
         for partition in self.partitions:
             self.shuffle.register_partition(partition)
         for gate, consumed in zip(gates, inputs):
-            for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
-                self.shuffle.register_channel(partition_id, subpartition, channel)
+            self.shuffle.connect_input_gate(gate, consumed, self.fail)
         self._source_head = self.chain.head if self.is_source else None
 
     def _set_up_checkpointing(self, storage: Any, gates: list[InputGate]) -> None:
@@ -458,6 +459,9 @@ class StreamTask:
         for partition in self.partitions:
             partition.release()
             self.shuffle.release(partition.partition_id)
+        if self.input is not None:
+            for gate in self.input.gate_of_input:
+                self.shuffle.release_input_gate(gate)
 
     def suspension_changed(self, reason: str, suspended: bool) -> None:
         bus = self.run.bus
