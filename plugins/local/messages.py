@@ -232,8 +232,8 @@ class UpdateTaskExecutionState(Message):
 
 class TriggerCheckpoint(Message):
     """JobMaster -> TaskExecutor: start a checkpoint at a task (a source, or a task whose inputs
-    all finished), with barriers of that kind (``CheckpointBarrier``); ``stop``: the savepoint of a
-    stop-with-savepoint (``drain``: draining)."""
+    all finished), with barriers of that kind (``CheckpointBarrier``, with the storage
+    ``location`` they name); ``stop``: the savepoint of a stop-with-savepoint (``drain``: draining)."""
 
     vertex_id: str
     subtask: int
@@ -245,6 +245,7 @@ class TriggerCheckpoint(Message):
     alignment_timeout: int = 0
     stop: bool = False
     drain: bool = False
+    location: str = ""
 
 
 class TriggerSavepoint(Message):

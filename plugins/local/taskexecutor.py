@@ -351,7 +351,7 @@ class TaskExecutor(Component):
                 message=f"TaskExecutor {self.resource_id} runs no such task"))
         elif task.checkpoints is not None:
             task.checkpoints.trigger(message.checkpoint_id, message.timestamp, message.aligned, message.unaligned,
-                                     message.alignment_timeout, message.stop, message.drain)
+                                     message.alignment_timeout, message.stop, message.drain, message.location)
 
     def handle_NotifyCheckpointComplete(self, message: m.NotifyCheckpointComplete, sender: str) -> None:
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))

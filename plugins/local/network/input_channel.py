@@ -134,16 +134,26 @@ class InputChannel:
         """The barrier of ``checkpoint_id``, queued here or still at the producer, overtakes
         the data before it as an unaligned barrier (the data overtaken at the producer is
         persisted here)."""
+        if self.convert_queued_to_priority(checkpoint_id):
+            return
+        subpartition = self.subpartition
+        if subpartition is not None:
+            overtaken = subpartition.convert_to_priority(checkpoint_id)
+            if overtaken is not None:
+                if self.persisted is not None:
+                    self.persisted.extend(overtaken)
+                subpartition.try_send()
+
+    def convert_queued_to_priority(self, checkpoint_id: int) -> bool:
+        """The barrier of ``checkpoint_id`` queued here overtakes the data before it (the
+        barrier stays in the queue as the mark); False when it is not queued here."""
         for item in self.queue:
             if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
-                self._priority(item.as_unaligned())  # the barrier in the queue stays as the mark
+                self._priority(item.as_unaligned())
                 if item.blocks:
                     self.resume_consumption()
-                return
-        if self.subpartition is not None:
-            overtaken = self.subpartition.convert_to_priority(checkpoint_id)
-            if overtaken and self.persisted is not None:
-                self.persisted.extend(overtaken)
+                return True
+        return False
 
     def finish_persisting(self) -> list[bytes]:
         """The data persisted for the checkpoint (persisting ends)."""

@@ -112,14 +112,14 @@ class Subpartition:
 
     def convert_to_priority(self, checkpoint_id: int) -> list[bytes] | None:
         """The barrier of ``checkpoint_id`` still queued here overtakes the data before it, as
-        an unaligned barrier: the persisted forms of that data (None: not queued here)."""
+        an unaligned barrier, at the next :meth:`try_send` (the caller's, once it took the
+        overtaken data): the persisted forms of that data (None: not queued here)."""
         queue = self.queue
         for position, item in enumerate(queue):
             if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
                 overtaken = persist_all(islice(queue, position))
                 del queue[position]
                 self.priority.append(item.as_unaligned())
-                self.try_send()
                 return overtaken
         return None
 

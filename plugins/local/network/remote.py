@@ -7,13 +7,19 @@ TaskExecutor, shared by all channels), announcing as initial credit its exclusiv
 (``buffers-per-channel``). Every buffer that arrives uses one credit and carries the sender's
 backlog (buffers still queued); the channel takes floating buffers of its gate for the backlog
 and announces them as credit. A processed buffer gives its credit back: an exclusive one is
-announced again at once, a floating one returns to the gate. Events need no credit.
+announced again at once, a floating one returns to the gate (a buffer restored from an
+unaligned checkpoint took no credit and gives none back). Events need no credit.
 
 Producer side: the :class:`PartitionRequestServer` answers a request with a
 :class:`SubpartitionView`, the remote end the subpartition sends to as it would to a local
-channel: one buffer per credit, events whenever; without credit buffers stay queued, the
-producer's pool runs dry and its task is back pressured. An aligned barrier blocks the
-subpartition until the consumer, aligned, sends ``resume``.
+channel: one buffer per credit, events whenever, priority events (unaligned barriers, barrier
+announcements) ahead of everything queued; without credit buffers stay queued, the producer's
+pool runs dry and its task is back pressured. An aligned barrier blocks the subpartition until
+the consumer, aligned, sends ``resume``. When the consumer's alignment times out it asks
+(``convert``) for an announced barrier still queued at the producer to overtake the data before
+it: the producer sends the persisted forms of that data (``overtaken``, which the consumer adds
+to the channel state it is persisting), then the barrier as a priority event — in that order on
+the one connection.
 
 A connection that breaks (or cannot be made) fails, at once, every task with a channel on it
 that had not ended — Flink's RemoteTransportException.
@@ -67,16 +73,28 @@ class SubpartitionView:
             return True
         return False
 
-    def deliver(self, item: Any) -> None:
-        if type(item) is RecordBatch:
-            codec = self.codec
-            if codec is None:
-                codec = self.codec = RecordCodec(self.subpartition.partition.type_info)
-            frame = ["buf", self.receiver_id, self.subpartition.queued_buffers, codec.encode(item.values),
-                     item.timestamps]
-        else:
-            frame = ["evt", self.receiver_id, *encode_event(item)]
-        self.connection.send(_encode(frame))
+    def deliver(self, item: RecordBatch) -> None:
+        codec = self.codec
+        if codec is None:
+            codec = self.codec = RecordCodec(self.subpartition.partition.type_info)
+        self.connection.send(_encode(["buf", self.receiver_id, self.subpartition.queued_buffers,
+                                      codec.encode(item.values), item.timestamps]))
+
+    def deliver_event(self, item: Any) -> None:
+        self.connection.send(_encode(["evt", self.receiver_id, *encode_event(item)]))
+
+    def deliver_priority(self, item: Any) -> None:
+        self.connection.send(_encode(["pri", self.receiver_id, *encode_event(item)]))
+
+    def convert_to_priority(self, checkpoint_id: int) -> None:
+        """The consumer asks the barrier of ``checkpoint_id``, if still queued here, to overtake."""
+        subpartition = self.subpartition
+        if subpartition is None:
+            return
+        overtaken = subpartition.convert_to_priority(checkpoint_id)
+        if overtaken is not None:
+            self.connection.send(_encode(["ovt", self.receiver_id, overtaken]))
+            subpartition.try_send()
 
     def detach(self) -> None:
         subpartition = self.subpartition
@@ -123,6 +141,10 @@ class PartitionRequestServer:
                 view = self.views.get(key)
                 if view is not None and view.subpartition is not None:
                     view.subpartition.resume()
+            elif kind == "convert":
+                view = self.views.get(key)
+                if view is not None:
+                    view.convert_to_priority(frame[2])
             elif kind == "cancel":
                 self._release(key)
 
@@ -190,7 +212,10 @@ class RemoteInputChannel(InputChannel):
             self.client.send(self, "credit", added)
 
     def recycle(self) -> None:
-        if self.credits.popleft():
+        credit = self.credits.popleft()
+        if credit is None:
+            return
+        if credit:
             self.credits.append(True)
             self.available += 1
             self.client.send(self, "credit", 1)
@@ -200,6 +225,16 @@ class RemoteInputChannel(InputChannel):
 
     def resume_consumption(self) -> None:
         self.client.send(self, "resume")
+
+    def convert_to_priority(self, checkpoint_id: int) -> None:
+        """The barrier queued here overtakes at once; one still at the producer is asked to."""
+        if not self.convert_queued_to_priority(checkpoint_id):
+            self.client.send(self, "convert", checkpoint_id)
+
+    def add_overtaken(self, elements: list[bytes]) -> None:
+        """What the barrier overtook at the producer, persisted (when still persisting)."""
+        if self.persisted is not None:
+            self.persisted.extend(elements)
 
     def release(self) -> None:
         """The consuming task ended: the producer stops sending."""
@@ -254,13 +289,18 @@ class PartitionRequestClient:
             channel = channels.get(frame[1])
             if channel is None:
                 continue
-            if frame[0] == "buf":
+            kind = frame[0]
+            if kind == "buf":
                 channel.on_buffer(frame[2], frame[3], frame[4])
-            else:
+            elif kind == "evt":
                 event = decode_event(frame[2:])
                 if type(event) is EndOfPartition:
                     del channels[frame[1]]
-                channel.deliver(event)
+                channel.deliver_event(event)
+            elif kind == "pri":
+                channel.deliver_priority(decode_event(frame[2:]))
+            else:
+                channel.add_overtaken(frame[2])
 
     def _closed(self, connection: Connection, error: BaseException | None) -> None:
         self.loop.call_soon_threadsafe(self._disconnected, connection, error)

@@ -1,6 +1,7 @@
 """What crosses a TCP connection between TaskExecutors: buffers of records and the events that
 travel in band with them (watermarks, watermark statuses, latency markers, checkpoint
-barriers and cancellation markers, end of data, end of partition).
+barriers — aligned, unaligned, with their alignment timeout and storage location — barrier
+announcements, cancellation markers, end of data with its stop mode, end of partition).
 
 A buffer's records are serialised together, with the edge's declared ``Types`` where they
 map onto MessagePack (basic types, tuples, lists, maps of them; msgspec decodes them back to
@@ -29,6 +30,7 @@ from kernel.common.typeinfo import (
 from kernel.streaming.elements import (
     END_OF_DATA,
     END_OF_PARTITION,
+    BarrierAnnouncement,
     CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfData,
@@ -90,6 +92,11 @@ def edge_type(stream_graph: Any, edge: Any) -> Any:
     return stream_graph.nodes[edge.source_id].output_type
 
 
+def _barrier(barrier: CheckpointBarrier) -> list:
+    return [barrier.checkpoint_id, barrier.timestamp, barrier.aligned, barrier.unaligned, barrier.alignment_timeout,
+            barrier.location]
+
+
 def encode_event(event: Any) -> list:
     kind = type(event)
     if kind is Watermark:
@@ -99,11 +106,13 @@ def encode_event(event: Any) -> list:
     if kind is LatencyMarker:
         return ["l", event.marked_time, event.operator_id, event.subtask]
     if kind is CheckpointBarrier:
-        return ["b", event.checkpoint_id, event.timestamp, event.aligned]
+        return ["b", *_barrier(event)]
+    if kind is BarrierAnnouncement:
+        return ["a", *_barrier(event.barrier)]
     if kind is CancelCheckpointMarker:
         return ["c", event.checkpoint_id]
     if kind is EndOfData:
-        return ["d"]
+        return ["d", event.drain, event.stop]
     if kind is EndOfPartition:
         return ["e"]
     raise TypeError(f"cannot send {event!r} between TaskExecutors")
@@ -118,11 +127,14 @@ def decode_event(fields: list) -> Any:
     if kind == "l":
         return LatencyMarker(fields[1], fields[2], fields[3])
     if kind == "b":
-        return CheckpointBarrier(fields[1], fields[2], fields[3])
+        return CheckpointBarrier(*fields[1:])
+    if kind == "a":
+        return BarrierAnnouncement(CheckpointBarrier(*fields[1:]))
     if kind == "c":
         return CancelCheckpointMarker(fields[1])
     if kind == "d":
-        return END_OF_DATA
+        drain, stop = fields[1], fields[2]
+        return END_OF_DATA if drain and not stop else EndOfData(drain, stop)
     if kind == "e":
         return END_OF_PARTITION
     raise ValueError(f"unknown network event {fields!r}")
