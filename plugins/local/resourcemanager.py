@@ -29,7 +29,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
-from kernel.cluster_events import WorkerRegistered, WorkerStarted, WorkerStopped
+from kernel.cluster_events import WorkerRegistered, WorkerStarted
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, heartbeat_manager

@@ -75,6 +75,7 @@ class SubtaskCheckpointCoordinator:
         self.final_completed = False
         self._in_progress: dict[int, _Snapshot] = {}  # taken or being taken, not yet written
         self._draining: list[_Snapshot] = []  # waiting for the operators' work in flight, in order
+        self._triggered_mails: set[int] = set()  # triggers whose mail has not run yet
 
     # -- from the coordinator -----------------------------------------------------------------
 
@@ -90,12 +91,22 @@ class SubtaskCheckpointCoordinator:
         barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned, unaligned, alignment_timeout, location)
 
         def take() -> None:
+            self._triggered_mails.discard(checkpoint_id)
             if stop and checkpoint_id > self.last_checkpoint_id and checkpoint_id not in self._aborted:
                 task.stop_for_savepoint(drain, lambda: self._triggered(barrier))
             else:
                 self._triggered(barrier)
 
+        self._triggered_mails.add(checkpoint_id)
         task.mailbox.execute(take, f"checkpoint {checkpoint_id}")
+
+    def task_finished(self) -> None:
+        """The task finished with triggers still in its mailbox (a mail before them ended it):
+        they are declined, as Flink's task does with the mails it drains once closing."""
+        pending, self._triggered_mails = sorted(self._triggered_mails), set()
+        reason = CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING
+        for checkpoint_id in pending:
+            self.decline(checkpoint_id, reason, f"{reason.message}: {self.task.name} finished")
 
     def _triggered(self, barrier: CheckpointBarrier) -> None:
         """A source checkpoints; a task whose inputs all finished takes the barrier as if every

@@ -407,8 +407,13 @@ class StreamTask:
     def _finish_task(self) -> None:
         for partition in self.partitions:
             partition.finish()
+        self._finished()
+
+    def _finished(self) -> None:
         self.mailbox.stop()
         self.chain.close()
+        if self.checkpoints is not None:
+            self.checkpoints.task_finished()
         self._set_state("FINISHED")
 
     def _finish(self, start: int = 0) -> None:
@@ -420,9 +425,7 @@ class StreamTask:
         for partition in self.partitions:
             partition.finish()
         self._stop_timers()
-        self.mailbox.stop()
-        self.chain.close()
-        self._set_state("FINISHED")
+        self._finished()
 
     def _stop_timers(self) -> None:
         self._timers.cancel_all()
