@@ -1,8 +1,10 @@
 """Channels between TaskExecutors over TCP (plugins/local/network/remote.py, wire.py): a
 producer's partition request server and a consumer's client on 127.0.0.1, real sockets, one
 event loop (as two TaskExecutors of one process would have it). Credits, backlog and floating
-buffers as Flink's; barriers block until resumed; records typed or pickled; a lost
-connection fails the consumer."""
+buffers as Flink's; barriers block until resumed; every event crosses with its fields; unaligned
+barriers overtake what waits for credit, an announced barrier still at the producer is
+converted at the consumer's request with the data it overtakes, restored in-flight buffers take
+no credit; records typed or pickled; a lost connection fails the consumer."""
 
 from __future__ import annotations
 
@@ -11,7 +13,18 @@ import pytest
 from kernel.clock import NS_PER_MS, RealtimeClock
 from kernel.common import Types
 from kernel.loop import EventLoop
-from kernel.streaming.elements import CheckpointBarrier, RecordBatch, Watermark
+from kernel.checkpointing.channel_state import restore
+from kernel.streaming.elements import (
+    END_OF_DATA,
+    BarrierAnnouncement,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    EndOfData,
+    LatencyMarker,
+    RecordBatch,
+    Watermark,
+    WatermarkStatus,
+)
 from kernel.tcp import Server
 from plugins.local.deployment import ConsumedInput
 from plugins.local.network.partition import ResultPartition
@@ -41,7 +54,7 @@ class Graph:
 class Link:
     """A producer TaskExecutor (server, partition "p") and a consumer one (client, gate)."""
 
-    def __init__(self, output_type=None) -> None:
+    def __init__(self, output_type=None, restored: list | None = None) -> None:
         self.loop = EventLoop(RealtimeClock())
         self.loop.io_started()  # frames come from the sockets' threads
         self.producer = ShuffleEnvironment(SETTINGS)
@@ -53,8 +66,10 @@ class Link:
         consumed = ConsumedInput(0, [("p", 0)], [self.server.address], [Edge()])
         self.gate = self.consumer.create_input_gate(consumed, 0, Graph(output_type))
         self.failures: list[BaseException] = []
-        self.consumer.connect_input_gate(self.gate, consumed, self.failures.append)
         self.channel = self.gate.channels[0]
+        if restored is not None:  # in-flight data of an unaligned checkpoint, before the request
+            self.channel.restore_in_flight(restored)
+        self.consumer.connect_input_gate(self.gate, consumed, self.failures.append)
 
     def settle(self, done) -> None:
         """Run the loop until ``done()`` (checked every few ms; a test fails after 10 s)."""
@@ -139,6 +154,78 @@ def test_events_need_no_credit_and_an_aligned_barrier_blocks_until_resumed(link)
     link.channel.resume_consumption()
     link.settle(lambda: len(link.received()) == 2)
     assert [b.values for b in link.received()] == [[0, 1, 2, 3], [4, 5, 6, 7]] and not sub.blocked
+
+
+def test_every_event_crosses_with_what_it_carries(link):
+    sub = link.partition.subpartitions[0]
+    events = [WatermarkStatus(True), LatencyMarker(7, "ab" * 16, 1), CancelCheckpointMarker(3),
+              CheckpointBarrier(4, 100, aligned=False), EndOfData(drain=False, stop=True), END_OF_DATA]
+    for event in events:
+        sub.add_event(event)
+    # an aligned barrier with an alignment timeout is announced ahead (a priority event), and it
+    # names the savepoint directory the tasks write to
+    sub.add_event(CheckpointBarrier(5, 200, aligned=True, alignment_timeout=50, location="/sp/savepoint-1"))
+    link.settle(lambda: len(link.received()) == len(events) + 1)
+    received = link.received()
+    assert [repr(e) for e in received] == [repr(e) for e in events] + ["CheckpointBarrier(5, aligned, timeout 50 ms)"]
+    marker, stopped, barrier = received[1], received[4], received[6]
+    assert (marker.marked_time, marker.operator_id, marker.subtask) == (7, "ab" * 16, 1)
+    assert (stopped.drain, stopped.stop) == (False, True) and received[5] is END_OF_DATA
+    assert (barrier.timestamp, barrier.location) == (200, "/sp/savepoint-1") and barrier.blocks and sub.blocked
+    [announcement] = link.channel.priority
+    assert isinstance(announcement, BarrierAnnouncement) and announcement.barrier.alignment_timeout == 50
+
+
+def test_an_unaligned_barrier_overtakes_the_buffers_waiting_for_credit(link):
+    sub = link.partition.subpartitions[0]
+    sub.add(list(range(4 * 14)), None)  # 10 buffers get credit, 4 wait at the producer
+    link.settle(lambda: len(link.received()) == 10)
+    overtaken = sub.add_priority_event(CheckpointBarrier(1, 100, aligned=True, unaligned=True))
+    assert [restore(data).values for data in overtaken] == [list(range(i, i + 4)) for i in range(40, 56, 4)]
+    link.settle(lambda: bool(link.channel.priority))
+    [barrier] = link.channel.priority
+    assert repr(barrier) == "CheckpointBarrier(1, unaligned)"
+    # the barrier's mark in the channel's queue comes after what had arrived; the overtaken
+    # buffers follow as they get credit
+    assert repr(link.received()[-1]) == "CheckpointBarrier(1, unaligned)" and link.channel.barrier_seen == 1
+    assert sub.queued_buffers == 4
+
+
+def test_a_consumer_converts_an_announced_barrier_still_queued_at_the_producer(link):
+    sub = link.partition.subpartitions[0]
+    sub.add(list(range(4 * 14)), None)
+    sub.add_event(CheckpointBarrier(1, 100, aligned=True, alignment_timeout=50))
+    link.settle(lambda: len(link.received()) == 10 and bool(link.channel.priority))
+    channel = link.channel
+    # the alignment timed out: the channel persists what it holds and asks the producer for the
+    # barrier, which overtakes the 4 buffers still there; they are persisted with the rest
+    channel.start_persisting(1)
+    channel.convert_to_priority(1)
+    link.settle(lambda: len(channel.priority) == 2)
+    assert [repr(e) for e in channel.priority] == ["BarrierAnnouncement(1)", "CheckpointBarrier(1, unaligned)"]
+    assert [restore(data).values for data in channel.finish_persisting()] == [
+        list(range(i, i + 4)) for i in range(0, 56, 4)]
+    assert not any(type(item) is CheckpointBarrier for item in sub.queue) and sub.queued_buffers == 4
+    link.process(10)
+    link.settle(lambda: sub.queued_buffers == 0)  # the overtaken buffers are still sent, and processed
+
+
+def test_restored_in_flight_buffers_come_first_and_give_no_credit_back():
+    link = Link(restored=[RecordBatch([-2, -1], None), Watermark(3)])
+    try:
+        sub, channel = link.partition.subpartitions[0], link.channel
+        sub.add(list(range(4 * 12)), None)  # 2 exclusive credits, then 8 floating for the backlog
+        link.settle(lambda: len(link.received()) == 12)
+        assert [repr(e) for e in link.received()[:2]] == ["RecordBatch(2 records)", "Watermark(3)"]
+        assert channel.available == 0 and link.gate.floating_free == 0 and sub.queued_buffers == 2
+        link.process(1)  # the restored buffer took no credit: none is announced, no buffer is freed
+        assert channel.available == 0 and link.gate.floating_free == 0
+        link.gate.poll()
+        link.process(1)  # an exclusive buffer: its credit is announced again
+        assert channel.available == 1
+        link.settle(lambda: sub.queued_buffers == 1)
+    finally:
+        link.close()
 
 
 def test_records_cross_with_their_types_or_pickled():
