@@ -270,6 +270,22 @@ def test_a_sigkill_without_checkpoints_restarts_and_sinks_print_only_the_final_a
     assert sorted(killed.lines) == sorted(embedded.lines) and len(killed.lines) == 2_000
 
 
+def test_staged_output_is_committed_in_subtask_order_across_worker_processes():
+    """A job that may restart without checkpoints stages its sinks' output until it finishes;
+    each subtask runs in a TaskExecutor process of its own, and the JobMaster has them commit in
+    job-vertex and subtask order, as the embedded TaskExecutors' output is committed."""
+    def build(env):
+        env.set_parallelism(3)
+        env.from_collection(list(range(12)), Types.INT()).rebalance().map(lambda v: v * 10, Types.INT()).print()
+        env.execute("staged in order")
+
+    embedded = run_job(build, *EMBEDDED, "restart-strategy.type=fixed-delay")
+    processes = run_job(build, *PROCESSES, "restart-strategy.type=fixed-delay")
+    assert processes.outcome.status == "FINISHED" and len(pids_of(processes)) == 3
+    assert processes.lines == embedded.lines and [line[:3] for line in embedded.lines] == sorted(
+        line[:3] for line in embedded.lines)
+
+
 def test_a_partition_between_processes_is_noticed_by_heartbeats():
     job = run_job(counting(6_000), *PROCESSES, "heartbeat.interval=200 ms", "heartbeat.timeout=1 s",
                   "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.attempts=5",

@@ -63,12 +63,14 @@ class SinkCommitter:
         """A sink of attempt ``key`` finished its input: ``commit`` makes its output final."""
         self._staged.setdefault(key, []).append((commit, discard))
 
-    def commit(self, final_attempts: list[AttemptKey]) -> None:
-        """Commit the staged output of these attempts, in this order; discard every other."""
+    def commit(self, final_attempts: list[AttemptKey], discard_rest: bool = True) -> None:
+        """Commit the staged output of these attempts, in this order; discard every other
+        (unless ``discard_rest`` is False: more final attempts are still to come)."""
         for key in final_attempts:
             for commit, _ in self._staged.pop(key, ()):
                 commit()
-        self.discard_all()
+        if discard_rest:
+            self.discard_all()
 
     def discard_all(self) -> None:
         staged, self._staged = self._staged, {}

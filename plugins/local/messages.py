@@ -195,10 +195,12 @@ class CancelTask(Message):
 
 class FinishStagedOutput(Message):
     """JobMaster -> TaskExecutor in another process (ask), when a job whose sinks stage their
-    output ended: commit what these attempts staged there (in this order), discard the rest."""
+    output ended: commit what these attempts staged there (in this order); ``discard_rest``:
+    then discard everything else staged there."""
 
     job_id: str
     attempts: tuple[tuple[str, int, int], ...] = ()
+    discard_rest: bool = True
 
 
 class RequestTaskBackPressure(Message):

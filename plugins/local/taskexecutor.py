@@ -317,8 +317,8 @@ class TaskExecutor(Component):
         return m.ACK
 
     def handle_FinishStagedOutput(self, message: m.FinishStagedOutput, sender: str) -> str:
-        """The job ended: commit what its final attempts' sinks staged here, discard the rest."""
-        self.cluster.staged_output.commit([tuple(attempt) for attempt in message.attempts])
+        """The job ended: commit what its final attempts' sinks staged here (and discard the rest)."""
+        self.cluster.staged_output.commit([tuple(attempt) for attempt in message.attempts], message.discard_rest)
         return m.ACK
 
     def handle_RequestTaskBackPressure(self, message: m.RequestTaskBackPressure, sender: str) -> Any:

@@ -83,19 +83,37 @@ class JobMaster(Component):
         self.tm_heartbeats.stop()
 
     def job_ended(self, status: JobStatus, failure: str, staged: tuple | None = None) -> None:
-        """The scheduler ended the job: TaskExecutors in other processes commit (``staged``:
-        the final attempts, in order) or discard (``()``) what sinks staged there, one after
-        the other; then disconnect the TaskExecutors, tell the Dispatcher (with the
+        """The scheduler ended the job: TaskExecutors in other processes commit what the sinks
+        of the final attempts staged there (``staged``: (TaskExecutor, attempt) in job-vertex
+        and subtask order, committed in that order across TaskExecutors) and discard the rest
+        (``()``: all of it); then disconnect the TaskExecutors, tell the Dispatcher (with the
         back-pressure monitor's judgement)."""
-        remote = sorted(r for r, address in self.task_manager_locations.items() if address) if staged is not None else []
-        self._finish_staged_output(remote, staged, lambda: self._job_terminated(status, failure))
+        finishes = self._staged_output_finishes(staged) if staged is not None else []
+        self._finish_staged_output(finishes, lambda: self._job_terminated(status, failure))
 
-    def _finish_staged_output(self, remote: list[str], staged: tuple | None, then: Any) -> None:
-        if not remote:
+    def _staged_output_finishes(self, staged: tuple) -> list[tuple[str, m.FinishStagedOutput]]:
+        """One ask per run of consecutive final attempts in the same TaskExecutor process (its
+        last one discards what is left there), then one to each such TaskExecutor without any."""
+        remote = {resource_id for resource_id, address in self.task_manager_locations.items() if address}
+        runs: list[tuple[str, list]] = []
+        for resource_id, attempt in staged:
+            if resource_id in remote:
+                if runs and runs[-1][0] == resource_id:
+                    runs[-1][1].append(attempt)
+                else:
+                    runs.append((resource_id, [attempt]))
+        last = {resource_id: index for index, (resource_id, _) in enumerate(runs)}
+        finishes = [(resource_id, m.FinishStagedOutput(self.job_id, tuple(attempts), last[resource_id] == index))
+                    for index, (resource_id, attempts) in enumerate(runs)]
+        return finishes + [(resource_id, m.FinishStagedOutput(self.job_id)) for resource_id in sorted(remote - set(last))]
+
+    def _finish_staged_output(self, finishes: list[tuple[str, m.FinishStagedOutput]], then: Any) -> None:
+        if not finishes:
             then()
             return
-        answer = self.ask(remote[0], m.FinishStagedOutput(self.job_id, staged), self.options.rpc_timeout * NS_PER_MS)
-        answer.add_done_callback(lambda done: self._finish_staged_output(remote[1:], staged, then))
+        (resource_id, message), rest = finishes[0], finishes[1:]
+        answer = self.ask(resource_id, message, self.options.rpc_timeout * NS_PER_MS)
+        answer.add_done_callback(lambda done: self._finish_staged_output(rest, then))
 
     def _job_terminated(self, status: JobStatus, failure: str) -> None:
         for resource_id in sorted(self.task_managers):

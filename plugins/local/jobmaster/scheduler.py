@@ -381,10 +381,11 @@ class DefaultScheduler:
         if self.alignment is not None:
             self.alignment.close()
         staged: tuple | None = None
-        if self.committer is not None:
-            final = [(ev.job_vertex.id, ev.subtask, ev.current.attempt) for ev in self.graph.vertices()]
+        if self.committer is not None:  # the final attempts, with where they ran
+            final = [(ev.current.slot.resource_id if ev.current.slot is not None else "",
+                      (ev.job_vertex.id, ev.subtask, ev.current.attempt)) for ev in self.graph.vertices()]
             staged = tuple(final) if status is JobStatus.FINISHED else ()
-            self.committer.commit(list(staged))
+            self.committer.commit([attempt for _, attempt in staged])
         self._set_status(status, failure.splitlines()[0] if failure else "")
         for index in list(pool.slots):
             pool.release(index, f"job {status.value.lower()}")
