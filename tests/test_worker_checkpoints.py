@@ -7,6 +7,7 @@ are taken in and resumed into worker processes."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -102,9 +103,12 @@ def test_a_sigkilled_worker_restores_in_a_new_process_and_the_file_sink_commits_
 def test_a_savepoint_round_trip_on_processes(cli, tmp_path):
     """``rill run --duration --stop-with-savepoint`` stops a job running in worker processes: the
     savepoint's location travels with its barriers, so the worker processes write the tasks'
-    state files into the savepoint's directory (no state inline here); ``-s`` resumes the job
-    in new worker processes from there."""
-    job = write(tmp_path, "counts.py", COUNT_JOB)
+    state files into the savepoint's directory (no state inline here); the stopped source's end
+    of data (stopped, not drained) reaches the counting task in the other process over TCP;
+    ``-s`` resumes the job in new worker processes from there."""
+    counting_apart = COUNT_JOB.replace('.name("Count")', '.name("Count").slot_sharing_group("counting")')
+    assert counting_apart != COUNT_JOB
+    job = write(tmp_path, "counts.py", counting_apart)
     sets = ("--set", "plugins.workers=processes", "--set", "execution.checkpointing.data-inline-threshold=0")
     code, out, err = cli("run", "--quiet", "--duration", "4s", "--stop-with-savepoint", str(tmp_path / "sp"), *sets,
                          job, "rate=10")
@@ -116,6 +120,11 @@ def test_a_savepoint_round_trip_on_processes(cli, tmp_path):
     files = [subtask.state.file for operator in metadata.operators for subtask in operator.subtasks
              if subtask.state is not None]
     assert files and all(files) and sorted(os.listdir(path)) == sorted(["_metadata", *files])
+    # stopped without draining: no operator finished (the counting task heard "stop" over TCP)
+    assert not any(subtask.finished for operator in metadata.operators for subtask in operator.subtasks)
+    code, out, err = cli("sql", "--format", "json", "SELECT vertex_name, resource_id FROM rill.ev_task_deployed")
+    deployed = {row["vertex_name"]: row["resource_id"] for row in json.loads(out)}
+    assert code == 0 and len(deployed) == 2 and len(set(deployed.values())) == 2, err
     code, out, err = cli("run", "--quiet", "-s", path, *sets, job, "rate=10")
     assert code == 0, err
     assert first + out.splitlines() == counts(0, 60)
