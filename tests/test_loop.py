@@ -95,7 +95,10 @@ def test_a_realtime_loop_waits_for_announced_io_and_runs_daemon_timers_meanwhile
     assert loop.has_pending(daemon=False)
     threading.Timer(0.1, lambda: loop.call_soon_threadsafe(arrived)).start()
     loop.run()  # without the announcement it would return at once: only a daemon timer is left
-    assert seen[-1] == "io" and "sample" in seen
+    # samples ran while it waited; it returned with the I/O's end (a sample due at that moment
+    # runs in the same turn: one at most, as each sample schedules the next)
+    io = seen.index("io")
+    assert "sample" in seen[:io] and seen[io + 1:] in ([], ["sample"])
     assert not loop.has_pending(daemon=False)
 
 
