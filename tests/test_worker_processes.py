@@ -24,9 +24,10 @@ from kernel.cluster_events import (
     WorkerStarted,
     WorkerStopped,
 )
-from kernel.common import Duration, Time, Types, WatermarkStrategy
+from kernel.common import Duration, Encoder, Time, Types, WatermarkStrategy
 from kernel.datastream import KeyedProcessFunction
 from kernel.datastream.connectors.datagen import DataGeneratorSource
+from kernel.datastream.connectors.file_system import BucketAssigner, FileSink
 from kernel.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
 from kernel.events import MessageDropped
 from plugins.local.events import TaskDeployed
@@ -284,6 +285,29 @@ def test_staged_output_is_committed_in_subtask_order_across_worker_processes():
     assert processes.outcome.status == "FINISHED" and len(pids_of(processes)) == 3
     assert processes.lines == embedded.lines and [line[:3] for line in embedded.lines] == sorted(
         line[:3] for line in embedded.lines)
+
+
+def test_a_file_sink_staged_in_worker_processes_commits_only_the_final_attempts(tmp_path):
+    """Without checkpoints, a bounded job that may restart stages FileSink's parts in the worker
+    processes; a failure restarts the job, the failed attempts' parts are discarded there, and
+    the final attempts' parts are committed when the job finishes: every record once."""
+    out = tmp_path / "out"
+
+    def build(env):
+        env.set_parallelism(2)
+        sink = FileSink.for_row_format(str(out), Encoder.simple_string_encoder()) \
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build()
+        env.from_collection(list(range(400)), Types.INT()).rebalance().map(lambda v: v, Types.INT()).name("Pass") \
+            .sink_to(sink)
+        env.execute("staged files")
+
+    job = run_job(build, *PROCESSES, "restart-strategy.type=fixed-delay", "rill.network.record-size=4096",
+                  faults=["raise:operator=Pass,record=150,subtask=1"])
+    assert job.outcome.status == "FINISHED", job.outcome.failure
+    assert {e.attempt for e in job.events(TaskDeployed)} == {0, 1}
+    visible = [p for p in out.iterdir() if not p.name.startswith(".")]
+    assert len(visible) == 2 and not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert sorted(int(line) for p in visible for line in p.read_text().split()) == list(range(400))
 
 
 def test_a_partition_between_processes_is_noticed_by_heartbeats():
