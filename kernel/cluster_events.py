@@ -32,10 +32,14 @@ class JobStatusChanged(Event, tag="job_status_changed"):
 
 
 class WorkerStarted(Event, tag="worker_started"):
-    """The ResourceManager started a TaskExecutor."""
+    """The ResourceManager started a TaskExecutor: the workers plugin placed it in process
+    ``pid`` on ``host`` (and, on a cluster, in executor ``executor_id``)."""
 
     resource_id: str = ""
     slots: int = 0
+    pid: int = 0
+    host: str = ""
+    executor_id: str = ""
 
 
 class WorkerRegistered(Event, tag="worker_registered"):

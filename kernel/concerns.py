@@ -35,6 +35,7 @@ KERNEL_CONCERNS: dict[str, Concern] = {
                 None, single=False),
         Concern("backpressure", "how back pressure is measured and judged", "mailbox-timing"),
         Concern("backend", "executes compiled jobs", "local", True),
+        Concern("workers", "starts and stops TaskExecutors for the ResourceManager", "embedded", True),
         Concern("eventlog", "stores every runtime event for replay and SQL", "duckdb"),
         Concern("replay", "reads recorded runs back", None, single=False),
     )

@@ -7,22 +7,17 @@ Every ``create_*`` factory returns the typed contract of its concern, a Protocol
 :mod:`kernel.contracts` (one module per concern). Who calls them:
 
 - the kernel (:mod:`kernel.execution`) owns a run's life cycle: it compiles the program
-  (``build_*``), creates the execution backend, creates the run with its event observers,
-  records the compilation, lets the backend execute, finishes the run;
-- the local backend (``plugins/local``) builds Flink's cluster from the rest: its JobMaster's
-  DefaultScheduler (``jobmaster/scheduler.py``) builds the ExecutionGraph and creates the
-  scheduling, restart and failover strategies, the watermark alignment coordinator and the
-  checkpoint coordinator, its JobMaster (``jobmaster/jobmaster.py``) the back-pressure monitor;
-  each StreamTask (``tasks/streamtask.py``) creates its mailbox processor, its barrier handler
-  and, through its operator runtime (``tasks/operator_runtime.py``), watermark generators and
-  valves; every cluster
-  component creates its heartbeat managers (``connections.py``);
-- readers of recorded runs (``replay``) open the event store and create the registered views
-  on their connections; ``rill sql`` hands the chosen SQL engine a
-  :class:`~kernel.contracts.sql.SqlQuery` with both (an engine never imports replay).
-
-Always call hooks with keyword arguments; implementations may accept fewer arguments than
-the spec declares.
+  (``build_*``), creates the execution backend, the run with its event observers, records the
+  compilation, lets the backend execute, finishes the run;
+- the local backend (``plugins/local``) builds Flink's cluster from the rest: its MiniCluster
+  the workers' ResourceManagerDriver, its JobMaster's DefaultScheduler (``jobmaster/``) the
+  ExecutionGraph, the scheduling, restart and failover strategies, the watermark alignment and
+  checkpoint coordinators, its JobMaster the back-pressure monitor; each StreamTask
+  (``tasks/``) its mailbox processor, barrier handler and, through its operator runtime,
+  watermark generators and valves; every component its heartbeat managers (``connections.py``);
+- readers of recorded runs (``replay``) open the event store and create the registered views;
+  ``rill sql`` hands the chosen engine a :class:`~kernel.contracts.sql.SqlQuery` with both.
+Always call hooks with keyword arguments; implementations may take fewer arguments than the spec.
 """
 
 from __future__ import annotations
@@ -38,12 +33,8 @@ if TYPE_CHECKING:
 
     from kernel.config import Config
     from kernel.contracts.backend import ExecutionBackend
-    from kernel.contracts.checkpointing import (
-        CheckpointableTask,
-        CheckpointBarrierHandler,
-        CheckpointCoordinator,
-        CheckpointCoordinatorContext,
-    )
+    from kernel.contracts.checkpointing import (CheckpointableTask, CheckpointBarrierHandler, CheckpointCoordinator,
+                                                CheckpointCoordinatorContext)
     from kernel.contracts.backpressure import BackPressureMonitor, MonitoredJob
     from kernel.contracts.eventstore import EventStore
     from kernel.contracts.failover import FailoverStrategy, RestartBackoffTimeStrategy
@@ -52,6 +43,7 @@ if TYPE_CHECKING:
     from kernel.contracts.scheduling import SchedulerOperations, SchedulingStrategy
     from kernel.contracts.sql import SqlEngine
     from kernel.contracts.watermarks import WatermarkAlignmentCoordinator, WatermarkGenerator, WatermarkValve
+    from kernel.contracts.workers import ResourceManagerDriver, WorkerHost
     from kernel.eventbus import EventObserver
     from kernel.events import Event
     from kernel.graph.execution import ExecutionGraph
@@ -148,8 +140,7 @@ def build_job_graph(
 ) -> JobGraph | None:
     """Translate a StreamGraph into a JobGraph: operator chains, IDs, slot sharing groups.
 
-    Called: once per job, right after ``build_stream_graph``.
-    Stops at first non-None result.
+    Called: once per job, right after ``build_stream_graph``. Stops at first non-None result.
 
     :param stream_graph: the StreamGraph.
     :param config: the validated configuration.
@@ -193,6 +184,18 @@ def create_execution_backend(config: Config) -> ExecutionBackend | None:
     """
 
 
+@hookspec(firstresult=True)
+def create_resource_manager_driver(host: WorkerHost, run: Run) -> ResourceManagerDriver | None:
+    """Create the driver starting and stopping the cluster's TaskExecutors (``plugins.workers``).
+
+    Called: by the local backend's MiniCluster once per run. Stops at first non-None result.
+
+    :param host: the :class:`~kernel.contracts.workers.WorkerHost` (loop, in-process TaskExecutors).
+    :param run: the run (config, clock).
+    :returns: a :class:`~kernel.contracts.workers.ResourceManagerDriver`.
+    """
+
+
 @hookspec
 def create_event_observers(run: Run) -> EventObserver | None:
     """Create an observer of the run's events.
@@ -216,8 +219,7 @@ def create_scheduling_strategy(
 ) -> SchedulingStrategy | None:
     """Create the strategy deciding which execution vertices are scheduled when.
 
-    Called: by the JobMaster's DefaultScheduler once per job.
-    Stops at first non-None result.
+    Called: by the JobMaster's DefaultScheduler once per job. Stops at first non-None result.
 
     :param execution_graph: the job's ExecutionGraph (the scheduling topology).
     :param scheduler: the :class:`~kernel.contracts.scheduling.SchedulerOperations`
@@ -274,9 +276,8 @@ def create_mailbox_processor(task: MailboxTask, run: Run) -> MailboxProcessor | 
     Stops at first non-None result.
 
     :param task: the :class:`~kernel.contracts.mailbox.MailboxTask`: its ``default_action``
-        processes input; failures and suspensions are reported to it; its ``loop`` steps the
-        processor (the run's loop under the simulated clock, the task thread's under the realtime
-        clock).
+        processes input; failures and suspensions are reported to it; its ``loop`` (the run's,
+        or under the realtime clock its thread's) steps the processor.
     :param run: the run (clock, config).
     :returns: a :class:`~kernel.contracts.mailbox.MailboxProcessor`: ``schedule()``,
         ``execute(action, description)``, ``suspend_default_action(timer, reason)``, ``stop()``

@@ -5,7 +5,8 @@ event loop, in a method named ``handle_<MessageClass>``. Components only talk th
 :class:`MessagingService`, which hands every envelope to a :class:`Transport`.
 :class:`LocalTransport` delivers through the loop; :class:`NetworkConditions` can drop or
 delay messages per (sender, receiver) and time window, which is how faults are injected.
-A cross-process transport only has to replace the transport: components never see it.
+A cross-process transport (:class:`kernel.remoting.TcpTransport`) replaces the transport
+(``use_transport``): components never see it.
 
 ``tell`` is fire-and-forget. ``ask`` returns a :class:`Future` completed by the handler's
 return value (or by a :class:`Future` the handler returns); it fails with
@@ -164,8 +165,12 @@ class LocalTransport(Transport):
                     listener(envelope, "dropped" if drop else "delayed", delay)
                 if drop:
                     return
-                self.loop.call_later(delay, self.service.arrive, envelope)
+                self.loop.call_later(delay, self.forward, envelope)
                 return
+        self.forward(envelope)
+
+    def forward(self, envelope: Envelope) -> None:
+        """Hand the envelope on (to the receiving component of this process)."""
         self.service.arrive(envelope)
 
 
@@ -185,6 +190,11 @@ class MessagingService:
     @property
     def conditions(self) -> NetworkConditions:
         return self.transport.conditions  # type: ignore[attr-defined]
+
+    def use_transport(self, transport: LocalTransport) -> None:
+        """Deliver through ``transport`` from now on (the network conditions carry over)."""
+        transport.conditions = self.transport.conditions  # type: ignore[attr-defined]
+        self.transport = transport
 
     def register(self, component: Component) -> None:
         if component.address in self.components:

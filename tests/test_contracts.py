@@ -38,6 +38,7 @@ from kernel.contracts.watermarks import (
     WatermarkOutput,
     WatermarkValve,
 )
+from kernel.contracts.workers import ResourceEventHandler, ResourceManagerDriver, WorkerHost
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.eventbus import EventObserver
 from kernel.session import Session
@@ -168,6 +169,20 @@ class Products:
         return observers
 
     @hookimpl(wrapper=True)
+    def create_resource_manager_driver(self, host, run):
+        driver = yield
+        self._keep("create_resource_manager_driver", driver, host=host)
+        initialize = driver.initialize
+        captured = self
+
+        def initialized(handler):
+            captured.given.setdefault("handler", []).append(handler)
+            initialize(handler)
+
+        driver.initialize = initialized  # the real driver, watched for its handler
+        return driver
+
+    @hookimpl(wrapper=True)
     def create_scheduling_strategy(self, execution_graph, scheduler, config):
         return self._keep("create_scheduling_strategy", (yield), scheduler=scheduler)
 
@@ -270,6 +285,7 @@ def monkeypatch_module():
 
 FACTORIES = {
     "create_execution_backend": ExecutionBackend,
+    "create_resource_manager_driver": ResourceManagerDriver,
     "create_event_observers": EventObserver,
     "create_scheduling_strategy": SchedulingStrategy,
     "create_restart_strategy": RestartBackoffTimeStrategy,
@@ -294,6 +310,7 @@ def test_every_product_of_a_run_satisfies_its_contract(products, hook):
 
 
 @pytest.mark.parametrize("name, protocol", [("scheduler", SchedulerOperations), ("task", MailboxTask),
+                                            ("host", WorkerHost), ("handler", ResourceEventHandler),
                                             ("listener", HeartbeatListener), ("target", HeartbeatTarget),
                                             ("job", MonitoredJob), ("response", TaskBackPressureResponse)])
 def test_what_the_runtime_hands_to_plugins_satisfies_its_contract(products, name, protocol):
@@ -383,6 +400,18 @@ def test_every_failover_strategy_satisfies_its_contract(failover):
     strategy = session.plugin_manager.hook.create_failover_strategy(
         execution_graph=execution_graph(compiled, session), config=session.config)
     assert violations(strategy, FailoverStrategy) == []
+
+
+def test_the_processes_driver_and_what_it_is_handed_satisfy_their_contracts():
+    captured = Products()
+    job = run_job(lambda env: (env.from_collection([1, 2]).map(lambda v: v).add_sink(lambda v: None), env.execute()),
+                  "rill.clock=realtime", "plugins.workers=processes", plugins=(captured,))
+    assert job.outcome.status == "FINISHED"
+    [driver] = captured.made["create_resource_manager_driver"]
+    assert type(driver).__name__ == "ProcessDriver" and not driver.in_process
+    assert violations(driver, ResourceManagerDriver) == []
+    assert violations(captured.given["host"][0], WorkerHost) == []
+    assert violations(captured.given["handler"][0], ResourceEventHandler) == []
 
 
 def test_the_spark_backend_satisfies_the_backend_contract():

@@ -30,6 +30,7 @@ def test_specs_exist_for_every_family():
         "heartbeats": {"create_heartbeat_manager"},
         "backpressure": {"create_back_pressure_monitor"},
         "backend": {"create_execution_backend"},
+        "workers": {"create_resource_manager_driver"},
         "events": {"register_event_types", "create_event_observers", "open_event_store"},
         "registration": {"register_commands", "register_config", "register_sql_engines", "register_views"},
     }

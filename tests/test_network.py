@@ -132,7 +132,7 @@ def test_a_producer_and_a_consumer_in_threads_of_their_own_hand_over_every_recor
     clock = RealtimeClock()
     shuffle = ShuffleEnvironment(settings)
     producer_loop, consumer_loop = EventLoop(clock, bound=False), EventLoop(clock, bound=False)
-    partition = ResultPartition("p", 1, settings, False, shuffle.lock, producer_loop)
+    partition = ResultPartition("p", 1, settings, False, lock=shuffle.lock, loop=producer_loop)
     gate = InputGate(1, settings, 0, shuffle.lock, consumer_loop)
     total, batch = 16_000, 10
     received: list[int] = []
@@ -202,7 +202,7 @@ def test_an_unaligned_barrier_from_another_thread_reaches_the_consumers_priority
 
     shuffle = ShuffleEnvironment(SETTINGS)
     consumer_loop = EventLoop(RealtimeClock(), bound=False)
-    partition = ResultPartition("p", 1, SETTINGS, False, shuffle.lock)
+    partition = ResultPartition("p", 1, SETTINGS, False, lock=shuffle.lock)
     gate = InputGate(1, SETTINGS, 0, shuffle.lock, consumer_loop)
     heard: list[tuple[bool, object, int]] = []
 

@@ -5,7 +5,8 @@ One module per concern: :mod:`.backend` (execution backends), :mod:`.scheduling`
 (scheduling strategies), :mod:`.failover` (restart back-off and failover strategies),
 :mod:`.mailbox` (mailbox processors), :mod:`.watermarks` (watermark generators, valves,
 alignment coordinators), :mod:`.checkpointing` (checkpoint coordinators, storage, barrier
-handlers), :mod:`.heartbeats` (heartbeat managers), :mod:`.backpressure`
+handlers), :mod:`.heartbeats` (heartbeat managers), :mod:`.workers` (the ResourceManager's driver
+starting and stopping TaskExecutors), :mod:`.backpressure`
 (back-pressure monitors and what the JobMaster offers them), :mod:`.eventstore` (the
 store recorded runs are read from), :mod:`.sql` (``rill sql`` engines).
 """

@@ -43,13 +43,15 @@ class CheckpointCoordinatorContext(Protocol):
 
     def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool,
                            unaligned: bool = False, alignment_timeout: int = 0, stop: bool = False,
-                           drain: bool = False) -> None:
+                           drain: bool = False, location: str = "") -> None:
         """Ask the current attempt of ``vertex`` to start checkpoint ``checkpoint_id`` (a mail in
         its mailbox): it snapshots and sends barriers (``aligned``: EXACTLY_ONCE ones;
         ``unaligned``: priority barriers overtaking the queued data; ``alignment_timeout``:
         aligned ones that switch to unaligned that many ms after ``timestamp``). ``stop``: a
         stop-with-savepoint's savepoint — a source stops reading first (``drain``: after the
-        final watermark, finishing its operators)."""
+        final watermark, finishing its operators). ``location``: where the tasks write their
+        state, carried by the barriers ("": the checkpoint's default location; a savepoint's
+        directory)."""
 
     def notify_checkpoint_complete(self, vertex: ExecutionVertex, checkpoint_id: int) -> None:
         """Tell the current attempt of ``vertex`` that the checkpoint completed."""
@@ -112,9 +114,11 @@ class CheckpointStorageWorker(Protocol):
 
     def write_state(self, checkpoint_id: int, name: str, data: bytes, key_groups: list[tuple[int, int, int]],
                     operator_state: tuple[int, int] | None,
-                    channel_state: tuple[int, int] | None = None) -> StateHandle:
-        """Store one operator subtask's state (a file ``name`` in the checkpoint's directory,
-        or inline when small) with where its frames are: the handle the acknowledgement carries."""
+                    channel_state: tuple[int, int] | None = None, location: str = "") -> StateHandle:
+        """Store one operator subtask's state (a file ``name`` in the checkpoint's directory —
+        ``location`` when the barrier names one, as a savepoint's does — or inline when small)
+        with where its frames are: the handle the acknowledgement carries. A task may write
+        through a copy of the storage made when it was deployed (in a TaskExecutor process)."""
 
 
 class CheckpointableTask(Protocol):

@@ -67,14 +67,16 @@ class SinkCommitter:
         with self._lock:
             self._staged.setdefault(key, []).append((commit, discard))
 
-    def commit(self, final_attempts: list[AttemptKey]) -> None:
-        """Commit the staged output of these attempts, in this order; discard every other."""
+    def commit(self, final_attempts: list[AttemptKey], discard_rest: bool = True) -> None:
+        """Commit the staged output of these attempts, in this order; discard every other
+        (unless ``discard_rest`` is False: more final attempts are still to come)."""
         for key in final_attempts:
             with self._lock:
                 actions = self._staged.pop(key, ())
             for commit, _ in actions:
                 commit()
-        self.discard_all()
+        if discard_rest:
+            self.discard_all()
 
     def discard_all(self) -> None:
         with self._lock:

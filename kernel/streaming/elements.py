@@ -86,17 +86,20 @@ class CheckpointBarrier:
     sent, until the consumer, aligned, resumes it. ``unaligned``: a priority barrier that
     overtakes the data queued before it (which goes into the snapshot as in-flight data).
     ``alignment_timeout`` (ms, aligned barriers only): once that long has passed since the
-    checkpoint was triggered, its alignment switches to unaligned (0: never)."""
+    checkpoint was triggered, its alignment switches to unaligned (0: never). ``location``
+    (Flink's CheckpointStorageLocationReference): where the tasks write their state — "" for
+    the checkpoint's default location, else a savepoint's directory."""
 
-    __slots__ = ("checkpoint_id", "timestamp", "aligned", "unaligned", "alignment_timeout")
+    __slots__ = ("checkpoint_id", "timestamp", "aligned", "unaligned", "alignment_timeout", "location")
 
     def __init__(self, checkpoint_id: int, timestamp: int, aligned: bool, unaligned: bool = False,
-                 alignment_timeout: int = 0) -> None:
+                 alignment_timeout: int = 0, location: str = "") -> None:
         self.checkpoint_id = checkpoint_id
         self.timestamp = timestamp
         self.aligned = aligned
         self.unaligned = unaligned
         self.alignment_timeout = alignment_timeout
+        self.location = location
 
     @property
     def blocks(self) -> bool:
@@ -105,7 +108,7 @@ class CheckpointBarrier:
 
     def as_unaligned(self) -> CheckpointBarrier:
         """The same checkpoint's barrier, unaligned."""
-        return CheckpointBarrier(self.checkpoint_id, self.timestamp, True, True)
+        return CheckpointBarrier(self.checkpoint_id, self.timestamp, True, True, location=self.location)
 
     def __repr__(self) -> str:
         kind = ", unaligned" if self.unaligned else ", aligned" if self.aligned else ""

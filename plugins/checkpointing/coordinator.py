@@ -195,11 +195,12 @@ class DefaultCheckpointCoordinator:
             time=now, job_id=self.job_id, checkpoint_id=checkpoint_id, checkpoint_kind=pending.kind,
             timestamp=pending.timestamp, periodic=request.periodic, tasks_to_trigger=len(plan.to_trigger),
             tasks_to_acknowledge=len(plan.to_wait_for), finished_tasks=len(plan.finished)))
+        location = ""
         try:
             if savepoint is None:
                 self.storage.initialize_location(checkpoint_id)
             else:
-                self.storage.initialize_savepoint_location(checkpoint_id, savepoint.target, self.rng)
+                location = self.storage.initialize_savepoint_location(checkpoint_id, savepoint.target, self.rng)
         except OSError as exc:
             self._abort(pending, R.IO_EXCEPTION, f"{R.IO_EXCEPTION.message} {exc}")
             return
@@ -208,7 +209,8 @@ class DefaultCheckpointCoordinator:
             savepoint = pending.kind == "savepoint"  # a savepoint's barriers are always aligned, as in Flink
             self.context.trigger_checkpoint(ev, checkpoint_id, pending.timestamp, self.aligned,
                                             self.unaligned and not savepoint,
-                                            0 if savepoint else self.alignment_timeout, pending.stop, pending.drain)
+                                            0 if savepoint else self.alignment_timeout, pending.stop, pending.drain,
+                                            location)
         if pending.fully_acknowledged:
             self._complete(pending)
 

@@ -95,11 +95,13 @@ class CheckpointStorage:
 
     def write_state(self, checkpoint_id: int, name: str, data: bytes, key_groups: list[tuple[int, int, int]],
                     operator_state: tuple[int, int] | None,
-                    channel_state: tuple[int, int] | None = None) -> StateHandle:
+                    channel_state: tuple[int, int] | None = None, location: str = "") -> StateHandle:
+        """``location``: a savepoint's directory, named by the barrier (a copy of this storage
+        in a TaskExecutor process does not know the savepoints triggered after it was made)."""
         frames = dict(size=len(data), key_groups=key_groups, operator_state=operator_state,
                       channel_state=channel_state)
-        directory = self.checkpoint_directory(checkpoint_id)
-        files = self.files or checkpoint_id in self._savepoints
+        directory = location or self.checkpoint_directory(checkpoint_id)
+        files = self.files or bool(location) or checkpoint_id in self._savepoints
         if not files or directory is None or len(data) < self.inline_threshold:
             return StateHandle(data=data, **frames)
         with open(os.path.join(directory, name), "xb") as stream:

@@ -5,12 +5,15 @@ where to write its state and what to restore (Flink's JobManagerTaskRestore)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernel.checkpointing.assignment import TaskRestore
 from kernel.graph.job import JobGraph, JobVertex
 from kernel.graph.stream import StreamEdge
+
+
+STAGED_IN_TASK_EXECUTOR = "staged in the TaskExecutor"
 
 
 @dataclass
@@ -26,6 +29,9 @@ class ProducedPartition:
 class ConsumedInput:
     type_number: int  # 0: the one input; 1/2: inputs of a two-input operator
     channels: list[tuple[str, int]]  # (partition id, subpartition index) per channel
+    #: per channel: where its producer's TaskExecutor serves partitions ("": in this process)
+    locations: list[str] = field(default_factory=list)
+    edges: list[StreamEdge] = field(default_factory=list)  # per channel: the edge it carries
 
 
 @dataclass
@@ -40,6 +46,8 @@ class TaskDeploymentDescriptor:
     produced: list[ProducedPartition]
     inputs: list[ConsumedInput]
     alignment: Any = None  # the job's watermark alignment coordinator, if sources align
-    committer: Any = None  # the job's SinkCommitter, when sinks stage their output
+    #: the job's SinkCommitter, when sinks stage their output (STAGED_IN_TASK_EXECUTOR: a
+    #: TaskExecutor in another process stages it itself until the JobMaster finishes it)
+    committer: Any = None
     checkpoint_storage: Any = None  # the job's CheckpointStorageWorker, when it takes checkpoints
     restore: TaskRestore | None = None  # the state of the latest completed checkpoint

@@ -6,12 +6,16 @@ drop and delay: rules on the messaging transport for their time window. Slow: th
 TaskExecutor's tasks take ``factor`` times as long. Raise: the named operator raises
 :class:`kernel.faults.InjectedFault` when its Nth record arrives (counted per attempt), at
 most ``times`` times in the run. Each fault taking effect (and ending) is an event.
+
+TaskExecutors in processes of their own have an injector of their own for ``raise`` faults:
+it tells the cluster's (``raise_counted``) each time one fires, and the cluster's keeps the
+run's counts (``raised``) and, with the ``slow`` factor, hands them to every such process.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel import faults as f
 from kernel.clock import MAX_LONG, NS_PER_MS
@@ -31,6 +35,8 @@ class FaultInjector:
         self.raised: dict[int, int] = {}
         self._lock = threading.Lock()
         self.slowdowns: dict[str, float] = {}  # TaskExecutor -> factor of the slow faults in force
+        #: told of every raise fault that fires here: (index, description, time)
+        self.raise_counted: Callable[[int, str, int], None] = lambda index, description, time: None
 
     def _emit(self, fault: f.Fault, target: str, phase: str = "start", note: str = "") -> None:
         description = fault.describe() + (f" ({note})" if note else "")
@@ -52,12 +58,11 @@ class FaultInjector:
                     loop.call_at(start_ns + fault.end * NS_PER_MS, self._slow, fault, 1.0, "end")
 
     def _kill(self, fault: f.Kill) -> None:
-        worker = self.cluster.worker(fault.target)
-        if worker is None or worker.stopped:
+        if not self.cluster.worker_running(fault.target):
             self._emit(fault, fault.target, note="no such TaskExecutor running: nothing happens")
             return
         self._emit(fault, fault.target)
-        self.cluster.kill_worker(worker, refuse=fault.refuse, reason=f"killed by fault #{fault.index + 1}")
+        self.cluster.kill_worker(fault.target, refuse=fault.refuse, reason=f"killed by fault #{fault.index + 1}")
 
     def _add_rule(self, fault: Any, start_ns: int) -> None:
         start = start_ns + fault.start * NS_PER_MS
@@ -79,10 +84,8 @@ class FaultInjector:
             self.slowdowns[fault.target] = factor
         else:
             self.slowdowns.pop(fault.target, None)
-        worker = self.cluster.worker(fault.target)
-        if worker is not None and not worker.stopped:
-            worker.set_slowdown(factor)
-        self._emit(fault, fault.target, phase, "" if worker is not None else "from when it starts")
+        running = self.cluster.set_slowdown(fault.target, factor)
+        self._emit(fault, fault.target, phase, "" if running else "from when it starts")
 
     def slowdown_of(self, address: str) -> float:
         """The factor a TaskExecutor starting now runs slower by."""
@@ -123,6 +126,7 @@ class FaultInjector:
                     n = fault.record - before - 1  # records before the Nth go through
                     if n:
                         original(values[:n], timestamps[:n] if timestamps is not None else None)
+                    self.raise_counted(fault.index, fault.describe(), self.run.clock.now())
                     self._emit(fault, task.name)
                     raise f.InjectedFault(f"injected fault #{fault.index + 1}: {fault.operator} raised on record "
                                           f"{fault.record} of {task.name} (attempt {task.deployment.attempt})")

@@ -71,10 +71,13 @@ class RegisterTaskExecutor(Message):
 
 
 class RegisterTaskManager(Message):
-    """TaskExecutor -> JobMaster (ask): connect for a job before offering its slots."""
+    """TaskExecutor -> JobMaster (ask): connect for a job before offering its slots; where it
+    serves its partitions to other TaskExecutors (its TaskManagerLocation's data port; "":
+    it runs in the JobMaster's process)."""
 
     job_id: str
     resource_id: str
+    data_address: str = ""
 
 
 class DisconnectResourceManager(Message):
@@ -190,6 +193,16 @@ class CancelTask(Message):
     attempt: int
 
 
+class FinishStagedOutput(Message):
+    """JobMaster -> TaskExecutor in another process (ask), when a job whose sinks stage their
+    output ended: commit what these attempts staged there (in this order); ``discard_rest``:
+    then discard everything else staged there."""
+
+    job_id: str
+    attempts: tuple[tuple[str, int, int], ...] = ()
+    discard_rest: bool = True
+
+
 class RequestTaskBackPressure(Message):
     """JobMaster -> TaskExecutor (ask): sample whether a task is back pressured (Flink's
     ``requestTaskBackPressure``), answered with a TaskBackPressureResponse."""
@@ -221,8 +234,8 @@ class UpdateTaskExecutionState(Message):
 
 class TriggerCheckpoint(Message):
     """JobMaster -> TaskExecutor: start a checkpoint at a task (a source, or a task whose inputs
-    all finished), with barriers of that kind (``CheckpointBarrier``); ``stop``: the savepoint of a
-    stop-with-savepoint (``drain``: draining)."""
+    all finished), with barriers of that kind (``CheckpointBarrier``, with the storage
+    ``location`` they name); ``stop``: the savepoint of a stop-with-savepoint (``drain``: draining)."""
 
     vertex_id: str
     subtask: int
@@ -234,6 +247,7 @@ class TriggerCheckpoint(Message):
     alignment_timeout: int = 0
     stop: bool = False
     drain: bool = False
+    location: str = ""
 
 
 class TriggerSavepoint(Message):

@@ -1,31 +1,38 @@
-"""An in-process cluster for one run: Dispatcher, ResourceManager, TaskExecutors on demand.
+"""The cluster of one run: Dispatcher, ResourceManager, TaskExecutors on demand.
 
-All components share the run's event loop and talk through the run's messaging; the shuffle
-environment connects tasks' partitions and gates. Tasks run in that loop too under the
-simulated clock, each in a thread of its own under the realtime clock (Flink's MiniCluster).
-``execute`` submits one job, applies the injected faults, and runs the loop until the job
-ends, ``rill.duration`` of clock time passes (the job is cancelled then, or stopped with a
-savepoint under ``rill.stop-with-savepoint``), or it is interrupted (the first Ctrl-C cancels
-the job, a second one ends the run at once). When nothing is left to do but background work
-(heartbeats, metric sampling) while no fault is in force, the job stalled and fails. A
-TaskExecutor's fatal error (a task stuck after being cancelled: its thread cannot be killed)
-ends the run, canceled, naming the stuck operator. Savepoints are asked of the Dispatcher as a
-client would.
+The Dispatcher, ResourceManager and JobMasters live in this process, share the run's event
+loop and talk through the run's messaging. TaskExecutors are where the workers plugin's driver
+puts them: here (``embedded``: the cluster is their :class:`~kernel.contracts.workers.WorkerHost`
+and the shuffle environment connects their tasks' partitions and gates) or in processes of
+their own that connect back. A TaskExecutor's tasks run in its loop under the simulated clock,
+each in a thread of its own under the realtime clock (Flink's MiniCluster). ``execute`` submits
+one job, applies the injected faults, and runs the loop until the job ends, ``rill.duration``
+of clock time passes (the job is cancelled then, or stopped with a savepoint under
+``rill.stop-with-savepoint``), or it is interrupted (the first Ctrl-C cancels the job, a second
+one ends the run at once). When nothing is left to do but background work (heartbeats, metric
+sampling) while no fault is in force, the job stalled and fails. A TaskExecutor's fatal error
+(a task stuck after being cancelled: its thread cannot be killed) ends the run, canceled,
+naming the stuck operator. Savepoints are asked of the Dispatcher as a client would.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
 import signal
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
-from kernel.cluster_events import WorkerStarted, WorkerStopped
+from kernel.cluster_events import WorkerStopped
+from kernel.contracts.workers import TaskExecutorProcessSpec
 from kernel.graph.job import JobGraph
 from kernel.options import RillOptions
 from plugins.local import messages as m
 from plugins.local.dispatcher import Dispatcher
+from plugins.local.endpoint import ClusterEndpoint
 from plugins.local.faults import FaultInjector
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
 from plugins.local.options import ClusterOptions
@@ -74,45 +81,93 @@ class MiniCluster:
         self.stop_with_savepoint = rill_options.stop_with_savepoint
         self.savepoint_failure = ""
         self.stop_requested = False  # rill.duration asked for a stop-with-savepoint
-        self.network_settings = NetworkSettings(
-            buffers_per_channel=options.buffers_per_channel,
-            floating_buffers_per_gate=options.floating_buffers_per_gate,
-            max_buffers_per_channel=options.max_buffers_per_channel,
-            records_per_buffer=options.records_per_buffer,
-        )
+        self.network_settings = NetworkSettings.of(options)
         self.shuffle = ShuffleEnvironment(self.network_settings)
         self.task_executors: list[TaskExecutor] = []
         self.tracker = RecoveryTracker(start=run.clock.now())
         self.faults = FaultInjector(self, run.config.faults)
-        self.resource_manager = ResourceManager(run.messaging, run, options, self._start_worker, self.tracker)
+        run.plugin_manager.require("create_resource_manager_driver", "workers")
+        self.driver = run.plugin_manager.hook.create_resource_manager_driver(host=self, run=run)
+        self.endpoint: ClusterEndpoint | None = None
+        if not self.driver.in_process:  # TaskExecutors connect to this process
+            self.endpoint = ClusterEndpoint(self, options.rpc_address)
+        self.rpc_address = self.endpoint.address if self.endpoint is not None else ""
+        self.resource_manager = ResourceManager(run.messaging, run, options, self.driver, self._worker_spec,
+                                                self.tracker, self._worker_stopped)
         self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated, self.tracker)
         self.outcome: JobOutcome | None = None
+        self.job_graph: JobGraph | None = None
         self.summaries: list[TaskSummary] = []
         self._sampler: Any = None
         self._quiet: list[int] | None = None  # how far the tasks' loops got when last seen quiescent
 
-    # -- workers ------------------------------------------------------------------------------
+    # -- workers (the WorkerHost of the driver) -------------------------------------------------
 
-    def _start_worker(self) -> str:
-        address = f"taskexecutor-{len(self.task_executors) + 1}"
-        worker = TaskExecutor(address, self.run.messaging, self.run, self, self.options)
-        worker.slowdown = self.faults.slowdown_of(address)
+    @property
+    def loop(self) -> Any:
+        return self.run.loop
+
+    def _worker_spec(self, resource_id: str) -> TaskExecutorProcessSpec:
+        """What a requested worker runs: a TaskManagerRunner connecting back to this cluster."""
+        return TaskExecutorProcessSpec(
+            resource_id=resource_id, slots=self.options.task_slots, entry="plugins.local.runner:run_task_manager",
+            rpc_address=self.rpc_address, run_id=self.run.id, job_name=self.run.job_name,
+            config=pickle.dumps((self.run.config.raw, self.run.input_overrides)), sys_path=list(sys.path),
+            cwd=os.getcwd(),
+        )
+
+    def localize(self, deployment: Any) -> Any:
+        """A deployment as a TaskExecutor here runs it: as the JobMaster made it."""
+        return deployment
+
+    def start_task_executor(self, spec: TaskExecutorProcessSpec) -> None:
+        worker = TaskExecutor(spec.resource_id, self.run.messaging, self.run, self, self.options)
+        worker.slowdown = self.faults.slowdown_of(spec.resource_id)
         self.task_executors.append(worker)
-        self.run.bus.emit(WorkerStarted(time=self.run.clock.now(), resource_id=address, slots=self.options.task_slots))
         worker.start()
-        return address
+
+    def stop_task_executor(self, resource_id: str) -> None:
+        worker = self.worker(resource_id)
+        if worker is not None and not worker.stopped:
+            worker.stop()
+
+    def _worker_stopped(self, resource_id: str, reason: str) -> None:
+        self.run.bus.emit(WorkerStopped(time=self.run.clock.now(), resource_id=resource_id, reason=reason))
+
+    def set_slowdown(self, address: str, factor: float) -> bool:
+        """A slow fault starts or ends at a TaskExecutor; whether it runs now."""
+        worker = self.worker(address)
+        if worker is not None:
+            if not worker.stopped:
+                worker.set_slowdown(factor)
+            return True
+        if self.endpoint is not None and address in self.resource_manager.nodes:
+            self.endpoint.send_faults(address)
+            return True
+        return False
 
     def worker(self, address: str) -> TaskExecutor | None:
+        """The TaskExecutor of that address in this process."""
         return next((w for w in self.task_executors if w.address == address), None)
 
-    def kill_worker(self, worker: TaskExecutor, refuse: bool, reason: str) -> None:
-        """The worker's process dies (``refuse``: only its endpoint; requests to it fail)."""
+    def worker_running(self, address: str) -> bool:
+        worker = self.worker(address)
+        return not worker.stopped if worker is not None else address in self.resource_manager.nodes
+
+    def kill_worker(self, address: str, refuse: bool, reason: str) -> None:
+        """The worker's process dies: a real one by SIGKILL (its end is reported by the driver);
+        one in this process is simulated (``refuse``: only its endpoint dies, so requests to it
+        fail at once; else what is sent to it vanishes)."""
+        worker = self.worker(address)
+        if worker is None:
+            self.driver.kill_worker(address)
+            return
         worker.stop_reason = reason
         if refuse:
             worker.stop()
         else:
             self.run.messaging.crash(worker.address)
-        self.run.bus.emit(WorkerStopped(time=self.run.clock.now(), resource_id=worker.address, reason=reason))
+        self._worker_stopped(worker.address, reason)
 
     def task_ended(self, task: StreamTask) -> None:
         d = task.deployment
@@ -198,6 +253,7 @@ class MiniCluster:
         self.trigger_savepoint(job_id, self.stop_with_savepoint, True, False, done)
 
     def execute(self, job_graph: JobGraph) -> JobOutcome:
+        self.job_graph = job_graph
         loop = self.run.loop
         self.resource_manager.start()
         self.dispatcher.start()
@@ -214,7 +270,7 @@ class MiniCluster:
         self._sampler.cancel()
         self._shutdown()
         self.outcome.tasks = self.summaries
-        self.outcome.workers_started = len(self.task_executors)
+        self.outcome.workers_started = self.resource_manager.workers_started
         self.outcome.recovery = self.tracker.notes()
         return self.outcome
 
@@ -227,10 +283,15 @@ class MiniCluster:
         for worker in self.task_executors:
             if not worker.stopped:
                 worker.stop()
-                self.run.bus.emit(WorkerStopped(time=self.run.clock.now(), resource_id=worker.address,
-                                                reason="cluster shut down"))
+                self._worker_stopped(worker.address, "cluster shut down")
+        for address in self.resource_manager.nodes:
+            if self.worker(address) is None:
+                self._worker_stopped(address, "cluster shut down")
         self.dispatcher.stop()
         self.resource_manager.stop()
+        self.driver.terminate()
+        if self.endpoint is not None:
+            self.endpoint.drain()
 
 
 class _interrupts:

@@ -41,6 +41,12 @@ class ClusterOptions(Section):
     record_size: Annotated[
         int, msgspec.Meta(ge=1, description="bytes a record is assumed to take in a network buffer (records per buffer = segment-size / this)")
     ] = msgspec.field(name="rill.network.record-size", default=32)
+    rpc_address: Annotated[
+        str, msgspec.Meta(description="where the cluster's process listens for TaskExecutor processes")
+    ] = msgspec.field(name="jobmanager.rpc.address", default="127.0.0.1")
+    taskmanager_host: Annotated[
+        str, msgspec.Meta(description="where a TaskExecutor process listens for other TaskExecutors' partition requests")
+    ] = msgspec.field(name="taskmanager.host", default="127.0.0.1")
     slot_request_timeout: Annotated[DurationMs, msgspec.Meta(description="a slot request failing after this long fails the job")] = (
         msgspec.field(name="slot.request.timeout", default=300_000)
     )
@@ -62,6 +68,18 @@ class ClusterOptions(Section):
     registration_error_delay: Annotated[
         DurationMs, msgspec.Meta(ge=0, description="pause after a registration attempt failed")
     ] = msgspec.field(name="cluster.registration.error-delay", default=10_000)
+    taskmanager_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="a TaskExecutor without allocated slots this long is released")
+    ] = msgspec.field(name="resourcemanager.taskmanager-timeout", default=30_000)
+    worker_registration_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="a started worker not registered this long is released and replaced")
+    ] = msgspec.field(name="resourcemanager.taskmanager-registration.timeout", default=300_000)
+    start_worker_max_failure_rate: Annotated[
+        float, msgspec.Meta(gt=0, description="worker start failures per minute above which requests pause")
+    ] = msgspec.field(name="resourcemanager.start-worker.max-failure-rate", default=10.0)
+    start_worker_retry_interval: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="pause of worker requests after too many start failures")
+    ] = msgspec.field(name="resourcemanager.start-worker.retry-interval", default=3_000)
     slot_timeout: Annotated[
         DurationMs, msgspec.Meta(ge=0, description="how long a TaskExecutor keeps the slots of a lost JobMaster")
     ] = msgspec.field(name="taskmanager.slot.timeout", default=10_000)

@@ -3,8 +3,17 @@
 JobMasters register and declare how many slots their job needs; TaskExecutors register with
 their slot report. The slot manager matches declarations against free slots of registered
 TaskExecutors (in registration order) and asks those TaskExecutors for the slots, which they
-offer to the job's JobMaster; what free slots cannot cover makes it start new TaskExecutors
-(an active resource manager), up to ``slotmanager.number-of-slots.max``.
+offer to the job's JobMaster; what free slots cannot cover makes it request new workers from
+the workers plugin's driver (an active resource manager, Flink's ActiveResourceManager), up to
+``slotmanager.number-of-slots.max``.
+
+Workers (reference §22): a requested worker must register within
+``resourcemanager.taskmanager-registration.timeout``, else it is released and replaced; one
+that ends before registering, or cannot be started, is a start failure — above
+``resourcemanager.start-worker.max-failure-rate`` failures a minute, requests pause for
+``resourcemanager.start-worker.retry-interval``. A registered worker without allocated slots
+for ``resourcemanager.taskmanager-timeout`` is released. A worker the driver reports
+terminated is gone at once: its connection is closed as on a heartbeat timeout.
 
 Heartbeats (seed 003): the ResourceManager requests heartbeats from JobMasters and
 TaskExecutors; TaskExecutors answer with their slot report, which keeps the slot table in
@@ -16,18 +25,20 @@ again (new TaskExecutors start on demand) and the TaskExecutor, if alive, re-reg
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.clock import NS_PER_MS
-from kernel.cluster_events import WorkerRegistered
+from kernel.clock import NS_PER_MS, NS_PER_S
+from kernel.cluster_events import WorkerRegistered, WorkerStarted
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, heartbeat_manager
 from plugins.local.events import ConnectionClosed, JobMasterRegistered, SlotRequested
 
 if TYPE_CHECKING:
+    from kernel.contracts.workers import ResourceManagerDriver, TaskExecutorProcessSpec, WorkerNode
+    from kernel.messaging import Future
     from kernel.run import Run
-
 
 
 class _Slot:
@@ -44,21 +55,33 @@ class _Worker:
         self.resource_id = resource_id
         self.slots: list[_Slot | None] = [None] * slots
         self.registrations = 0
+        self.idle_check: Any = None  # resourcemanager.taskmanager-timeout while no slot is allocated
+
+    def idle(self) -> bool:
+        return all(slot is None for slot in self.slots)
 
 
 class ResourceManager(Component):
-    def __init__(self, messaging: MessagingService, run: Run, options: Any,
-                 start_worker: Callable[[], str], tracker: Any) -> None:
+    def __init__(self, messaging: MessagingService, run: Run, options: Any, driver: ResourceManagerDriver,
+                 spec: Callable[[str], TaskExecutorProcessSpec], tracker: Any,
+                 on_worker_stopped: Callable[[str, str], None]) -> None:
         super().__init__(m.RESOURCE_MANAGER, messaging)
         self.run = run
         self.tracker = tracker
         self.options = options
         self.slots_per_worker = options.task_slots
         self.max_slots = options.max_slots
-        self.start_worker = start_worker
+        self.driver = driver
+        self.spec = spec
+        self.on_worker_stopped = on_worker_stopped
         self.workers: dict[str, _Worker] = {}
         self.registrations: dict[str, int] = {}
         self.pending_workers: dict[str, Any] = {}  # resource id -> registration timeout timer
+        self.nodes: dict[str, WorkerNode] = {}  # where the requested workers run
+        self.workers_requested = 0
+        self.workers_started = 0
+        self._start_failures: deque[int] = deque()  # times (ns) of the last minute's start failures
+        self._requests_paused_until = 0
         self.job_masters: dict[str, str] = {}  # job id -> address
         self.requirements: dict[str, int] = {}
         self._allocations = 0
@@ -67,6 +90,7 @@ class ResourceManager(Component):
     def on_start(self) -> None:
         self.job_heartbeats = heartbeat_manager(self, Listener(self, "job_master"), "sender")
         self.worker_heartbeats = heartbeat_manager(self, Listener(self, "worker"), "sender")
+        self.driver.initialize(self)
 
     def on_stop(self) -> None:
         self.job_heartbeats.stop()
@@ -103,16 +127,94 @@ class ResourceManager(Component):
     def job_master_heartbeat_payload(self, address: str) -> Any:
         return None
 
-    # -- TaskExecutors ------------------------------------------------------------------------
+    # -- workers (the driver's side) ----------------------------------------------------------
 
-    def worker_starting(self, resource_id: str) -> None:
-        """An active resource manager started this worker; it must register in time."""
-        timeout = self.options.registration_timeout * NS_PER_MS
+    def _request_new_worker(self) -> None:
+        """Ask the driver for a worker; it must register in time."""
+        self.workers_requested += 1
+        resource_id = f"taskexecutor-{self.workers_requested}"
+        timeout = self.options.worker_registration_timeout * NS_PER_MS
         self.pending_workers[resource_id] = self.schedule(timeout, self._worker_never_registered, resource_id)
+        placed = self.driver.request_resource(self.spec(resource_id))
+        if placed.done():
+            self._worker_placed(resource_id, placed)
+        else:
+            placed.add_done_callback(lambda done: self._worker_placed(resource_id, done))
+
+    def _worker_placed(self, resource_id: str, placed: Future) -> None:
+        error = placed.exception()
+        if error is not None:
+            self._start_failed(resource_id, f"could not be started: {error}")
+            return
+        node: WorkerNode = placed.result()
+        self.nodes[resource_id] = node
+        self.workers_started += 1
+        self._emit(WorkerStarted(time=self.clock.now(), resource_id=resource_id, slots=self.slots_per_worker,
+                                 pid=node.pid, host=node.host, executor_id=node.executor_id))
 
     def _worker_never_registered(self, resource_id: str) -> None:
         if self.pending_workers.pop(resource_id, None) is not None:
-            self._check_requirements_soon()
+            timeout = self.options.worker_registration_timeout
+            self._release(resource_id, f"not registered within resourcemanager.taskmanager-registration.timeout "
+                                       f"({timeout} ms)")
+            self._start_failed(resource_id, "")
+
+    def _start_failed(self, resource_id: str, reason: str) -> None:
+        """A requested worker never registered: count it; replace it unless too many failed."""
+        timer = self.pending_workers.pop(resource_id, None)
+        if timer is not None:
+            timer.cancel()
+        if reason:
+            self.on_worker_stopped(resource_id, reason)
+        now = self.clock.now()
+        failures = self._start_failures
+        failures.append(now)
+        while failures and failures[0] <= now - 60 * NS_PER_S:
+            failures.popleft()
+        if len(failures) > self.options.start_worker_max_failure_rate:
+            self._requests_paused_until = now + self.options.start_worker_retry_interval * NS_PER_MS
+        self._check_requirements_soon()
+
+    def _release(self, resource_id: str, reason: str) -> None:
+        self.nodes.pop(resource_id, None)
+        self.on_worker_stopped(resource_id, reason)
+        self.driver.release_resource(resource_id)
+
+    def on_worker_terminated(self, resource_id: str, diagnostics: str) -> None:
+        """The driver reports a worker gone (its process ended)."""
+        if self.nodes.pop(resource_id, None) is None:
+            return  # released already
+        if resource_id in self.pending_workers:
+            self._start_failed(resource_id, f"terminated before registering: {diagnostics}")
+            return
+        self.on_worker_stopped(resource_id, f"terminated: {diagnostics}")
+        if resource_id in self.workers:
+            self.tracker.detected(self.clock.now(), self.address, resource_id, "worker terminated")
+            self._close_worker(resource_id, f"TaskManager with id {resource_id} terminated: {diagnostics}",
+                               tell=False)
+
+    def on_error(self, error: BaseException) -> None:
+        """The driver cannot go on: fatal."""
+        raise error
+
+    def _idle_timed_out(self, worker: _Worker) -> None:
+        worker.idle_check = None
+        if self.workers.get(worker.resource_id) is worker and worker.idle():
+            reason = f"idle for resourcemanager.taskmanager-timeout ({self.options.taskmanager_timeout} ms)"
+            self._close_worker(worker.resource_id, f"TaskManager {worker.resource_id} is released: {reason}",
+                               tell=False)
+            self._release(worker.resource_id, reason)
+
+    def _watch_idle(self, worker: _Worker) -> None:
+        if worker.idle():
+            if worker.idle_check is None:
+                worker.idle_check = self.schedule(self.options.taskmanager_timeout * NS_PER_MS, self._idle_timed_out,
+                                                  worker)
+        elif worker.idle_check is not None:
+            worker.idle_check.cancel()
+            worker.idle_check = None
+
+    # -- TaskExecutors ------------------------------------------------------------------------
 
     def handle_RegisterTaskExecutor(self, message: m.RegisterTaskExecutor, sender: str) -> str:
         resource_id = message.resource_id
@@ -130,6 +232,7 @@ class ResourceManager(Component):
                                                                            self.options.rpc_timeout))
         self._emit(WorkerRegistered(time=self.clock.now(), resource_id=resource_id, slots=message.slots,
                                     registration=count))
+        self._watch_idle(worker)
         self._check_requirements_soon()
         return m.ACK
 
@@ -144,6 +247,8 @@ class ResourceManager(Component):
         self.worker_heartbeats.unmonitor_target(resource_id)
         if worker is None:
             return
+        if worker.idle_check is not None:
+            worker.idle_check.cancel()
         self._emit(ConnectionClosed(time=self.clock.now(), owner=self.address, target=resource_id, reason=reason))
         failed: dict[str, list[str]] = {}
         for slot in worker.slots:
@@ -172,6 +277,7 @@ class ResourceManager(Component):
             elif held is not None and (slot is None or (not slot.pending and slot.allocation_id != held[0])):
                 worker.slots[index] = _Slot(held[1], held[0], pending=False)
         if changed:
+            self._watch_idle(worker)
             self._check_requirements_soon()
 
     def worker_heartbeat_payload(self, resource_id: str) -> Any:
@@ -202,6 +308,7 @@ class ResourceManager(Component):
             slot = worker.slots[message.slot_index]
             if slot is not None and slot.allocation_id == message.allocation_id:
                 worker.slots[message.slot_index] = None
+                self._watch_idle(worker)
         self._check_requirements_soon()
 
     def _allocated(self, job_id: str) -> int:
@@ -227,8 +334,11 @@ class ResourceManager(Component):
             missing_total += max(missing, 0)
         coming = len(self.pending_workers) * self.slots_per_worker
         total = (len(self.workers) + len(self.pending_workers)) * self.slots_per_worker
+        if missing_total > coming and self.clock.now() < self._requests_paused_until:
+            self.schedule(self._requests_paused_until - self.clock.now(), self._check_requirements_soon)
+            return
         while missing_total > coming and total + self.slots_per_worker <= self.max_slots:
-            self.worker_starting(self.start_worker())
+            self._request_new_worker()
             coming += self.slots_per_worker
             total += self.slots_per_worker
 
@@ -236,6 +346,7 @@ class ResourceManager(Component):
         self._allocations += 1
         allocation_id = f"alloc-{self._allocations}"
         worker.slots[index] = _Slot(job_id, allocation_id, pending=True)
+        self._watch_idle(worker)
         self._emit(SlotRequested(time=self.clock.now(), job_id=job_id, allocation_id=allocation_id,
                                  resource_id=worker.resource_id, slot_index=index))
         request = m.RequestSlot(allocation_id, job_id, index, self.job_masters[job_id])
@@ -254,4 +365,5 @@ class ResourceManager(Component):
             self._check_requirements_soon()
         else:  # unreachable or no answer: not allocated; the next slot report tells the truth
             worker.slots[index] = None
+            self._watch_idle(worker)
             self._check_requirements_soon()

@@ -201,7 +201,7 @@ class TaskExecutor(Component):
                 connection.registration.cancel()
             connection = self.jobs[job_id] = _JobConnection(job_id, address)
         connection.registration = RetryingRegistration(
-            self, address, m.RegisterTaskManager(job_id, self.resource_id), self.options,
+            self, address, m.RegisterTaskManager(job_id, self.resource_id, self.cluster.shuffle.data_address), self.options,
             lambda answer: self._connected_to_job_master(connection)).start()
 
     def _connected_to_job_master(self, connection: _JobConnection) -> None:
@@ -312,7 +312,7 @@ class TaskExecutor(Component):
     # -- tasks --------------------------------------------------------------------------------
 
     def handle_SubmitTask(self, message: m.SubmitTask, sender: str) -> str:
-        deployment = message.deployment
+        deployment = self.cluster.localize(message.deployment)
         slot = next((s for s in self.slots if s is not None and s.allocation_id == deployment.allocation_id), None)
         if slot is None:
             raise RuntimeError(f"TaskSubmissionException: no slot allocated for {deployment.allocation_id} on "
@@ -352,6 +352,11 @@ class TaskExecutor(Component):
             self, f"Task {task.name} did not exit within task.cancellation.timeout ({thread.timeout_ms} ms) of being "
                   f"stopped: stuck in operator {operator!r}{where}")
 
+    def handle_FinishStagedOutput(self, message: m.FinishStagedOutput, sender: str) -> str:
+        """The job ended: commit what its final attempts' sinks staged here (and discard the rest)."""
+        self.cluster.staged_output.commit([tuple(attempt) for attempt in message.attempts], message.discard_rest)
+        return m.ACK
+
     def handle_RequestTaskBackPressure(self, message: m.RequestTaskBackPressure, sender: str) -> Any:
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
         if task is None:
@@ -382,7 +387,7 @@ class TaskExecutor(Component):
                 message=f"TaskExecutor {self.resource_id} runs no such task"))
         elif task.checkpoints is not None:
             task.checkpoints.trigger(message.checkpoint_id, message.timestamp, message.aligned, message.unaligned,
-                                     message.alignment_timeout, message.stop, message.drain)
+                                     message.alignment_timeout, message.stop, message.drain, message.location)
 
     def handle_NotifyCheckpointComplete(self, message: m.NotifyCheckpointComplete, sender: str) -> None:
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))

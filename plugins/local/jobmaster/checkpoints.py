@@ -41,10 +41,10 @@ class JobMasterCheckpointContext:
 
     def trigger_checkpoint(self, vertex: ExecutionVertex, checkpoint_id: int, timestamp: int, aligned: bool,
                            unaligned: bool = False, alignment_timeout: int = 0, stop: bool = False,
-                           drain: bool = False) -> None:
+                           drain: bool = False, location: str = "") -> None:
         self._tell(vertex, m.TriggerCheckpoint(vertex.job_vertex.id, vertex.subtask, vertex.current.attempt,
                                                checkpoint_id, timestamp, aligned, unaligned, alignment_timeout,
-                                               stop, drain))
+                                               stop, drain, location))
 
     def notify_checkpoint_complete(self, vertex: ExecutionVertex, checkpoint_id: int) -> None:
         self._tell(vertex, m.NotifyCheckpointComplete(vertex.job_vertex.id, vertex.subtask, vertex.current.attempt,

@@ -18,7 +18,12 @@ from kernel.graph.execution import ExecutionState, ExecutionVertex, JobStatus
 from kernel.graph.job import DistributionPattern
 from kernel.messaging import AskTimeout
 from plugins.local import messages as m
-from plugins.local.deployment import ConsumedInput, ProducedPartition, TaskDeploymentDescriptor
+from plugins.local.deployment import (
+    STAGED_IN_TASK_EXECUTOR,
+    ConsumedInput,
+    ProducedPartition,
+    TaskDeploymentDescriptor,
+)
 from plugins.local.events import TaskDeployed
 
 if TYPE_CHECKING:
@@ -80,7 +85,13 @@ class ExecutionDeployer:
         execution.slot = slot
         scheduler = self.scheduler
         scheduler.transition(ev, S.DEPLOYING)
-        deployment = self._deployment(ev, slot)
+        remote = bool(self.job_master.task_manager_locations.get(slot.resource_id))
+        if remote and scheduler.alignment is not None:
+            scheduler.execution_failed(ev, f"Could not deploy {ev.name} (attempt {execution.attempt}) to "
+                                           f"{slot.resource_id}: watermark alignment needs the TaskExecutors in the "
+                                           f"JobMaster's process (plugins.workers=embedded)")
+            return
+        deployment = self._deployment(ev, slot, remote)
         self.job_master.emit(TaskDeployed(
             time=self.clock.now(), job_id=scheduler.job_id, vertex_id=ev.job_vertex.id, vertex_name=ev.job_vertex.name,
             subtask=ev.subtask, attempt=execution.attempt, resource_id=slot.resource_id,
@@ -99,7 +110,8 @@ class ExecutionDeployer:
 
         answer.add_done_callback(submitted)
 
-    def _deployment(self, ev: ExecutionVertex, slot: AllocatedSlot) -> TaskDeploymentDescriptor:
+    def _deployment(self, ev: ExecutionVertex, slot: AllocatedSlot, remote: bool) -> TaskDeploymentDescriptor:
+        """What the TaskExecutor needs to run the execution (``remote``: in another process)."""
         produced = []
         for partition in ev.produced:
             edge = partition.result.consumers[0]
@@ -112,6 +124,7 @@ class ExecutionDeployer:
                 consumer_max_parallelism=consumer.max_parallelism,
             ))
         inputs: dict[int, ConsumedInput] = {}
+        locations = self.job_master.task_manager_locations
         for group in ev.inputs:
             type_number = group.edge.type_number if group.edge.type_number else 0
             consumed = inputs.setdefault(type_number, ConsumedInput(type_number, []))
@@ -120,13 +133,17 @@ class ExecutionDeployer:
                     subpartition = ev.subtask
                 else:
                     subpartition = partition.consumer_vertices[partition.result.consumers.index(group.edge)].index(ev)
-                consumed.channels.append((f"{partition.id}@{partition.producer.current.attempt}", subpartition))
+                producer = partition.producer.current
+                consumed.channels.append((f"{partition.id}@{producer.attempt}", subpartition))
+                consumed.locations.append(locations.get(producer.slot.resource_id, "") if producer.slot else "")
+                consumed.edges.append(group.edge.stream_edge)
         scheduler = self.scheduler
         return TaskDeploymentDescriptor(
             job_id=scheduler.job_id, job_graph=scheduler.job_graph, vertex=ev.job_vertex.job_vertex,
             subtask=ev.subtask, attempt=ev.current.attempt, max_parallelism=ev.job_vertex.max_parallelism,
             allocation_id=slot.allocation_id, produced=produced, inputs=list(inputs.values()),
-            alignment=scheduler.alignment, committer=scheduler.committer,
+            alignment=scheduler.alignment,
+            committer=STAGED_IN_TASK_EXECUTOR if remote and scheduler.committer is not None else scheduler.committer,
             checkpoint_storage=scheduler.checkpoints.storage if scheduler.checkpoints is not None else None,
             restore=scheduler.task_restores.get(ev.id),
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
+from kernel.clock import NS_PER_MS
 from kernel.graph.execution import JobStatus
 from kernel.graph.job import JobGraph
 from kernel.messaging import Component, MessagingService
@@ -50,6 +51,8 @@ class JobMaster(Component):
         self.scheduler: DefaultScheduler | None = None
         self.back_pressure: BackPressureMonitor | None = None
         self.task_managers: set[str] = set()
+        #: where each TaskExecutor serves its partitions to others ("": in this process)
+        self.task_manager_locations: dict[str, str] = {}
         self.rm_connected = False
         self.started_scheduling = False
         self._registration: RetryingRegistration | None = None
@@ -79,9 +82,40 @@ class JobMaster(Component):
         self.rm_heartbeats.stop()
         self.tm_heartbeats.stop()
 
-    def job_ended(self, status: JobStatus, failure: str) -> None:
-        """The scheduler ended the job: disconnect the TaskExecutors, tell the Dispatcher (with
-        the back-pressure monitor's judgement)."""
+    def job_ended(self, status: JobStatus, failure: str, staged: tuple | None = None) -> None:
+        """The scheduler ended the job: TaskExecutors in other processes commit what the sinks
+        of the final attempts staged there (``staged``: (TaskExecutor, attempt) in job-vertex
+        and subtask order, committed in that order across TaskExecutors) and discard the rest
+        (``()``: all of it); then disconnect the TaskExecutors, tell the Dispatcher (with the
+        back-pressure monitor's judgement)."""
+        finishes = self._staged_output_finishes(staged) if staged is not None else []
+        self._finish_staged_output(finishes, lambda: self._job_terminated(status, failure))
+
+    def _staged_output_finishes(self, staged: tuple) -> list[tuple[str, m.FinishStagedOutput]]:
+        """One ask per run of consecutive final attempts in the same TaskExecutor process (its
+        last one discards what is left there), then one to each such TaskExecutor without any."""
+        remote = {resource_id for resource_id, address in self.task_manager_locations.items() if address}
+        runs: list[tuple[str, list]] = []
+        for resource_id, attempt in staged:
+            if resource_id in remote:
+                if runs and runs[-1][0] == resource_id:
+                    runs[-1][1].append(attempt)
+                else:
+                    runs.append((resource_id, [attempt]))
+        last = {resource_id: index for index, (resource_id, _) in enumerate(runs)}
+        finishes = [(resource_id, m.FinishStagedOutput(self.job_id, tuple(attempts), last[resource_id] == index))
+                    for index, (resource_id, attempts) in enumerate(runs)]
+        return finishes + [(resource_id, m.FinishStagedOutput(self.job_id)) for resource_id in sorted(remote - set(last))]
+
+    def _finish_staged_output(self, finishes: list[tuple[str, m.FinishStagedOutput]], then: Any) -> None:
+        if not finishes:
+            then()
+            return
+        (resource_id, message), rest = finishes[0], finishes[1:]
+        answer = self.ask(resource_id, message, self.options.rpc_timeout * NS_PER_MS)
+        answer.add_done_callback(lambda done: self._finish_staged_output(rest, then))
+
+    def _job_terminated(self, status: JobStatus, failure: str) -> None:
         for resource_id in sorted(self.task_managers):
             self.tell(resource_id, m.DisconnectJobManager(self.job_id, f"job {status.value.lower()}"))
         judgement = final_judgement(self.back_pressure)
@@ -132,6 +166,7 @@ class JobMaster(Component):
     def handle_RegisterTaskManager(self, message: m.RegisterTaskManager, sender: str) -> str:
         if message.job_id != self.job_id or self.status.is_globally_terminal:
             raise RuntimeError(f"JobMaster {self.address} does not run job {message.job_id}")
+        self.task_manager_locations[message.resource_id] = message.data_address
         if message.resource_id not in self.task_managers:
             self.task_managers.add(message.resource_id)
             self.tm_heartbeats.monitor_target(message.resource_id, HeartbeatTarget(self, message.resource_id, "jm-te",
@@ -167,7 +202,7 @@ class JobMaster(Component):
         """Reconcile the executions the TaskExecutor runs with what this JobMaster expects."""
         if deployed is None or self.status.is_globally_terminal:
             return
-        self.scheduler.deployer.reconcile(resource_id, set(deployed))
+        self.scheduler.deployer.reconcile(resource_id, set(map(tuple, deployed)))  # lists, from another process
 
     def task_manager_heartbeat_payload(self, resource_id: str) -> Any:
         return self.scheduler.slot_pool.allocations_on(resource_id)

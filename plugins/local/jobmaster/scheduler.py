@@ -380,17 +380,18 @@ class DefaultScheduler:
         pool.cancel_requests()
         if self.alignment is not None:
             self.alignment.close()
-        if self.committer is not None:
-            if status is JobStatus.FINISHED:
-                self.committer.commit([(ev.job_vertex.id, ev.subtask, ev.current.attempt) for ev in self.graph.vertices()])
-            else:
-                self.committer.discard_all()
+        staged: tuple | None = None
+        if self.committer is not None:  # the final attempts, with where they ran
+            final = [(ev.current.slot.resource_id if ev.current.slot is not None else "",
+                      (ev.job_vertex.id, ev.subtask, ev.current.attempt)) for ev in self.graph.vertices()]
+            staged = tuple(final) if status is JobStatus.FINISHED else ()
+            self.committer.commit([attempt for _, attempt in staged])
         self._set_status(status, failure.splitlines()[0] if failure else "")
         for index in list(pool.slots):
             pool.release(index, f"job {status.value.lower()}")
         pool.pending_requests.clear()
         pool.declare(force=True)
-        self.job_master.job_ended(status, failure)
+        self.job_master.job_ended(status, failure, staged)
 
     def _set_status(self, status: JobStatus, reason: str = "") -> None:
         old = self.status

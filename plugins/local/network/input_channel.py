@@ -68,6 +68,11 @@ class InputChannel:
             gate.waiting_for_credit.append(self)
         return False
 
+    def buffer_available(self) -> None:
+        """A floating buffer of the gate is free again: the producer may send."""
+        if self.subpartition is not None:
+            self.subpartition.try_send()
+
     def deliver(self, item: Any) -> None:
         self.queue.append(item)
         if self.persisting:
@@ -112,9 +117,13 @@ class InputChannel:
 
     def resume_consumption(self) -> None:
         """The consumer is aligned: the subpartition a barrier blocked sends again."""
+        with self.gate.lock:
+            self._resume()
+
+    def _resume(self) -> None:
+        """Resume the subpartition (the lock is held)."""
         if self.subpartition is not None:
-            with self.gate.lock:
-                self.subpartition.resume()
+            self.subpartition.resume()
 
     # -- unaligned checkpoints ------------------------------------------------------------------
 
@@ -136,16 +145,27 @@ class InputChannel:
         the data before it as an unaligned barrier (the data overtaken at the producer is
         persisted here)."""
         with self.gate.lock:
-            for item in self.queue:
-                if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
-                    self._priority(item.as_unaligned())  # the barrier in the queue stays as the mark
-                    if item.blocks and self.subpartition is not None:
-                        self.subpartition.resume()
-                    return
-            if self.subpartition is not None:
-                overtaken = self.subpartition.convert_to_priority(checkpoint_id)
-                if overtaken and self.persisted is not None:
-                    self.persisted.extend(overtaken)
+            if self._convert_queued(checkpoint_id):
+                return
+            subpartition = self.subpartition
+            if subpartition is not None:
+                overtaken = subpartition.convert_to_priority(checkpoint_id)
+                if overtaken is not None:
+                    if self.persisted is not None:
+                        self.persisted.extend(overtaken)
+                    subpartition.try_send()
+
+    def _convert_queued(self, checkpoint_id: int) -> bool:
+        """The barrier of ``checkpoint_id`` queued here overtakes the data before it (the
+        barrier stays in the queue as the mark); False when it is not queued here. The lock is
+        held."""
+        for item in self.queue:
+            if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
+                self._priority(item.as_unaligned())
+                if item.blocks:
+                    self._resume()
+                return True
+        return False
 
     def finish_persisting(self) -> list[bytes]:
         """The data persisted for the checkpoint (persisting ends)."""

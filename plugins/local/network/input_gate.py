@@ -100,5 +100,4 @@ class InputGate:
                 return
             channel = waiting.popleft()
             channel.waiting = False
-            if channel.subpartition is not None:
-                channel.subpartition.try_send()
+            channel.buffer_available()

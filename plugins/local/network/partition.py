@@ -137,15 +137,15 @@ class Subpartition:
 
     def convert_to_priority(self, checkpoint_id: int) -> list[bytes] | None:
         """The barrier of ``checkpoint_id`` still queued here overtakes the data before it, as
-        an unaligned barrier: the persisted forms of that data (None: not queued here). The
-        lock is held (the consumer's channel asks)."""
+        an unaligned barrier, at the next :meth:`try_send` (the caller's, once it took the
+        overtaken data): the persisted forms of that data (None: not queued here). The lock is
+        held."""
         queue = self.queue
         for position, item in enumerate(queue):
             if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
                 overtaken = persist_all(islice(queue, position))
                 del queue[position]
                 self.priority.append(item.as_unaligned())
-                self.try_send()
                 return overtaken
         return None
 
@@ -207,8 +207,9 @@ class ResultPartition:
     """The producer side of one IntermediateResultPartition."""
 
     def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool,
-                 lock: Any = None, loop: EventLoop | None = None) -> None:
+                 type_info: Any = None, lock: Any = None, loop: EventLoop | None = None) -> None:
         self.partition_id = partition_id
+        self.type_info = type_info  # of its records (how they cross to another TaskExecutor)
         #: the network's lock (the shuffle environment's)
         self.lock = lock if lock is not None else threading.Lock()
         self._notify = loop.call_in_thread if loop is not None else call_now

@@ -91,8 +91,9 @@ class SubtaskCheckpointCoordinator:
     # -- from the coordinator -----------------------------------------------------------------
 
     def trigger(self, checkpoint_id: int, timestamp: int, aligned: bool, unaligned: bool = False,
-                alignment_timeout: int = 0, stop: bool = False, drain: bool = False) -> None:
-        """``stop``: the savepoint of a stop-with-savepoint: a source stops first."""
+                alignment_timeout: int = 0, stop: bool = False, drain: bool = False, location: str = "") -> None:
+        """``stop``: the savepoint of a stop-with-savepoint: a source stops first; ``location``:
+        where the state goes (the barrier carries it downstream)."""
         task = self.task
         with self._lock:
             running = task.state == "RUNNING" and not self._closed
@@ -102,7 +103,7 @@ class SubtaskCheckpointCoordinator:
             self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
                          f"Task {task.name} is not running ({task.state})")
             return
-        barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned, unaligned, alignment_timeout)
+        barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned, unaligned, alignment_timeout, location)
 
         def take() -> None:
             with self._lock:
@@ -255,7 +256,7 @@ class SubtaskCheckpointCoordinator:
             operators = [
                 OperatorSubtaskSnapshot(operator_id=operator_ids[node_id], state=self.storage.write_state(
                     checkpoint_id, f"{operator_ids[node_id]}-{subtask}", state.data, state.key_groups,
-                    state.operator_state, state.channel_state))
+                    state.operator_state, state.channel_state, snapshot.barrier.location))
                 for node_id, state in encoded.items()]
         except OSError as exc:
             self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,

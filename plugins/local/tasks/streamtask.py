@@ -12,27 +12,21 @@ has used up its capacity, suspend, back pressured (:meth:`TaskIOMetrics.output_a
 availability. At the end of input an operator with async requests in flight finishes them
 before the operators after it finish.
 
-The task's thread of control is an event loop (``loop``): the run's shared one under the
-simulated clock; under the realtime clock the loop of a thread of its own
-(:mod:`.task_thread`), so a task blocked in user code stalls only itself. Other threads reach
-the task only through that loop (its mails, :meth:`post`); once cancelling was requested, an
-error the interrupted user code raises ends the task CANCELED, not FAILED.
+The task's thread of control is an event loop (``loop``): the run's under the simulated clock,
+else a thread's of its own (:mod:`.task_thread`): a task blocked in user code stalls only itself.
+Other threads reach it only through that loop (mails, :meth:`post`); once cancelling was
+requested, an error the interrupted user code raises ends the task CANCELED, not FAILED.
 
-A job that takes checkpoints: the task restores its operators' state after opening them (and
-queues the in-flight data an unaligned checkpoint persisted in its channels), checkpoints
-(:mod:`.checkpoints`) when triggered or when its barrier handler (from the ``checkpointing``
-plugin, or one handling barriers unaligned) aligned a barrier, holding its input while
-operators finish their work in flight first; and, as Flink's FLIP-147, a task that ends its
-input finishes its operators, sends the end of data downstream, tells the JobMaster, and
-finishes only once all its input ended and a checkpoint taken after that completed (its final
-checkpoint; meanwhile it is idle).
+Checkpoints: the task restores its operators' state after opening them (and queues the
+in-flight data an unaligned checkpoint persisted), checkpoints (:mod:`.checkpoints`) when
+triggered or when its barrier handler aligned a barrier, its operators' work in flight
+finished first; as Flink's FLIP-147, a task that ended its input finishes its operators, ends
+the data downstream and finishes once a checkpoint taken after that completed.
 
-Stop-with-savepoint (Flink's synchronous savepoint): a source told to stop stops reading and,
-before the savepoint's barrier, ends its data — draining (the final watermark, operators
-finish) or not (operators keep their state and timers for a later resume, their timers stop);
-the end of data says which and that a savepoint stops the job, so every task downstream ends
-its data the same way and finishes once that savepoint completed, whether or not the job takes
-periodic checkpoints.
+Stop-with-savepoint (Flink's synchronous savepoint): a source told to stop ends its data
+before the savepoint's barrier, draining (final watermark, operators finish) or not (state and
+timers kept, timers stopped); every task downstream ends the same way and finishes once that
+savepoint completed.
 """
 
 from __future__ import annotations
@@ -58,6 +52,7 @@ from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.record_writer import RecordWriterOutput
+from plugins.local.network.wire import edge_type
 from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
@@ -182,7 +177,7 @@ class StreamTask:
         outputs: dict[int, RecordWriterOutput] = {}
         for produced in d.produced:
             partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking,
-                                        self.shuffle.lock, self.loop)
+                                        edge_type(graph, produced.edge), self.shuffle.lock, self.loop)
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng)
             outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always, self.watermark_reporter)
@@ -192,8 +187,7 @@ class StreamTask:
         if self.instrument is not None:
             self.instrument(self)
         inputs = sorted(d.inputs, key=lambda c: c.type_number)
-        gates = [InputGate(len(consumed.channels), self.settings, index, self.shuffle.lock, self.loop)
-                 for index, consumed in enumerate(inputs)]
+        gates = [self.shuffle.create_input_gate(consumed, index, graph, self.loop) for index, consumed in enumerate(inputs)]
         valves = [self.runtime.create_watermark_valve(len(consumed.channels)) for consumed in inputs]
         self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
         self.mailbox.slowdown = self.slowdown
@@ -204,8 +198,7 @@ class StreamTask:
         for partition in self.partitions:
             self.shuffle.register_partition(partition)
         for gate, consumed in zip(gates, inputs):
-            for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
-                self.shuffle.register_channel(partition_id, subpartition, channel)
+            self.shuffle.connect_input_gate(gate, consumed, self._channel_failed)
         self._source_head = self.chain.head if self.is_source else None
 
     def _set_up_checkpointing(self, storage: Any, gates: list[InputGate]) -> None:
@@ -253,6 +246,10 @@ class StreamTask:
         task's thread)."""
         mailbox = self.mailbox
         return self._timers.add(self.loop.call_at(when_ns, lambda: mailbox.execute(callback, description)))
+
+    def _channel_failed(self, error: BaseException) -> None:
+        """A remote input channel's connection broke (in the TaskExecutor's loop)."""
+        self.post(lambda: self.fail(error), "remote input channel failed")
 
     def post(self, callback: Callable[[], None], description: str) -> None:
         """Run ``callback`` as a mail of this task as soon as the clock allows (from any thread)."""
@@ -430,6 +427,9 @@ class StreamTask:
     def _finish_task(self) -> None:
         for partition in self.partitions:
             partition.finish()
+        self._finished()
+
+    def _finished(self) -> None:
         self.mailbox.stop()
         self.chain.close()
         self._set_state("FINISHED")
@@ -443,9 +443,7 @@ class StreamTask:
         for partition in self.partitions:
             partition.finish()
         self._stop_timers()
-        self.mailbox.stop()
-        self.chain.close()
-        self._set_state("FINISHED")
+        self._finished()
 
     def _stop_timers(self) -> None:
         self._timers.cancel_all()
@@ -489,6 +487,9 @@ class StreamTask:
         for partition in self.partitions:
             partition.release()
             self.shuffle.release(partition.partition_id)
+        if self.input is not None:
+            for gate in self.input.gate_of_input:
+                self.shuffle.release_input_gate(gate)
 
     def suspension_changed(self, reason: str, suspended: bool) -> None:
         bus = self.run.bus

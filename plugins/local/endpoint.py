@@ -1,0 +1,62 @@
+"""The cluster's end of TaskExecutor processes: its process is the hub of the run's messaging
+(:class:`kernel.remoting.TcpTransport`), listening at ``jobmanager.rpc.address``. What the
+TaskExecutor processes send besides messages arrives here: their events, which the cluster's
+event bus records (the run's one event log), the summaries of their ended tasks, the
+records their collect sinks took (``execute_and_collect``, for the caller's iterator) and the
+``raise`` faults that fired there. Each process gets the injected faults' state when it
+connects and whenever it changes: the run's counts of raised faults, its ``slow`` factor."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernel.remoting import TcpTransport, encode_frame
+
+if TYPE_CHECKING:
+    from plugins.local.minicluster import MiniCluster
+
+
+class ClusterEndpoint:
+    def __init__(self, cluster: MiniCluster, host: str) -> None:
+        run = cluster.run
+        self.transport = TcpTransport(run.loop, run.messaging, hub=True)
+        run.messaging.use_transport(self.transport)
+        decode = run.session.events.decoder().decode
+        emit = run.bus.emit
+
+        def events(connection: Any, encoded: list[bytes]) -> None:
+            for event in encoded:
+                emit(decode(event))
+
+        def raised(connection: Any, index: int, description: str, time: int) -> None:
+            faults = cluster.faults
+            faults.raised[index] = faults.raised.get(index, 0) + 1
+            cluster.tracker.fault(index, description, time)
+            for address in self.transport.routes:
+                self.send_faults(address)
+
+        self.faults = cluster.faults
+        self.transport.handlers["events"] = events
+        self.transport.handlers["summary"] = lambda connection, summary: cluster.summaries.append(summary)
+        self.transport.handlers["raised"] = raised
+        self.transport.handlers["collected"] = lambda connection, node_id, values: (
+            cluster.job_graph.stream_graph.nodes[node_id].operator.params["target"].extend(values))
+        self.transport.on_hello = lambda connection, addresses, *info: [self.send_faults(a) for a in addresses]
+        self.address = self.transport.listen(host)
+
+    def send_faults(self, address: str) -> None:
+        """Tell the process of TaskExecutor ``address`` the run's raise counts and its slow factor."""
+        connection = self.transport.routes.get(address)
+        if connection is not None:
+            faults = self.faults
+            connection.send(encode_frame("faults", list(faults.raised.items()), faults.slowdown_of(address)))
+
+    def drain(self) -> None:
+        """The TaskExecutor processes are gone: handle what they sent last (events, summaries)
+        until the last connection has closed."""
+        transport, loop = self.transport, self.transport.loop
+        if transport.connections:
+            transport.on_disconnected = lambda connection, addresses, error: (
+                None if transport.connections else loop.stop())
+            loop.run()
+        transport.close()

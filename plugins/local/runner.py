@@ -1,0 +1,155 @@
+"""A TaskExecutor in a process of its own (Flink's TaskManagerRunner), started by a workers
+plugin with a :class:`~kernel.contracts.workers.TaskExecutorProcessSpec`.
+
+It builds its session from the run's configuration, connects to the cluster's process (the
+hub of the run's messaging), and runs one TaskExecutor on its own event loop: it registers at
+the ResourceManager, offers slots to JobMasters and runs the tasks deployed into them as an
+embedded one does. Its events go to the cluster's process every flush interval
+(``rill.events.flush-interval``), which records them: a killed worker loses at most the last
+interval's. The summaries of its ended tasks go there too. It samples its tasks' metrics every
+second. Injected faults reach it from the cluster's process (:mod:`.endpoint`). SIGTERM stops
+it (its tasks are cancelled, its last events sent); so does its TaskExecutor giving up
+(``taskmanager.registration.timeout``); losing the connection to the cluster ends it at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from kernel.clock import NS_PER_S
+from kernel.remoting import ENCODER, TcpTransport, encode_frame
+from kernel.streaming.committer import SinkCommitter
+from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
+from plugins.local.faults import FaultInjector
+from plugins.local.network.remote import PartitionRequestClient, PartitionRequestServer
+from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
+from plugins.local.options import ClusterOptions
+from plugins.local.recovery import RecoveryTracker
+from plugins.local.taskexecutor import TaskExecutor
+
+if TYPE_CHECKING:
+    from kernel.contracts.workers import TaskExecutorProcessSpec
+    from kernel.eventbus import EventBatch
+    from kernel.run import Run
+    from kernel.tcp import Connection
+    from plugins.local.deployment import TaskDeploymentDescriptor
+    from plugins.local.tasks.streamtask import StreamTask
+
+
+class EventForwarder:
+    """The worker's event observer: every batch goes to the cluster's process."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def events_emitted(self, batch: EventBatch) -> None:
+        self.connection.send(encode_frame("events", [ENCODER.encode(event) for event in batch.events]))
+
+    def close(self, status: str) -> None:
+        """The cluster's process closes the run."""
+
+
+class ForwardedRecords:
+    """A collect sink's records, sent to the cluster's process (where the caller iterates)."""
+
+    def __init__(self, connection: Connection, node_id: int) -> None:
+        self.connection = connection
+        self.node_id = node_id
+
+    def extend(self, values: list) -> None:
+        self.connection.send(encode_frame("collected", self.node_id, list(values)))
+
+
+class TaskManagerServices:
+    """What the TaskExecutor of a worker process uses (an embedded one uses the MiniCluster's):
+    the run, its shuffle environment and network settings, injected faults, the recovery
+    tracker, where the summaries of ended tasks go, and where its tasks' sinks stage their
+    output until the JobMaster finishes it (when the job stages it)."""
+
+    def __init__(self, run: Any, options: ClusterOptions, connection: Connection) -> None:
+        self.run = run
+        self.connection = connection
+        self.network_settings = NetworkSettings.of(options)
+        self.shuffle = ShuffleEnvironment(self.network_settings, client=PartitionRequestClient(run.loop))
+        self.server = PartitionRequestServer(self.shuffle, run.loop, options.taskmanager_host)
+        self.shuffle.data_address = self.server.address
+        self.tracker = RecoveryTracker(start=run.clock.now())
+        self.faults = FaultInjector(self, run.config.faults)
+        self.staged_output = SinkCommitter()
+        self.fatal = ""
+
+    def localize(self, deployment: TaskDeploymentDescriptor) -> TaskDeploymentDescriptor:
+        """A deployment from the JobMaster's process as it runs here: sinks stage their output
+        in this process; collect sinks send their records to the cluster's process."""
+        if deployment.committer == STAGED_IN_TASK_EXECUTOR:
+            deployment.committer = self.staged_output
+        for node in deployment.job_graph.stream_graph.nodes.values():
+            if node.operator.kind == "collect":
+                node.operator.params["target"] = ForwardedRecords(self.connection, node.id)
+        return deployment
+
+    def fatal_error(self, worker: TaskExecutor, message: str) -> None:
+        """A task stuck after being stopped (its thread cannot be killed): this process ends,
+        as Flink's TaskManager terminates its JVM; the cluster's process sees the worker go."""
+        self.fatal = f"fatal error of {worker.address}: {message}"
+        self.run.loop.stop()
+
+    def task_ended(self, task: StreamTask) -> None:
+        from plugins.local.minicluster import TaskSummary
+
+        d = task.deployment
+        summary = TaskSummary(d.vertex.id, d.vertex.name, d.subtask, d.attempt, task.state, task.metrics.records_in,
+                              task.metrics.records_out, task.metrics.totals(self.run.clock.now()))
+        self.connection.send(encode_frame("summary", summary))
+
+
+def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
+    """The worker process's main: run one TaskExecutor until stopped or cut off."""
+    loop = run.loop
+    transport = TcpTransport(loop, run.messaging, hub=False)
+    run.messaging.use_transport(transport)
+    transport.on_disconnected = lambda connection, addresses, error: loop.stop()
+    connection = transport.connect(spec.rpc_address, [spec.resource_id], os.getpid(), socket.gethostname())
+    run.bus.observers = [EventForwarder(connection)]
+    run.bus.start()
+    options = run.config.section(ClusterOptions)
+    services = TaskManagerServices(run, options, connection)
+    task_executor = TaskExecutor(spec.resource_id, run.messaging, run, services, options)
+
+    def faults(connection: Connection, raised: list, slowdown: float) -> None:
+        services.faults.raised = dict(raised)
+        task_executor.set_slowdown(slowdown)
+
+    transport.handlers["faults"] = faults
+    services.faults.raise_counted = lambda *fired: connection.send(encode_frame("raised", *fired))
+
+    def sample() -> None:
+        if task_executor.stopped:  # it gave up (not registered in time): the process ends
+            loop.stop()
+            return
+        task_executor.sample_running()
+        loop.call_later(NS_PER_S, sample, daemon=True)
+
+    def stop(*_: Any) -> None:
+        loop.call_soon_threadsafe(loop.stop)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+    loop.call_soon(task_executor.start)
+    loop.call_later(NS_PER_S, sample, daemon=True)
+    loop.run(daemons=True)
+    if services.fatal:  # a stuck task's thread would outlive any orderly stop
+        print(f"rill: {services.fatal}", file=sys.stderr, flush=True)
+        run.bus.close("failed", wait=True)
+        transport.close()
+        os._exit(1)
+    task_executor.stop()
+    run.bus.close("finished", wait=True)
+    services.server.close()
+    services.shuffle.client.close()
+    transport.close()

@@ -1,0 +1,190 @@
+"""Plugin ``workers.processes``: each TaskExecutor an OS process on this machine, as YARN or
+Kubernetes would run it in a container.
+
+A requested worker is a new Python process (``python -m kernel.worker_process``) given its
+TaskExecutorProcessSpec on stdin; it is placed (the Future completes with its pid) as soon as
+it is spawned, and registers on its own. What it prints reaches this process's stdout line by
+line; its stderr is this process's. Releasing a worker sends it SIGTERM (it stops its tasks,
+sends its last events and exits), followed by SIGKILL if it is not gone within
+``rill.workers.stop-timeout``; the ``kill`` fault sends SIGKILL at once. A worker's end, for
+whatever reason, is reported to the ResourceManager with its exit status.
+
+TaskExecutor processes need the realtime clock: a simulated run is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from typing import TYPE_CHECKING, Annotated
+
+import msgspec
+
+from kernel import hookimpl
+from kernel.config import Section
+from kernel.configtypes import DurationMs
+from kernel.contracts.workers import WorkerNode
+from kernel.errors import UsageError
+from kernel.messaging import Future
+
+if TYPE_CHECKING:
+    from kernel.contracts.workers import ResourceEventHandler, TaskExecutorProcessSpec, WorkerHost
+
+_output_lock = threading.Lock()
+
+
+def _write(data: bytes) -> None:
+    with _output_lock:
+        out = sys.stdout
+        try:
+            out.write(data.decode("utf-8", errors="replace"))
+            out.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+
+class ProcessWorkerOptions(Section):
+    stop_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="how long a released TaskExecutor process may take to exit before SIGKILL")
+    ] = msgspec.field(name="rill.workers.stop-timeout", default=10_000)
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    return f"exited with code {code}"
+
+
+class _Worker:
+    def __init__(self, resource_id: str, process: subprocess.Popen) -> None:
+        self.resource_id = resource_id
+        self.process = process
+        self.threads: list[threading.Thread] = []
+        self.released = False
+
+
+class ProcessDriver:
+    in_process = False
+
+    def __init__(self, host: WorkerHost, options: ProcessWorkerOptions) -> None:
+        self.host = host
+        self.stop_timeout = options.stop_timeout / 1000
+        self.handler: ResourceEventHandler | None = None
+        self.workers: dict[str, _Worker] = {}
+        self.terminated = False
+
+    def initialize(self, handler: ResourceEventHandler) -> None:
+        self.handler = handler
+
+    def request_resource(self, spec: TaskExecutorProcessSpec) -> Future:
+        placed = Future(self.host.loop)
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        try:
+            process = subprocess.Popen([sys.executable, "-m", "kernel.worker_process"], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, cwd=spec.cwd or None, env=environment,
+                                       start_new_session=True)  # Ctrl-C is the cluster's to handle
+        except OSError as exc:
+            placed.set_exception(exc)
+            return placed
+        worker = self.workers[spec.resource_id] = _Worker(spec.resource_id, process)
+        self.host.loop.io_started()  # the cluster's loop waits for the process's end
+        for target in (self._pump_output, self._wait):
+            thread = threading.Thread(target=target, args=(worker,), name=f"rill-{spec.resource_id}", daemon=True)
+            worker.threads.append(thread)
+            thread.start()
+        try:
+            process.stdin.write(msgspec.msgpack.encode(spec))
+            process.stdin.close()
+        except OSError:
+            pass  # it died at once: its end is reported
+        placed.set_result(WorkerNode(resource_id=spec.resource_id, pid=process.pid, host=socket.gethostname()))
+        return placed
+
+    def _pump_output(self, worker: _Worker) -> None:
+        """What the worker prints to this process's stdout, whole lines at a time (so lines of
+        two workers never mix)."""
+        fd = worker.process.stdout.fileno()
+        pending = b""
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            pending += chunk
+            end = pending.rfind(b"\n") + 1
+            if end:
+                _write(pending[:end])
+                pending = pending[end:]
+        if pending:
+            _write(pending)
+
+    def _wait(self, worker: _Worker) -> None:
+        code = worker.process.wait()
+        worker.threads[0].join()  # everything it printed is out
+        self.host.loop.call_soon_threadsafe(self._terminated, worker, code)
+
+    def _terminated(self, worker: _Worker, code: int) -> None:
+        self.host.loop.io_finished()
+        if self.workers.get(worker.resource_id) is worker:
+            del self.workers[worker.resource_id]
+        if self.handler is not None and not self.terminated:
+            self.handler.on_worker_terminated(worker.resource_id, describe_exit(code))
+
+    def release_resource(self, resource_id: str) -> None:
+        worker = self.workers.get(resource_id)
+        if worker is not None and not worker.released:
+            worker.released = True
+            self._signal(worker, signal.SIGTERM)
+            threading.Timer(self.stop_timeout, self._signal, (worker, signal.SIGKILL)).start()
+
+    def kill_worker(self, resource_id: str) -> bool:
+        worker = self.workers.get(resource_id)
+        if worker is None:
+            return False
+        self._signal(worker, signal.SIGKILL)
+        return True
+
+    @staticmethod
+    def _signal(worker: _Worker, signum: int) -> None:
+        if worker.process.poll() is None:
+            try:
+                worker.process.send_signal(signum)
+            except OSError:
+                pass
+
+    def terminate(self) -> None:
+        """Stop every worker: SIGTERM, SIGKILL after the stop timeout; wait for their ends."""
+        self.terminated = True
+        workers = list(self.workers.values())
+        for worker in workers:
+            if not worker.released:
+                worker.released = True
+                self._signal(worker, signal.SIGTERM)
+        for worker in workers:
+            try:
+                worker.process.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                self._signal(worker, signal.SIGKILL)
+                worker.process.wait()
+            for thread in worker.threads:
+                thread.join()
+
+
+@hookimpl
+def register_config(register):
+    register(ProcessWorkerOptions)
+
+
+@hookimpl
+def create_resource_manager_driver(host, run):
+    if run.clock.mode == "simulated":
+        raise UsageError("plugins.workers=processes needs rill.clock=realtime: TaskExecutor processes run on the "
+                         "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
+    return ProcessDriver(host, run.config.section(ProcessWorkerOptions))
