@@ -227,3 +227,29 @@ def test_an_unaligned_barrier_from_another_thread_reaches_the_consumers_priority
     received = drain(gate)
     assert [repr(item) if isinstance(item, CheckpointBarrier) else item.values[0] for item in received] == [
         0, 4, 8, "CheckpointBarrier(1, unaligned)", 12, 16]
+
+
+def test_a_barrier_whose_mark_was_taken_before_its_priority_event_was_handled_leaves_nothing_in_flight():
+    """With the producer in another thread, the consumer may take an unaligned barrier's mark
+    from the queue (and everything before it) before it handles the barrier's priority event:
+    what is queued then came after the barrier and is not in flight for its checkpoint."""
+    from kernel.checkpointing.channel_state import restore
+    from kernel.streaming.elements import CheckpointBarrier
+
+    partition, gate = connect()
+    subpartition, channel = partition.subpartitions[0], gate.channels[0]
+    subpartition.add([0, 1, 2, 3], None)
+    partition.broadcast_priority_event(CheckpointBarrier(1, 0, True, True))
+    subpartition.add([4, 5, 6, 7], None)
+    taken = drain(gate)  # the consumer took the mark, and what came before and after it
+    assert [repr(item) if isinstance(item, CheckpointBarrier) else item.values[0] for item in taken] == [
+        0, "CheckpointBarrier(1, unaligned)", 4]
+    subpartition.add([8, 9, 10, 11], None)
+    channel.start_persisting(1)
+    assert channel.finish_persisting() == [] and channel.persisting == 0
+    # a channel whose barrier has not come persists what is queued and what arrives until it comes
+    channel.start_persisting(2)
+    subpartition.add([12, 13, 14, 15], None)
+    partition.broadcast_priority_event(CheckpointBarrier(2, 0, True, True))
+    subpartition.add([16, 17, 18, 19], None)
+    assert [restore(data).values for data in channel.finish_persisting()] == [[8, 9, 10, 11], [12, 13, 14, 15]]

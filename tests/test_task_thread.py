@@ -241,6 +241,7 @@ def committed(directory) -> list[str]:
 
 
 PASS = "Pass -> Sink: Writer"
+NAPS = "Source: Naps -> Nap -> Sink: Print to Std. Out"
 
 
 def napping_and_counting(out):
@@ -290,20 +291,31 @@ def test_a_sleeping_map_holds_back_no_other_tasks_checkpoints_and_recovery_is_ex
     completed = job.events(CheckpointCompleted)
     assert len(completed) >= 2
 
-    for run in (job, plain):  # while Nap sleeps: the other pipeline aligns and acknowledges barriers
-        events = [event for event in run.captured.events if isinstance(
-            event, (SinkOutputPrinted, CheckpointBarrierAligned, CheckpointAcknowledged, CheckpointCompleted))]
-        during = between(events, "nap> 2", "nap> 4")
-        aligned = [event for event in during if isinstance(event, CheckpointBarrierAligned)]
-        acknowledged = [event for event in during if isinstance(event, CheckpointAcknowledged)]
+    for run in (plain, job):  # while Nap sleeps: the other pipeline aligns and acknowledges barriers
+        events, aligned, acknowledged = checkpoints_during_the_nap(run)
         assert aligned and {event.vertex_name for event in aligned} == {PASS}
         assert all(event.channels == 2 for event in aligned)
         assert {event.vertex_name for event in acknowledged} >= {"Source: A", "Source: B"}
-    # without a failure, the last checkpoint aligned during the nap completes once Nap woke and took its part
+    # without a failure, the other pipeline took its part in the last checkpoint aligned during the
+    # nap before Nap woke; Nap took its part after it woke, and then the checkpoint completed
+    events, aligned, _ = checkpoints_during_the_nap(plain)
+    last = aligned[-1].checkpoint_id
     woke = next(i for i, event in enumerate(events) if isinstance(event, SinkOutputPrinted) and "nap> 4" in event.text)
+    answers = {event.vertex_name: i for i, event in enumerate(events)
+               if isinstance(event, CheckpointAcknowledged) and event.checkpoint_id == last}
     [completion] = [i for i, event in enumerate(events) if isinstance(event, CheckpointCompleted)
-                    and event.checkpoint_id == aligned[-1].checkpoint_id]
-    assert completion > woke
+                    and event.checkpoint_id == last]
+    assert max(answers["Source: A"], answers["Source: B"], answers[PASS]) < woke < answers[NAPS] < completion
+
+
+def checkpoints_during_the_nap(run) -> tuple[list, list, list]:
+    """The printed lines and checkpoint events of ``run``; of them, the barrier alignments and
+    acknowledgements recorded while Nap slept."""
+    events = [event for event in run.captured.events if isinstance(
+        event, (SinkOutputPrinted, CheckpointBarrierAligned, CheckpointAcknowledged, CheckpointCompleted))]
+    during = between(events, "nap> 2", "nap> 4")
+    return (events, [event for event in during if isinstance(event, CheckpointBarrierAligned)],
+            [event for event in during if isinstance(event, CheckpointAcknowledged)])
 
 
 def test_unaligned_barriers_overtake_in_flight_data_across_task_threads_and_restore_it_exactly_once():

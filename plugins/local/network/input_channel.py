@@ -130,15 +130,21 @@ class InputChannel:
     def start_persisting(self, checkpoint_id: int) -> None:
         """Persist the in-flight data before the barrier of ``checkpoint_id`` (which the task
         has not handled here yet): what is queued before it, and — until it is delivered —
-        whatever is delivered."""
+        whatever is delivered. A barrier delivered whose mark is no longer queued was taken
+        from the queue before its priority event was handled (the producer runs in another
+        thread): what came before it was processed, nothing is in flight."""
         with self.gate.lock:
+            arrived = self.barrier_seen >= checkpoint_id
             before = []
             for item in self.queue:
                 if type(item) is CheckpointBarrier and item.checkpoint_id >= checkpoint_id:
                     break
                 before.append(item)
+            else:
+                if arrived:
+                    before = []
             self.persisted = persist_all(before)
-            self.persisting = checkpoint_id if self.barrier_seen < checkpoint_id else 0
+            self.persisting = 0 if arrived else checkpoint_id
 
     def convert_to_priority(self, checkpoint_id: int) -> None:
         """The barrier of ``checkpoint_id``, queued here or still at the producer, overtakes
