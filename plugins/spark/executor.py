@@ -240,6 +240,7 @@ class SubtaskRunner:
         try:
             chain.close()
         except BaseException as exc:
+            _abort_file_sinks(chain)
             raise self._failure(exc, chain) from None
         yield from self.out
         self.out = []
@@ -348,12 +349,19 @@ def _spark_attempt() -> int:
 
 
 def _close_failed(chain: OperatorChain) -> None:
-    """Close the operators of a failed subtask (user sinks' ``close``; a FileSink writer that
-    did not finish discards its parts); the subtask's own failure is what it reports."""
+    """Close the operators of a failed subtask (user sinks' ``close``; FileSink writers discard
+    their parts); the subtask's own failure is what it reports."""
     try:
         chain.close()
     except BaseException:  # the subtask already failed; closing must not hide that
         pass
+    _abort_file_sinks(chain)
+
+
+def _abort_file_sinks(chain: OperatorChain) -> None:
+    for operator in chain.operators:
+        if isinstance(operator, FileSinkPartWriter):
+            operator.abort()
 
 
 def _picklable(value: Any) -> bool:

@@ -14,8 +14,8 @@ The driver commits the parts of the computation of each subtask it counts (the f
 finished, whose metrics it keeps) once every Spark job succeeded, as Flink's committer commits
 at the end of a batch job; the parts of any other computation (a speculative or recomputed
 one) are discarded, and so is everything when the job fails. A Spark task attempt that fails
-sends nothing (Spark drops a failed task's accumulator updates) and discards its own parts as
-it closes, so only committed files — one copy of each subtask's output — become visible.
+sends nothing (Spark drops a failed task's accumulator updates) and discards its own parts,
+so only committed files — one copy of each subtask's output — become visible.
 """
 
 from __future__ import annotations
@@ -48,16 +48,28 @@ class DriverSink(StreamOperator):
 class FileSinkPartWriter(FileSinkWriterOperator):
     """FileSink's writer in a Spark task: part files roll as on the local runtime; at the end
     of input every part closes and the pending parts go to the driver, which commits them
-    (Flink's committer). An attempt that fails before its input ended discards its parts
-    when it is closed."""
+    (Flink's committer). An attempt that fails discards its parts: those not handed over when
+    it is closed, the handed-over ones when it is aborted."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.handed_over: list[file_sink.Committable] = []
 
     def open(self) -> None:
         super().open()
         self.staging = True
 
     def end_input(self) -> None:
-        self.runner.to_driver("c", self.node.id, self.writer.prepare_commit(flush=True))
+        self.handed_over = self.writer.prepare_commit(flush=True)
+        self.runner.to_driver("c", self.node.id, self.handed_over)
         self._staged_parts = True
+
+    def abort(self) -> None:
+        """The attempt failed after the end of its input: the driver never gets what it
+        handed over (Spark drops a failed task's accumulator updates), so remove it."""
+        for part in self.handed_over:
+            file_sink.discard(part)
+        self.handed_over = []
 
 
 class SentToDriver:
