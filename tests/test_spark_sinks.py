@@ -117,6 +117,21 @@ def test_user_sinks_run_in_the_executors_and_print_comes_to_the_driver(tmp_path)
     assert Counter(spark.lines) == Counter(local.lines) == printed
 
 
+def test_execute_and_collect_brings_the_records_to_the_caller_in_its_spark_session(spark):
+    results: list = []
+    application = spark.sparkContext.applicationId
+
+    def build(env):
+        env.set_parallelism(2)
+        numbers = env.from_collection(list(range(50)), Types.INT()).rebalance().map(lambda v: v * v, Types.INT())
+        results.extend(numbers.execute_and_collect("collected"))
+
+    run = run_job(build, *SPARK)
+    assert run.outcome.status == "FINISHED" and sorted(results) == [v * v for v in range(50)]
+    # the job (run in a thread of its own) used the session of the caller's thread and left it running
+    assert spark.sparkContext.applicationId == application and spark.sparkContext.parallelize(range(3)).count() == 3
+
+
 # -- FileSink: written in the executors, committed by the driver -----------------------------------
 
 
