@@ -51,6 +51,21 @@ class Graph:
         self.nodes = {1: type("Node", (), {"output_type": output_type})()}
 
 
+def settle(loop: EventLoop, done) -> None:
+    """Run the loop until ``done()`` (checked every few ms; a test fails after 10 s)."""
+    deadline = loop.clock.now() + 10_000 * NS_PER_MS
+
+    def check() -> None:
+        if done() or loop.clock.now() > deadline:
+            loop.stop()
+        else:
+            loop.call_later(2 * NS_PER_MS, check)
+
+    loop.call_soon(check)
+    loop.run()
+    assert done()
+
+
 class Link:
     """A producer TaskExecutor (server, partition "p") and a consumer one (client, gate)."""
 
@@ -72,18 +87,7 @@ class Link:
         self.consumer.connect_input_gate(self.gate, consumed, self.failures.append)
 
     def settle(self, done) -> None:
-        """Run the loop until ``done()`` (checked every few ms; a test fails after 10 s)."""
-        deadline = self.loop.clock.now() + 10_000 * NS_PER_MS
-
-        def check() -> None:
-            if done() or self.loop.clock.now() > deadline:
-                self.loop.stop()
-            else:
-                self.loop.call_later(2 * NS_PER_MS, check)
-
-        self.loop.call_soon(check)
-        self.loop.run()
-        assert done()
+        settle(self.loop, done)
 
     def received(self) -> list:
         return list(self.channel.queue)
@@ -121,8 +125,8 @@ def test_the_request_announces_the_exclusive_buffers_and_the_backlog_brings_floa
     link.settle(lambda: len(link.received()) == 10)
     assert sub.queued_buffers == 17
     link.process(10)
-    link.settle(lambda: sub.queued_buffers == 7)
-    assert len(link.received()) == 10
+    link.settle(lambda: sub.queued_buffers == 7 and len(link.received()) == 10)  # sent, then received
+    assert link.gate.floating_free == 0 and link.channel.waiting
 
 
 def test_a_slow_consumer_leaves_the_producer_without_credit_and_unavailable():
@@ -260,6 +264,39 @@ def test_a_lost_connection_fails_the_consumer_at_once_unless_its_channel_ended(l
     [failure] = link.failures
     assert isinstance(failure, RemoteTransportException)
     assert str(failure).startswith(f"Connection unexpectedly closed by remote task manager '{link.server.address}'")
+
+
+def test_a_lost_connection_fails_a_task_reading_two_channels_on_it_once():
+    """The task fails on its first channel and releases its gate (cancelling the other)."""
+    loop = EventLoop(RealtimeClock())
+    loop.io_started()
+    producer = ShuffleEnvironment(SETTINGS)
+    server = PartitionRequestServer(producer, loop, "127.0.0.1")
+    partition = ResultPartition("p", 2, SETTINGS, False)
+    producer.register_partition(partition)
+    consumer = ShuffleEnvironment(SETTINGS, data_address="127.0.0.1:1", client=PartitionRequestClient(loop))
+    consumed = ConsumedInput(0, [("p", 0), ("p", 1)], [server.address] * 2, [Edge(), Edge()])
+    gate = consumer.create_input_gate(consumed, 0, Graph(None))
+    failures: list = []
+
+    def fail(error: BaseException) -> None:  # what a StreamTask does: fail, release its gates
+        failures.append(error)
+        consumer.release_input_gate(gate)
+
+    consumer.connect_input_gate(gate, consumed, fail)
+    try:
+        for subpartition in partition.subpartitions:
+            subpartition.add([1], None)
+            subpartition.flush()
+        settle(loop, lambda: all(channel.queue for channel in gate.channels))
+        server.close()
+        for connection, _ in list(server.views):
+            connection.close()
+        settle(loop, lambda: bool(failures) and not consumer.client.connections)
+        assert len(failures) == 1 and isinstance(failures[0], RemoteTransportException)
+    finally:
+        server.close()
+        consumer.client.close()
 
 
 def test_a_producer_that_cannot_be_reached_fails_the_consumer():

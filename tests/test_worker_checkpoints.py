@@ -44,10 +44,11 @@ class Count(KeyedProcessFunction):
         yield f"{value[0]} {count}"
 
 
-def counted_to_files(out: Path, count: int = 5_000):
-    """Two sources at 1,000 records/s, keyed counts into a FileSink rolling at every checkpoint
-    (every 200 ms); the sources and the counting sinks in other slot sharing groups, so in other
-    TaskExecutor processes, and the counts cross TCP."""
+def counted_to_files(out: Path, count: int = 7_000):
+    """A source of 1,000 records/s (two subtasks), keyed counts into a FileSink rolling at every
+    checkpoint (every 200 ms); the counting sinks in a slot sharing group of their own: with two
+    slots per TaskExecutor the sources run in one process, the sinks in another, and the records
+    cross TCP. The kill comes 4 s after the cluster started, while the job runs (~7 s)."""
 
     def build(env):
         env.set_parallelism(2)
@@ -80,10 +81,10 @@ def test_a_sigkilled_worker_restores_in_a_new_process_and_the_file_sink_commits_
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     fault_free = run_job(counted_to_files(clean), f"execution.checkpointing.dir={tmp_path / 'c1'}")
     assert fault_free.outcome.status == "FINISHED", fault_free.outcome.failure
-    assert committed(clean) == expected_counts(5_000)
+    assert committed(clean) == expected_counts(7_000)
     job = run_job(counted_to_files(killed), *PROCESSES, "taskmanager.numberOfTaskSlots=2",
                   f"execution.checkpointing.dir={tmp_path / 'c2'}", "restart-strategy.type=fixed-delay",
-                  "restart-strategy.fixed-delay.delay=100 ms", faults=["kill:target=taskexecutor-1,at=3000ms"])
+                  "restart-strategy.fixed-delay.delay=100 ms", faults=["kill:target=taskexecutor-1,at=4000ms"])
     assert job.outcome.status == "FINISHED", job.outcome.failure
     stopped = {e.resource_id: e.reason for e in job.events(WorkerStopped)}
     assert stopped["taskexecutor-1"] == "terminated: killed by SIGKILL"

@@ -332,8 +332,8 @@ class PartitionRequestClient:
         del self.connections[address]
         what = "Lost connection to" if error is not None else "Connection unexpectedly closed by"
         for receiver_id, channel in list(self.channels.items()):
-            if channel.address == address:
-                del self.channels[receiver_id]
+            # a failing task cancels its other channels: those are gone from ``channels`` already
+            if channel.address == address and self.channels.pop(receiver_id, None) is not None:
                 channel.fail(RemoteTransportException(
                     f"{what} remote task manager '{address}'. This might indicate that the remote task manager "
                     f"was lost."))
