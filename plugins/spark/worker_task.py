@@ -1,0 +1,127 @@
+"""What the Spark task of a ``spark`` worker runs: one TaskExecutor, in the Python worker
+process that hosts the task on a Spark executor.
+
+The task gets its worker's :class:`~kernel.contracts.workers.TaskExecutorProcessSpec` and the
+address of the driver's *task channel*. It connects there and says hello (the resource id,
+its process id and host, its Spark stage and task attempt, from which the driver learns the
+executor), sends what is printed while it runs (``sys.stdout``, whole lines) over the channel,
+and runs the TaskExecutor with :func:`kernel.worker_process.run_worker` — which connects to the
+cluster's process over the run's TCP messaging and registers at the ResourceManager like any
+other. The channel carries the driver's commands: ``stop`` (SIGTERM: the TaskExecutor stops its
+tasks, sends its last events and returns, and the Spark task ends), ``kill`` (SIGKILL: the
+process dies at once, as in a crash, and Spark sees its task fail).
+
+A retried attempt of the task (Spark's ``spark.task.maxFailures`` > 1, speculation) starts no
+TaskExecutor: the ResourceManager replaces a lost worker itself, so a second TaskExecutor with
+the same resource id must never start. The task ends at once, saying so.
+
+Everything the task changes in its (reused) Python worker — stdout, the working directory,
+the SIGTERM handler — is put back when it ends.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import Any, Iterator
+
+import msgspec
+
+from kernel.tcp import Connection, connect
+
+#: what a task yields: its TaskExecutor returned (it was stopped, or it gave up)
+FINISHED = "finished"
+#: what a retried attempt of a task yields: it started no TaskExecutor
+RETRIED = "retried"
+
+
+def encode(*frame: Any) -> bytes:
+    return msgspec.msgpack.encode(list(frame))
+
+
+def decode(payload: bytes) -> list:
+    return msgspec.msgpack.decode(payload, type=list)
+
+
+class ChannelOutput(io.TextIOBase):
+    """``sys.stdout`` of the task: whole lines go to the driver (so lines of two workers never
+    mix); the rest of a line waits for its end, or for :meth:`close`."""
+
+    def __init__(self, connection: Connection) -> None:
+        super().__init__()
+        self.connection = connection
+        self.pending = ""
+        self.lock = threading.Lock()
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            self.pending += text
+            end = self.pending.rfind("\n") + 1
+            if end:
+                self.connection.send(encode("out", self.pending[:end]))
+                self.pending = self.pending[end:]
+        return len(text)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.pending:
+                self.connection.send(encode("out", self.pending))
+                self.pending = ""
+        super().close()
+
+
+def _commands(connection: Connection, frames: list[bytes]) -> None:
+    for frame in frames:
+        command = decode(frame)[0]
+        if command == "stop":
+            os.kill(os.getpid(), signal.SIGTERM)
+        elif command == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def run_in_spark_task(items: Iterator[tuple[bytes, str]]) -> Iterator[str]:
+    """The Spark task (``mapPartitions``): for its one element (the encoded spec, the task
+    channel's address), run the TaskExecutor; yield how it ended."""
+    from kernel.contracts.workers import TaskExecutorProcessSpec
+
+    for encoded, channel in items:
+        yield run_task_executor(msgspec.msgpack.decode(encoded, type=TaskExecutorProcessSpec), channel)
+
+
+def run_task_executor(spec: Any, channel: str) -> str:
+    from pyspark import TaskContext
+
+    from kernel.worker_process import run_worker
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    if attempt > 0:
+        return RETRIED
+    connection = connect(channel, _commands, lambda connection, error: None, name=f"{spec.resource_id}-channel")
+    stage, task = (context.stageId(), context.taskAttemptId()) if context is not None else (-1, -1)
+    connection.send(encode("hello", spec.resource_id, os.getpid(), socket.gethostname(), stage, task))
+    if spec.cwd and not os.path.isdir(spec.cwd):  # an executor on another host: stay where Spark runs the task
+        spec = msgspec.structs.replace(spec, cwd="")
+    stdout, cwd, on_sigterm = sys.stdout, os.getcwd(), signal.getsignal(signal.SIGTERM)
+    output = sys.stdout = ChannelOutput(connection)
+    try:
+        run_worker(spec)
+    finally:
+        sys.stdout = stdout
+        output.close()
+        os.chdir(cwd)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_sigterm)
+        connection.close()
+    return FINISHED
