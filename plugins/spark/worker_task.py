@@ -16,13 +16,15 @@ TaskExecutor: the ResourceManager replaces a lost worker itself, so a second Tas
 the same resource id must never start. The task ends at once, saying so.
 
 Everything the task changes in its (reused) Python worker — stdout, the working directory,
-the SIGTERM handler — is put back when it ends.
+the SIGTERM handler — is put back when it ends. Unless the run sets ``taskmanager.host``, the
+TaskExecutor serves its partitions at the address its executor reaches the driver from.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -35,6 +37,8 @@ from kernel.tcp import Connection, connect
 
 #: what a task yields: its TaskExecutor returned (it was stopped, or it gave up)
 FINISHED = "finished"
+#: where a TaskExecutor serves its partitions to the others
+TASK_MANAGER_HOST = "taskmanager.host"
 #: what a retried attempt of a task yields: it started no TaskExecutor
 RETRIED = "retried"
 
@@ -90,6 +94,18 @@ def _commands(connection: Connection, frames: list[bytes]) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def serving_at(spec: Any, host: str) -> Any:
+    """The spec with ``taskmanager.host`` = ``host`` (the address this executor reaches the
+    driver from, so other executors reach it there too) unless the run sets it."""
+    from kernel.config import env_name
+
+    raw, input_overrides = pickle.loads(spec.config)
+    if TASK_MANAGER_HOST in raw.values or env_name(TASK_MANAGER_HOST) in raw.env:
+        return spec
+    configured = raw.with_sets([f"{TASK_MANAGER_HOST}={host}"])
+    return msgspec.structs.replace(spec, config=pickle.dumps((configured, input_overrides)))
+
+
 def run_in_spark_task(items: Iterator[tuple[bytes, str]]) -> Iterator[str]:
     """The Spark task (``mapPartitions``): for its one element (the encoded spec, the task
     channel's address), run the TaskExecutor; yield how it ended."""
@@ -105,14 +121,14 @@ def run_task_executor(spec: Any, channel: str) -> str:
     from kernel.worker_process import run_worker
 
     context = TaskContext.get()
-    attempt = context.attemptNumber() if context is not None else 0
-    if attempt > 0:
+    if context.attemptNumber() > 0:
         return RETRIED
     connection = connect(channel, _commands, lambda connection, error: None, name=f"{spec.resource_id}-channel")
-    stage, task = (context.stageId(), context.taskAttemptId()) if context is not None else (-1, -1)
-    connection.send(encode("hello", spec.resource_id, os.getpid(), socket.gethostname(), stage, task))
+    connection.send(encode("hello", spec.resource_id, os.getpid(), socket.gethostname(), context.stageId(),
+                           context.taskAttemptId()))
     if spec.cwd and not os.path.isdir(spec.cwd):  # an executor on another host: stay where Spark runs the task
         spec = msgspec.structs.replace(spec, cwd="")
+    spec = serving_at(spec, connection.sock.getsockname()[0])
     stdout, cwd, on_sigterm = sys.stdout, os.getcwd(), signal.getsignal(signal.SIGTERM)
     output = sys.stdout = ChannelOutput(connection)
     try:
