@@ -171,14 +171,19 @@ class SparkWorkerDriver:
         """Spark's reason for the failure of the task that ran the worker's TaskExecutor."""
         if worker.task is None:
             return ""
+        from py4j.protocol import Py4JError
+
         stage, task = worker.task
         context = self.spark.sparkContext._jsc.sc()
-        context.listenerBus().waitUntilEmpty()
-        tasks = context.statusStore().taskList(stage, 0, 8)
-        for index in range(tasks.size()):
-            data = tasks.apply(index)
-            if data.taskId() == task and data.errorMessage().isDefined():
-                return first_sentence(data.errorMessage().get())
+        try:
+            context.listenerBus().waitUntilEmpty()
+            tasks = context.statusStore().taskList(stage, 0, 8)
+            for index in range(tasks.size()):
+                data = tasks.apply(index)
+                if data.taskId() == task and data.errorMessage().isDefined():
+                    return first_sentence(data.errorMessage().get())
+        except Py4JError:  # the SparkContext stopped meanwhile
+            pass
         return ""
 
     def _ended(self, worker: _Worker, diagnostics: str) -> None:
@@ -222,13 +227,19 @@ class SparkWorkerDriver:
         """Spark's executor id of a running task: where the task scheduler launched it, else
         (should that read miss, the scheduler changing its map meanwhile) what the driver's
         status store (Spark's UI) says."""
+        from py4j.protocol import Py4JError
+
         context = self.spark.sparkContext._jsc.sc()
-        launched = context.taskScheduler().taskIdToExecutorId().get(task)
-        if launched.isDefined():
-            return launched.get()
-        context.listenerBus().waitUntilEmpty()
-        tasks = context.statusStore().taskList(stage, 0, 8)
-        return next((tasks.apply(i).executorId() for i in range(tasks.size()) if tasks.apply(i).taskId() == task), "")
+        try:
+            launched = context.taskScheduler().taskIdToExecutorId().get(task)
+            if launched.isDefined():
+                return launched.get()
+            context.listenerBus().waitUntilEmpty()
+            tasks = context.statusStore().taskList(stage, 0, 8)
+            return next((tasks.apply(i).executorId() for i in range(tasks.size()) if tasks.apply(i).taskId() == task),
+                        "")
+        except Py4JError:  # the SparkContext stopped meanwhile
+            return ""
 
     def _placed(self, worker: _Worker, node: WorkerNode) -> None:
         if not worker.placed.done():
