@@ -1,0 +1,143 @@
+"""What the Spark task of a ``spark`` worker runs: one TaskExecutor, in the Python worker
+process that hosts the task on a Spark executor.
+
+The task gets its worker's :class:`~kernel.contracts.workers.TaskExecutorProcessSpec` and the
+address of the driver's *task channel*. It connects there and says hello (the resource id,
+its process id and host, its Spark stage and task attempt, from which the driver learns the
+executor), sends what is printed while it runs (``sys.stdout``, whole lines) over the channel,
+and runs the TaskExecutor with :func:`kernel.worker_process.run_worker` — which connects to the
+cluster's process over the run's TCP messaging and registers at the ResourceManager like any
+other. The channel carries the driver's commands: ``stop`` (SIGTERM: the TaskExecutor stops its
+tasks, sends its last events and returns, and the Spark task ends), ``kill`` (SIGKILL: the
+process dies at once, as in a crash, and Spark sees its task fail).
+
+A retried attempt of the task (Spark's ``spark.task.maxFailures`` > 1, speculation) starts no
+TaskExecutor: the ResourceManager replaces a lost worker itself, so a second TaskExecutor with
+the same resource id must never start. The task ends at once, saying so.
+
+Everything the task changes in its (reused) Python worker — stdout, the working directory,
+the SIGTERM handler — is put back when it ends. Unless the run sets ``taskmanager.host``, the
+TaskExecutor serves its partitions at the address its executor reaches the driver from.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+from typing import Any, Iterator
+
+import msgspec
+
+from kernel.tcp import Connection, connect
+
+#: what a task yields: its TaskExecutor returned (it was stopped, or it gave up)
+FINISHED = "finished"
+#: where a TaskExecutor serves its partitions to the others
+TASK_MANAGER_HOST = "taskmanager.host"
+#: what a retried attempt of a task yields: it started no TaskExecutor
+RETRIED = "retried"
+
+
+def encode(*frame: Any) -> bytes:
+    return msgspec.msgpack.encode(list(frame))
+
+
+def decode(payload: bytes) -> list:
+    return msgspec.msgpack.decode(payload, type=list)
+
+
+class ChannelOutput(io.TextIOBase):
+    """``sys.stdout`` of the task: whole lines go to the driver (so lines of two workers never
+    mix); the rest of a line waits for its end, or for :meth:`close`."""
+
+    def __init__(self, connection: Connection) -> None:
+        super().__init__()
+        self.connection = connection
+        self.pending = ""
+        self.lock = threading.Lock()
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            self.pending += text
+            end = self.pending.rfind("\n") + 1
+            if end:
+                self.connection.send(encode("out", self.pending[:end]))
+                self.pending = self.pending[end:]
+        return len(text)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.pending:
+                self.connection.send(encode("out", self.pending))
+                self.pending = ""
+        super().close()
+
+
+def _commands(connection: Connection, frames: list[bytes]) -> None:
+    for frame in frames:
+        command = decode(frame)[0]
+        if command == "stop":
+            os.kill(os.getpid(), signal.SIGTERM)
+        elif command == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def serving_at(spec: Any, host: str) -> Any:
+    """The spec with ``taskmanager.host`` = ``host`` (the address this executor reaches the
+    driver from, so other executors reach it there too) unless the run sets it."""
+    from kernel.config import env_name
+
+    raw, input_overrides = pickle.loads(spec.config)
+    if TASK_MANAGER_HOST in raw.values or env_name(TASK_MANAGER_HOST) in raw.env:
+        return spec
+    configured = raw.with_sets([f"{TASK_MANAGER_HOST}={host}"])
+    return msgspec.structs.replace(spec, config=pickle.dumps((configured, input_overrides)))
+
+
+def run_in_spark_task(items: Iterator[tuple[bytes, str]]) -> Iterator[str]:
+    """The Spark task (``mapPartitions``): for its one element (the encoded spec, the task
+    channel's address), run the TaskExecutor; yield how it ended."""
+    from kernel.contracts.workers import TaskExecutorProcessSpec
+
+    for encoded, channel in items:
+        yield run_task_executor(msgspec.msgpack.decode(encoded, type=TaskExecutorProcessSpec), channel)
+
+
+def run_task_executor(spec: Any, channel: str) -> str:
+    from pyspark import TaskContext
+
+    from kernel.worker_process import run_worker
+
+    context = TaskContext.get()
+    if context.attemptNumber() > 0:
+        return RETRIED
+    connection = connect(channel, _commands, lambda connection, error: None, name=f"{spec.resource_id}-channel")
+    connection.send(encode("hello", spec.resource_id, os.getpid(), socket.gethostname(), context.stageId(),
+                           context.taskAttemptId()))
+    if spec.cwd and not os.path.isdir(spec.cwd):  # an executor on another host: stay where Spark runs the task
+        spec = msgspec.structs.replace(spec, cwd="")
+    spec = serving_at(spec, connection.sock.getsockname()[0])
+    stdout, cwd, on_sigterm = sys.stdout, os.getcwd(), signal.getsignal(signal.SIGTERM)
+    output = sys.stdout = ChannelOutput(connection)
+    try:
+        run_worker(spec)
+    finally:
+        sys.stdout = stdout
+        output.close()
+        os.chdir(cwd)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_sigterm)
+        connection.close()
+    return FINISHED

@@ -1,0 +1,319 @@
+"""Plugin ``workers.spark``: each TaskExecutor a long-running task on a Spark cluster's
+executors — the pattern Spark's Real-time Mode uses for long-running tasks, with rill's own
+runtime (network, watermarks, checkpoints) inside them.
+
+``rill run``'s process is the Spark driver (the SparkSession of :mod:`.session`, ``spark.master``
+and the other ``spark.*`` keys). A requested worker is one Spark job of one task
+(``parallelize([spec], 1).mapPartitions(...)``, submitted from a driver thread in a job group of
+its own, ``rill-<run id>-<resource id>``), which runs :mod:`.worker_task` in the Python worker
+process hosting it on an executor: the TaskExecutor connects back to the cluster's process and
+registers, and its task connects to this driver's task channel. The worker is placed once its
+task says hello: its pid and host, and Spark's executor id of the task (from the driver's status
+store). What it prints comes over the channel to this process's stdout, whole lines at a time.
+
+Releasing a worker sends ``stop`` over the channel (SIGTERM in the task: the TaskExecutor stops
+its tasks and sends its last events, the task returns, the Spark job ends); a worker whose job
+has not ended within ``rill.workers.stop-timeout`` — or that never started — has its job group
+cancelled (Spark then kills its Python worker). The ``kill`` fault sends ``kill`` (SIGKILL of the
+Python worker process, as a crash: Spark sees the task fail). A worker's end, for whatever reason,
+is reported to the ResourceManager once its Spark job has ended and its channel has closed.
+
+Spark must not start a second TaskExecutor for a worker: the session rill starts for spark
+workers sets ``spark.task.maxFailures=1`` (``local[N]`` never retries), and a retried attempt of
+a worker's task (a session started elsewhere, speculation) ends at once without starting one.
+The ResourceManager requests replacements for lost workers. Each worker holds one task slot
+(a core) of Spark for its whole life: the cluster needs at least as many as the job's
+TaskExecutors. Spark workers need the realtime clock: a simulated run is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
+
+from kernel import hookimpl
+from kernel.config import Section
+from kernel.configtypes import DurationMs
+from kernel.contracts.workers import WorkerNode
+from kernel.errors import UsageError
+from kernel.messaging import Future
+from kernel.tcp import Connection, Server, parse_address
+from plugins.spark.options import SparkOptions
+from plugins.spark.worker_task import FINISHED, RETRIED, decode, encode, run_in_spark_task
+
+if TYPE_CHECKING:
+    from kernel.contracts.workers import ResourceEventHandler, TaskExecutorProcessSpec, WorkerHost
+
+_output_lock = threading.Lock()
+
+
+class SparkWorkerOptions(Section):
+    stop_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="how long a released TaskExecutor may take to end before it is "
+                                                   "killed (plugin spark: its Spark job cancelled)")
+    ] = msgspec.field(name="rill.workers.stop-timeout", default=10_000)
+
+
+class WorkerStartFailed(Exception):
+    """A worker's Spark job ended before its task said hello."""
+
+
+def worker_session(options: SparkOptions) -> tuple[Any, bool]:
+    """The SparkSession spark workers run on: the active one, or a new one in which Spark does
+    not retry failed tasks (``spark.task.maxFailures=1`` unless ``spark.conf`` sets it)."""
+    from plugins.spark.session import spark_session
+
+    return spark_session(msgspec.structs.replace(options, conf=["spark.task.maxFailures=1", *options.conf]))
+
+
+_QUALIFIED = re.compile(r"^(?:[\w$]+\.)+[\w$]+: ")
+
+
+def first_sentence(text: str) -> str:
+    """Spark's message in one sentence, without the exception's class."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = next((line[2:] for line in lines if line.startswith(": ")), lines[0] if lines else "")  # py4j's layout
+    return _QUALIFIED.sub("", line).split(". ", 1)[0]
+
+
+def _write(text: str) -> None:
+    with _output_lock:
+        out = sys.stdout
+        try:
+            out.write(text)
+            out.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+
+class _Worker:
+    """A requested worker: its Spark job (run by ``thread``) and its task's channel."""
+
+    def __init__(self, resource_id: str, group: str, placed: Future) -> None:
+        self.resource_id = resource_id
+        self.group = group
+        self.placed = placed
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.connection: Connection | None = None
+        self.disconnected = threading.Event()
+        self.task: tuple[int, int] | None = None  # the Spark stage and task running its TaskExecutor
+        self.released = False
+        self.killed = False
+
+
+class SparkWorkerDriver:
+    in_process = False
+
+    def __init__(self, host: WorkerHost, spark: Any, created: bool, options: SparkWorkerOptions,
+                 run_id: str) -> None:
+        self.host = host
+        self.spark = spark
+        self.created = created
+        self.stop_timeout = options.stop_timeout / 1000
+        self.run_id = run_id
+        self.handler: ResourceEventHandler | None = None
+        self.workers: dict[str, _Worker] = {}
+        self.channel: Server | None = None
+        self.terminated = False
+
+    def initialize(self, handler: ResourceEventHandler) -> None:
+        self.handler = handler
+
+    # -- requesting a worker: its Spark job --------------------------------------------------
+
+    def request_resource(self, spec: TaskExecutorProcessSpec) -> Future:
+        """Submits the worker's Spark job; the Future completes when its task says hello."""
+        placed = Future(self.host.loop)
+        if self.channel is None:  # where tasks connect: the host the TaskExecutors connect to
+            self.channel = Server(parse_address(spec.rpc_address)[0], 0, self._accepted)
+        worker = self.workers[spec.resource_id] = _Worker(spec.resource_id, f"rill-{self.run_id}-{spec.resource_id}",
+                                                          placed)
+        payload = (msgspec.msgpack.encode(spec), self.channel.address)
+        from pyspark import InheritableThread
+
+        worker.thread = InheritableThread(target=self._run_job, args=(worker, payload), name=f"rill-{spec.resource_id}",
+                                          daemon=True)
+        self.host.loop.io_started()  # the cluster's loop waits for the job's end
+        worker.thread.start()
+        return placed
+
+    def _run_job(self, worker: _Worker, payload: tuple[bytes, str]) -> None:
+        context = self.spark.sparkContext
+        context.setJobGroup(worker.group, f"rill {self.run_id}: TaskExecutor {worker.resource_id}",
+                            interruptOnCancel=True)
+        error = ""
+        try:
+            ended = context.parallelize([payload], 1).mapPartitions(run_in_spark_task).collect()
+        except Exception as exc:  # the task failed (its process died), the job was cancelled
+            ended, error = [], first_sentence(str(exc)) or type(exc).__name__
+        if worker.connection is not None:  # everything it sent is handled
+            worker.disconnected.wait(self.stop_timeout)
+        self.host.loop.call_soon_threadsafe(self._ended, worker, self._diagnostics(worker, ended, error))
+
+    def _diagnostics(self, worker: _Worker, ended: list[str], error: str) -> str:
+        """How a worker's Spark job ended: its task finished, or the task that ran the
+        TaskExecutor failed (Spark's reason) — whether Spark then retried it or not."""
+        if ended == [FINISHED]:
+            diagnostics = "its Spark task finished"
+        else:
+            failure = self._task_failure(worker) or error or "its Spark job ended"
+            diagnostics = f"its Spark task failed: {failure}"
+            if ended == [RETRIED]:
+                diagnostics += "; Spark's retry starts no second TaskExecutor"
+        return f"killed by SIGKILL ({diagnostics})" if worker.killed else diagnostics
+
+    def _task_failure(self, worker: _Worker) -> str:
+        """Spark's reason for the failure of the task that ran the worker's TaskExecutor."""
+        if worker.task is None:
+            return ""
+        from py4j.protocol import Py4JError
+
+        stage, task = worker.task
+        context = self.spark.sparkContext._jsc.sc()
+        try:
+            context.listenerBus().waitUntilEmpty()
+            tasks = context.statusStore().taskList(stage, 0, 8)
+            for index in range(tasks.size()):
+                data = tasks.apply(index)
+                if data.taskId() == task and data.errorMessage().isDefined():
+                    return first_sentence(data.errorMessage().get())
+        except Py4JError:  # the SparkContext stopped meanwhile
+            pass
+        return ""
+
+    def _ended(self, worker: _Worker, diagnostics: str) -> None:
+        self.host.loop.io_finished()
+        if self.workers.get(worker.resource_id) is worker:
+            del self.workers[worker.resource_id]
+        if not worker.placed.done():
+            worker.placed.set_exception(WorkerStartFailed(f"its Spark job ended before the task started: {diagnostics}"))
+        elif self.handler is not None and not self.terminated:
+            self.handler.on_worker_terminated(worker.resource_id, diagnostics)
+
+    # -- the task channel ---------------------------------------------------------------------
+
+    def _accepted(self, sock: Any) -> None:
+        Connection(sock, self._frames, self._closed, name="spark-task").start()
+
+    def _frames(self, connection: Connection, frames: list[bytes]) -> None:
+        for frame in frames:
+            kind, *fields = decode(frame)
+            if kind == "out":
+                _write(fields[0])
+            elif kind == "hello":
+                self._hello(connection, *fields)
+
+    def _hello(self, connection: Connection, resource_id: str, pid: int, host: str, stage: int, task: int) -> None:
+        worker = self.workers.get(resource_id)
+        if worker is None:  # its worker ended meanwhile
+            connection.send(encode("stop"))
+            return
+        connection.worker = worker  # type: ignore[attr-defined]
+        worker.task = (stage, task)
+        with worker.lock:
+            worker.connection = connection
+            released = worker.released
+        if released:
+            connection.send(encode("stop"))
+        node = WorkerNode(resource_id=resource_id, pid=pid, host=host, executor_id=self._executor_of(stage, task))
+        self.host.loop.call_soon_threadsafe(self._placed, worker, node)
+
+    def _executor_of(self, stage: int, task: int) -> str:
+        """Spark's executor id of a running task: where the task scheduler launched it, else
+        (should that read miss, the scheduler changing its map meanwhile) what the driver's
+        status store (Spark's UI) says."""
+        from py4j.protocol import Py4JError
+
+        context = self.spark.sparkContext._jsc.sc()
+        try:
+            launched = context.taskScheduler().taskIdToExecutorId().get(task)
+            if launched.isDefined():
+                return launched.get()
+            context.listenerBus().waitUntilEmpty()
+            tasks = context.statusStore().taskList(stage, 0, 8)
+            return next((tasks.apply(i).executorId() for i in range(tasks.size()) if tasks.apply(i).taskId() == task),
+                        "")
+        except Py4JError:  # the SparkContext stopped meanwhile
+            return ""
+
+    def _placed(self, worker: _Worker, node: WorkerNode) -> None:
+        if not worker.placed.done():
+            worker.placed.set_result(node)
+
+    def _closed(self, connection: Connection, error: BaseException | None) -> None:
+        worker = getattr(connection, "worker", None)
+        if worker is not None:
+            worker.disconnected.set()
+
+    # -- stopping workers ---------------------------------------------------------------------
+
+    def release_resource(self, resource_id: str) -> None:
+        worker = self.workers.get(resource_id)
+        if worker is not None:
+            self._stop(worker)
+
+    def _stop(self, worker: _Worker) -> None:
+        """``stop`` over the channel, the job group cancelled after the stop timeout (at once
+        when the task has not started)."""
+        with worker.lock:
+            if worker.released:
+                return
+            worker.released = True
+            connection = worker.connection
+        if connection is None or not connection.send(encode("stop")):
+            self._cancel(worker)
+            return
+        timer = threading.Timer(self.stop_timeout, self._cancel, (worker,))
+        timer.daemon = True
+        timer.start()
+
+    def _cancel(self, worker: _Worker) -> None:
+        if worker.thread is not None and worker.thread.is_alive():
+            self.spark.sparkContext.cancelJobGroup(worker.group)
+
+    def kill_worker(self, resource_id: str) -> bool:
+        worker = self.workers.get(resource_id)
+        if worker is None or worker.connection is None:
+            return False
+        worker.killed = True
+        if not worker.connection.send(encode("kill")):
+            worker.killed = False
+            return False
+        return True
+
+    def terminate(self) -> None:
+        """Stop every worker and wait for their Spark jobs to end; stop the SparkSession if
+        rill started it."""
+        self.terminated = True
+        workers = list(self.workers.values())
+        for worker in workers:
+            self._stop(worker)
+        for worker in workers:
+            worker.thread.join(self.stop_timeout)
+            if worker.thread.is_alive():
+                self._cancel(worker)
+                worker.thread.join()
+        if self.channel is not None:
+            self.channel.close()
+        if self.created:
+            self.spark.stop()
+
+
+@hookimpl
+def register_config(register):
+    register(SparkOptions)
+    register(SparkWorkerOptions)
+
+
+@hookimpl
+def create_resource_manager_driver(host, run):
+    if run.clock.mode == "simulated":
+        raise UsageError("plugins.workers=spark needs rill.clock=realtime: TaskExecutors in Spark tasks run on the "
+                         "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
+    spark, created = worker_session(run.config.section(SparkOptions))
+    return SparkWorkerDriver(host, spark, created, run.config.section(SparkWorkerOptions), run.id)

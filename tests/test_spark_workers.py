@@ -1,0 +1,467 @@
+"""TaskExecutors as long-running Spark tasks (``plugins.workers=spark``), with real Spark:
+``local[8,2]`` (eight task threads; a failed task is retried once, so the guard against a
+second TaskExecutor is exercised), then a standalone cluster — a master and two workers
+started on 127.0.0.1 from the pyspark package's own launch script and stopped afterwards.
+
+The same output as embedded TaskExecutors, print() and events brought back to the driver,
+Spark's executor ids in ``worker_started``, a SIGKILLed TaskExecutor replaced (exactly once
+with checkpoints), idle workers and streaming jobs ending their Spark jobs cleanly, and a
+Spark worker lost mid-job. One SparkSession per master serves its tests (the driver uses the
+active session)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import runpy
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kernel import hookimpl
+from kernel.cluster_events import (
+    FaultInjected,
+    TaskMetricsSampled,
+    WorkerRegistered,
+    WorkerStarted,
+    WorkerStopped,
+)
+from kernel.common import Types, WatermarkStrategy
+from kernel.datastream.connectors.datagen import DataGeneratorSource
+from plugins.checkpointing.events import CheckpointCompleted
+from tests.runtime import run_job
+from tests.test_contracts import Products, violations
+from tests.test_worker_processes import counting, event_time_timers, gone, keyed_windows, last_counts
+
+ROOT = Path(__file__).resolve().parents[1]
+SPARK_WORKERS = ("rill.clock=realtime", "plugins.workers=spark")
+EMBEDDED = ("rill.clock=realtime",)
+LOCAL = "local[8,2]"
+
+pytestmark = pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+                                reason="Spark needs Java (none on PATH or in JAVA_HOME)")
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class StandaloneCluster:
+    """A Spark standalone master and two workers (2 cores each) on 127.0.0.1, started with the
+    pyspark package's ``sbin/spark-daemon.sh`` (what ``start-master.sh``/``start-worker.sh``
+    run; the pip package ships the daemon script only), logs and work dirs in ``root``."""
+
+    MASTER = "org.apache.spark.deploy.master.Master"
+    WORKER = "org.apache.spark.deploy.worker.Worker"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port, self.ui = free_port(), free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        self.work = {1: root / "worker-1", 2: root / "worker-2"}
+        for directory in (root / "logs", root / "pids", root / "conf", *self.work.values()):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_CONF_DIR": str(root / "conf"),
+                    "SPARK_LOG_DIR": str(root / "logs"), "SPARK_PID_DIR": str(root / "pids"),
+                    "SPARK_IDENT_STRING": f"rill-{uuid.uuid4().hex[:8]}", "SPARK_LOCAL_IP": "127.0.0.1",
+                    "SPARK_MASTER_HOST": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m"}
+
+    def daemon(self, action: str, command: str, instance: int, *args: str) -> None:
+        subprocess.run([str(spark_home() / "sbin" / "spark-daemon.sh"), action, command, str(instance), *args],
+                       env=self.env, check=True, stdout=subprocess.DEVNULL, timeout=120)
+
+    def start(self) -> None:
+        self.daemon("start", self.MASTER, 1, "--host", "127.0.0.1", "--port", str(self.port),
+                    "--webui-port", str(self.ui))
+        for number, work in self.work.items():
+            self.daemon("start", self.WORKER, number, "--host", "127.0.0.1", "--webui-port", str(free_port()),
+                        "--cores", "2", "--memory", "1g", "--work-dir", str(work), self.url)
+        deadline = time.monotonic() + 120
+        while self.alive_workers() < 2:
+            assert time.monotonic() < deadline, "the standalone workers did not register at the master"
+            time.sleep(0.5)
+
+    def alive_workers(self) -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=5) as answer:
+                state = json.load(answer)
+        except OSError:
+            return 0
+        return sum(1 for worker in state.get("workers", []) if worker.get("state") == "ALIVE")
+
+    def pid(self, command: str, instance: int) -> int | None:
+        path = self.root / "pids" / f"spark-{self.env['SPARK_IDENT_STRING']}-{command}-{instance}.pid"
+        return int(path.read_text()) if path.exists() else None
+
+    def worker_of_executor(self, executor_id: str) -> int:
+        """The worker whose work dir holds the executor (``<work dir>/<app id>/<executor id>``)."""
+        return next(n for n, work in self.work.items() if list(work.glob(f"app-*/{executor_id}")))
+
+    def lose_worker(self, number: int) -> None:
+        """The worker's machine is gone: SIGKILL its JVM and its executors' JVMs."""
+        worker = self.pid(self.WORKER, number)
+        for pid in [worker, *children(worker)]:
+            os.kill(pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        for number in self.work:
+            self.daemon("stop", self.WORKER, number)
+        self.daemon("stop", self.MASTER, 1)
+        for pid in java_processes_under(self.root):  # what a stop left (an executor being killed)
+            os.kill(pid, signal.SIGKILL)
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def java_processes_under(root: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"java" in command and str(root).encode() in command:
+                found.append(int(entry.name))
+    return found
+
+
+def import_task_manager(_) -> None:
+    import plugins.local.runner  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def spark(request, tmp_path_factory):
+    """The SparkSession of the tests: ``local[8,2]`` or a standalone cluster's (parametrised
+    indirectly, so the local session stops before the cluster's starts)."""
+    from plugins.spark.options import SparkOptions
+    from plugins.spark.workers import worker_session
+
+    cluster = None
+    if request.param == "local":
+        options = SparkOptions(master=LOCAL)
+    else:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver too (as spark_session does for local[N])
+        cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"))
+        try:
+            cluster.start()
+        except BaseException:
+            cluster.stop()
+            raise
+        options = SparkOptions(master=cluster.url, conf=["spark.executor.memory=512m", "spark.driver.host=127.0.0.1",
+                                                         "spark.driver.bindAddress=127.0.0.1"])
+    session, _ = worker_session(options)
+    session.cluster = cluster
+    # Python workers that imported rill once: a TaskExecutor starts in a reused one in well
+    # under a second, in a new one (under load) in many
+    session.sparkContext.parallelize(range(4), 4).foreach(import_task_manager)
+    yield session
+    session.stop()
+    if cluster is not None:
+        cluster.stop()
+
+
+local = pytest.mark.parametrize("spark", ["local"], indirect=True)
+standalone = pytest.mark.parametrize("spark", ["standalone"], indirect=True)
+
+
+def same_output(build, *sets: str):
+    embedded = run_job(build, *EMBEDDED, *sets)
+    on_spark = run_job(build, *SPARK_WORKERS, *sets)
+    assert embedded.outcome.status == on_spark.outcome.status == "FINISHED", on_spark.outcome.failure
+    return sorted(embedded.lines), sorted(on_spark.lines), on_spark
+
+
+def started(job) -> dict[str, WorkerStarted]:
+    return {e.resource_id: e for e in job.events(WorkerStarted)}
+
+
+def spark_jobs(spark, run_id: str, resource_id: str) -> list[str]:
+    """The statuses of a worker's Spark jobs (its job group)."""
+    tracker = spark.sparkContext.statusTracker()
+    return [tracker.getJobInfo(job).status for job in tracker.getJobIdsForGroup(f"rill-{run_id}-{resource_id}")]
+
+
+def example(name: str):
+    def build(env):
+        runpy.run_path(str(ROOT / "examples" / name))["main"]()
+
+    return build
+
+
+# -- local[N]: the same output as embedded -------------------------------------------------------
+
+
+@local
+@pytest.mark.parametrize("name", ["wordcount.py", "window_wordcount.py"])
+def test_every_example_prints_the_same_on_spark_workers(spark, name):
+    embedded, on_spark, job = same_output(example(name), "taskmanager.numberOfTaskSlots=2")
+    assert on_spark == embedded and len(on_spark) > 30
+    workers = started(job)
+    pids = {e.pid for e in workers.values()}
+    assert len(workers) == 4 and len(pids) == 4 and os.getpid() not in pids
+    assert {e.executor_id for e in workers.values()} == {"driver"}  # local mode's one executor
+    assert all(spark_jobs(spark, job.outcome.run_id, resource) == ["SUCCEEDED"] for resource in workers)
+
+
+@local
+@pytest.mark.parametrize("build", [keyed_windows, event_time_timers])
+def test_event_time_jobs_print_the_same_on_spark_workers(spark, build):
+    embedded, on_spark, job = same_output(build)
+    assert on_spark == embedded and len(on_spark) > 20
+    assert all(e.pid != os.getpid() for e in started(job).values())
+
+
+# -- print and events through the driver, executor ids -----------------------------------------------
+
+
+@local
+def test_print_reaches_rill_runs_stdout_and_worker_started_has_the_executor(spark, cli, tmp_path):
+    job_file = tmp_path / "hello.py"
+    job_file.write_text(
+        "import os\n"
+        "from kernel.common import Types\n"
+        "from kernel.datastream import StreamExecutionEnvironment\n"
+        "def shout(value):\n"
+        "    print(f'user print {value} in', os.getpid())\n"
+        "    return value * 2\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection([1, 2, 3], Types.INT()).map(shout, Types.INT()).rebalance().print()\n"
+        "env.execute('hello')\n")
+    code, out, err = cli("run", "--set", "plugins.workers=spark", str(job_file))
+    assert code == 0, err
+    lines = out.splitlines()
+    printed = [line for line in lines if line.startswith("user print")]
+    assert [line.split(" in ")[0] for line in printed] == ["user print 1", "user print 2", "user print 3"]
+    worker_pid = int(printed[0].split(" in ")[1])
+    assert worker_pid != os.getpid() and [line for line in lines if not line.startswith("user")] == ["2", "4", "6"]
+    code, out, err = cli("sql", "--format", "json", "SELECT resource_id, pid, host, executor_id FROM rill.ev_worker_started")
+    assert code == 0, err
+    assert json.loads(out) == [{"resource_id": "taskexecutor-1", "pid": worker_pid, "host": socket.gethostname(),
+                                "executor_id": "driver"}]
+    code, out, err = cli("metrics", "last", "--json")
+    assert code == 0, err
+    assert [(v["records_in"], v["records_out"]) for v in json.loads(out)["vertices"]] == [(0, 3), (3, 0)]
+
+
+def test_a_simulated_run_refuses_spark_workers_in_one_line(cli, tmp_path):
+    job_file = tmp_path / "job.py"
+    job_file.write_text("from kernel.datastream import StreamExecutionEnvironment\n"
+                        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+                        "env.from_collection([1]).print()\nenv.execute()\n")
+    code, out, err = cli("run", "--clock", "simulated", "--set", "plugins.workers=spark", str(job_file))
+    assert code == 2 and out == ""
+    assert err.strip().splitlines()[-1] == (
+        "rill: error: plugins.workers=spark needs rill.clock=realtime: TaskExecutors in Spark tasks run on the wall "
+        "clock (a simulated run has one thread; use plugins.workers=embedded)")
+
+
+@local
+def test_the_spark_driver_and_what_it_is_handed_satisfy_their_contracts(spark):
+    from kernel.contracts.workers import ResourceEventHandler, ResourceManagerDriver, WorkerHost
+
+    captured = Products()
+    job = run_job(lambda env: (env.from_collection([1, 2]).map(lambda v: v).add_sink(lambda v: None), env.execute()),
+                  *SPARK_WORKERS, plugins=(captured,))
+    assert job.outcome.status == "FINISHED"
+    [driver] = captured.made["create_resource_manager_driver"]
+    assert type(driver).__name__ == "SparkWorkerDriver" and not driver.in_process
+    assert violations(driver, ResourceManagerDriver) == []
+    assert violations(captured.given["host"][0], WorkerHost) == []
+    assert violations(captured.given["handler"][0], ResourceEventHandler) == []
+
+
+def test_a_task_executor_serves_its_partitions_where_its_executor_reaches_the_driver_unless_set():
+    from kernel.config import load_raw
+    from kernel.contracts.workers import TaskExecutorProcessSpec
+    from kernel.session import Session
+    from plugins.spark.worker_task import serving_at
+
+    def spec(*sets: str, environ: dict | None = None) -> TaskExecutorProcessSpec:
+        return TaskExecutorProcessSpec(resource_id="taskexecutor-1", slots=1, entry="plugins.local.runner:run_task_manager",
+                                       rpc_address="10.0.0.1:6123", run_id="r",
+                                       config=pickle.dumps((load_raw(sets=sets, environ=environ or {}), {})))
+
+    def serves(spec: TaskExecutorProcessSpec) -> str:
+        return Session.from_raw(pickle.loads(spec.config)[0]).config.get("taskmanager.host")
+
+    assert serves(serving_at(spec(), "10.0.0.7")) == "10.0.0.7"
+    assert serves(serving_at(spec("taskmanager.host=10.0.0.9"), "10.0.0.7")) == "10.0.0.9"
+    assert serves(serving_at(spec(environ={"RILL_TASKMANAGER_HOST": "10.0.0.8"}), "10.0.0.7")) == "10.0.0.8"
+
+
+# -- real kills, released workers, streaming jobs ---------------------------------------------------
+
+
+@local
+def test_a_sigkilled_task_executor_is_replaced_once_and_checkpoints_keep_state_exactly_once(spark, tmp_path):
+    job = run_job(counting(4_000), *SPARK_WORKERS, f"execution.checkpointing.dir={tmp_path / 'checkpoints'}",
+                  faults=["kill:target=taskexecutor-1,at=2500ms"])
+    assert job.outcome.status == "FINISHED", job.outcome.failure
+    workers = started(job)
+    # local[8,2] retries the failed task once: the retry starts no second taskexecutor-1
+    assert sorted(workers) == ["taskexecutor-1", "taskexecutor-2", "taskexecutor-3"]
+    assert gone(workers["taskexecutor-1"].pid)
+    stopped = {e.resource_id: e.reason for e in job.events(WorkerStopped)}
+    assert stopped["taskexecutor-1"] == ("terminated: killed by SIGKILL (its Spark task failed: Python worker exited "
+                                         "unexpectedly (crashed); Spark's retry starts no second TaskExecutor)")
+    assert [e.target for e in job.events(FaultInjected)] == ["taskexecutor-1"]
+    registered = [e.resource_id for e in job.events(WorkerRegistered)]
+    assert registered.count("taskexecutor-1") == 1
+    assert last_counts(job.lines) == {"k0": 1_000, "k1": 1_000, "k2": 1_000, "k3": 1_000}
+    assert spark_jobs(spark, job.outcome.run_id, "taskexecutor-1") == ["SUCCEEDED"]  # its retry ended at once
+
+
+@local
+def test_an_idle_worker_is_released_and_its_spark_job_ends(spark):
+    def build(env):
+        env.from_collection([1, 2, 3], Types.INT()).print()
+        env.from_source(DataGeneratorSource(lambda i: i, count=60, records_per_second=10),
+                        WatermarkStrategy.no_watermarks(), "Slow").slot_sharing_group("other").add_sink(lambda v: None)
+        env.execute("idle")
+
+    job = run_job(build, *SPARK_WORKERS, "resourcemanager.taskmanager-timeout=1 s")
+    assert job.outcome.status == "FINISHED" and job.lines == ["1", "2", "3"]
+    stopped = [(e.resource_id, e.reason) for e in job.events(WorkerStopped)]
+    released = [r for r, reason in stopped if reason == "idle for resourcemanager.taskmanager-timeout (1000 ms)"]
+    assert len(released) == 1 and len(stopped) == 2
+    # stopped, not cancelled: the TaskExecutors returned and their Spark tasks finished (their
+    # Python workers stay, for Spark to reuse)
+    assert all(spark_jobs(spark, job.outcome.run_id, resource) == ["SUCCEEDED"] for resource in started(job))
+
+
+class Interrupt:
+    """A plugin: Ctrl-C (SIGINT to this process) once the tasks report metrics."""
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    @hookimpl
+    def create_event_observers(self, run):
+        return self
+
+    def events_emitted(self, batch) -> None:
+        if not self.sent and any(isinstance(e, TaskMetricsSampled) for e in batch.events):
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def close(self, status: str) -> None:
+        """Nothing to close."""
+
+
+@local
+@pytest.mark.parametrize("end", ["duration", "ctrl-c"])
+def test_a_streaming_job_runs_until_its_duration_or_ctrl_c_and_stops_its_spark_jobs(spark, end):
+    def build(env):
+        env.set_parallelism(2)
+        env.from_source(DataGeneratorSource(lambda i: (f"k{i % 3}", 1), records_per_second=200,
+                                            type_info=Types.TUPLE([Types.STRING(), Types.INT()])),
+                        WatermarkStrategy.no_watermarks(), "Unbounded") \
+            .key_by(lambda r: r[0], Types.STRING()).reduce(lambda a, b: (a[0], a[1] + b[1])) \
+            .add_sink(lambda v: None)
+        env.execute("streaming")
+
+    if end == "duration":
+        job = run_job(build, *SPARK_WORKERS, "rill.duration=8 s")
+    else:
+        job = run_job(build, *SPARK_WORKERS, plugins=(Interrupt(),))
+    assert job.outcome.status == "CANCELED"
+    workers = started(job)
+    assert len(workers) == 2
+    assert {e.reason for e in job.events(WorkerStopped)} == {"cluster shut down"}
+    assert all(spark_jobs(spark, job.outcome.run_id, resource) == ["SUCCEEDED"] for resource in workers)
+    final = {(e.vertex_name, e.subtask) for e in job.events(TaskMetricsSampled) if e.final}
+    assert len(final) == 4  # every task's last metrics, sent as its TaskExecutor stopped
+
+
+# -- a standalone cluster ----------------------------------------------------------------------------
+
+
+@standalone
+def test_a_job_on_a_standalone_cluster_prints_as_embedded(spark):
+    embedded, on_spark, job = same_output(example("wordcount.py"), "taskmanager.numberOfTaskSlots=2")
+    assert on_spark == embedded and len(on_spark) > 30
+    workers = started(job)
+    # four TaskExecutors hold all four cores: two on each worker's executor
+    assert sorted(e.executor_id for e in workers.values()) == ["0", "0", "1", "1"]
+
+
+class LoseSparkWorker:
+    """A plugin: once the first checkpoint completed, the Spark worker hosting
+    taskexecutor-1's executor is lost (its JVM and its executor's SIGKILLed)."""
+
+    def __init__(self, cluster: StandaloneCluster) -> None:
+        self.cluster = cluster
+        self.executor = ""
+        self.lost: int | None = None
+
+    @hookimpl
+    def create_event_observers(self, run):
+        return self
+
+    def events_emitted(self, batch) -> None:
+        for event in batch.events:
+            if isinstance(event, WorkerStarted) and event.resource_id == "taskexecutor-1":
+                self.executor = event.executor_id
+            if isinstance(event, CheckpointCompleted) and self.lost is None and self.executor:
+                self.lost = self.cluster.worker_of_executor(self.executor)
+                threading.Thread(target=self.cluster.lose_worker, args=(self.lost,)).start()
+
+    def close(self, status: str) -> None:
+        """Nothing to close."""
+
+
+@standalone
+def test_losing_a_spark_worker_mid_job_replaces_its_task_executors_on_the_other(spark, tmp_path):
+    lose = LoseSparkWorker(spark.cluster)
+    job = run_job(counting(5_000), *SPARK_WORKERS, f"execution.checkpointing.dir={tmp_path / 'checkpoints'}",
+                  plugins=(lose,))
+    assert job.outcome.status == "FINISHED", job.outcome.failure
+    assert lose.lost is not None
+    workers = started(job)
+    lost_executor = workers["taskexecutor-1"].executor_id
+    on_lost = [r for r, e in workers.items() if e.executor_id == lost_executor]
+    replacements = [r for r in workers if r not in ("taskexecutor-1", "taskexecutor-2")]
+    # one replacement per TaskExecutor the worker took with it, all on the other worker's executor
+    assert len(replacements) == len(on_lost) >= 1
+    assert {workers[r].executor_id for r in replacements} == {"1" if lost_executor == "0" else "0"}
+    stopped = {e.resource_id: e.reason for e in job.events(WorkerStopped)}
+    # Spark does not count a lost worker's tasks as failures: it retried them (and the retries
+    # started no second TaskExecutors)
+    assert all(re.fullmatch(f"terminated: its Spark task failed: ExecutorLostFailure \\(executor {lost_executor} exited "
+                            r"[^)]+\) Reason: worker lost: 127\.0\.0\.1:\d+ got disassociated; Spark's retry starts no "
+                            r"second TaskExecutor", stopped[r])
+               for r in on_lost), "\n".join(stopped.values())
+    registered = [e.resource_id for e in job.events(WorkerRegistered)]
+    assert all(registered.count(r) == 1 for r in workers)
+    # restored from the latest checkpoint: every key counted exactly once
+    assert last_counts(job.lines) == {"k0": 1_250, "k1": 1_250, "k2": 1_250, "k3": 1_250}
