@@ -84,9 +84,11 @@ def set_sleeper(sleeper: Callable[[float], None] | None) -> Callable[[float], No
 def sleep(seconds: float) -> None:
     """Spend ``seconds`` inside a user function, on the run's clock.
 
-    Under the realtime clock this is ``time.sleep``. Under the simulated clock the running
-    task is busy for that much virtual time: it is not stepped again until the clock has
-    advanced by ``seconds`` (other tasks go on), and its busy time counts it.
+    Under the realtime clock this is ``time.sleep``, except that in a task being cancelled it
+    ends at once, raising ``InterruptedError`` (as Java's ``Thread.sleep`` of an interrupted
+    task thread). Under the simulated clock the running task is busy for that much virtual
+    time: it is not stepped again until the clock has advanced by ``seconds`` (other tasks go
+    on), and its busy time counts it.
     """
     sleeper = getattr(_local, "sleeper", None)
     if sleeper is None:

@@ -274,8 +274,10 @@ def create_mailbox_processor(task: MailboxTask, run: Run) -> MailboxProcessor | 
     Stops at first non-None result.
 
     :param task: the :class:`~kernel.contracts.mailbox.MailboxTask`: its ``default_action``
-        processes input; failures and suspensions are reported to it.
-    :param run: the run (clock, loop, config).
+        processes input; failures and suspensions are reported to it; its ``loop`` steps the
+        processor (the run's loop under the simulated clock, the task thread's under the realtime
+        clock).
+    :param run: the run (clock, config).
     :returns: a :class:`~kernel.contracts.mailbox.MailboxProcessor`: ``schedule()``,
         ``execute(action, description)``, ``suspend_default_action(timer, reason)``, ``stop()``
         and ``slowdown`` (a factor: work takes that many times as long).

@@ -12,12 +12,20 @@ most of it (the heap is rebuilt): what the loop holds is bounded by what is pend
 Work running outside the loop (an I/O thread that will call back with
 ``call_soon_threadsafe``) keeps ``run`` going while announced with ``io_started`` and not yet
 ``io_finished``: the loop then waits for it as for a timer.
+
+A loop belongs to one thread, the one running it (until it first runs, the one that created
+it, unless created ``bound=False``). Other threads may schedule on it too: ``call_soon`` and
+``call_at`` from another thread hand the callback or the timer over through the thread-safe
+queue (the loop takes it at its next step), and cancelling a timer from another thread only
+marks it (the loop forgets it when it meets it). ``io_started``/``io_finished`` and
+:class:`TimerGroup` belong to the loop's thread.
 """
 
 from __future__ import annotations
 
 import heapq
 import threading
+from _thread import get_ident
 from collections import deque
 from typing import Any, Callable
 
@@ -32,22 +40,25 @@ class TimerHandle:
 
     __slots__ = ("when", "callback", "args", "cancelled", "done", "daemon", "_loop")
 
-    def __init__(self, when: int, callback: Callable[..., Any], args: tuple, daemon: bool,
-                 loop: EventLoop) -> None:
+    def __init__(self, when: int, callback: Callable[..., Any], args: tuple, daemon: bool) -> None:
         self.when = when
         self.callback = callback
         self.args = args
         self.cancelled = False
         self.done = False
         self.daemon = daemon
-        self._loop: EventLoop | None = loop  # while pending
+        self._loop: EventLoop | None = None  # while in the loop's heap and not accounted for as done
 
     def cancel(self) -> None:
-        if not self.done:
-            self.cancelled = True
-            loop = self._loop
+        if self.done:
+            return
+        self.cancelled = True
+        loop = self._loop
+        if loop is not None and get_ident() == loop._thread:
             self._done()
             loop._timer_cancelled()
+        else:  # another thread (or not in the heap yet): the loop forgets it when it meets it
+            self.done = True
 
     def _done(self) -> None:
         self.done = True
@@ -85,8 +96,10 @@ class TimerGroup:
 
 
 class EventLoop:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, bound: bool = True) -> None:
         self.clock = clock
+        #: the thread the loop belongs to (``bound=False``: none until it runs)
+        self._thread: int | None = get_ident() if bound else None
         self._ready: deque[tuple[Callable[..., Any], tuple]] = deque()
         self._timers: list[tuple[int, int, TimerHandle]] = []
         self._timer_seq = 0
@@ -97,21 +110,55 @@ class EventLoop:
         self._live = 0  # pending non-daemon timers
         self._cancelled = 0  # cancelled timers still in the heap
         self._io = 0  # work announced by io_started, running outside the loop
+        self._waiting = False  # blocked waiting for a timer or another thread
+        #: rounds of ready callbacks run so far (how far the loop got, for observers in other threads)
+        self.rounds = 0
 
     # -- scheduling -------------------------------------------------------------------------
 
+    def in_thread(self) -> bool:
+        """Whether the caller runs in the loop's thread."""
+        return get_ident() == self._thread
+
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
         """Run ``callback(*args)`` after the callbacks already ready."""
-        self._ready.append((callback, args))
+        if get_ident() == self._thread:
+            self._ready.append((callback, args))
+        else:
+            self.call_soon_threadsafe(callback, *args)
+
+    def call_in_thread(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` in the loop's thread: at once when called there, else as
+        soon as the loop takes it from the thread-safe queue."""
+        if get_ident() == self._thread:
+            callback(*args)
+        else:
+            self.call_soon_threadsafe(callback, *args)
 
     def call_at(self, when: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` once the clock reaches ``when`` (ns)."""
-        handle = TimerHandle(when, callback, args, daemon, self)
-        if not daemon:
+        handle = TimerHandle(when, callback, args, daemon)
+        if get_ident() == self._thread:
+            self._push(handle)
+        else:
+            self.call_soon_threadsafe(self._push, handle)
+        return handle
+
+    def _push(self, handle: TimerHandle) -> None:
+        if handle.cancelled:
+            return
+        handle._loop = self
+        if not handle.daemon:
             self._live += 1
         self._timer_seq += 1
-        heapq.heappush(self._timers, (when, self._timer_seq, handle))
-        return handle
+        heapq.heappush(self._timers, (handle.when, self._timer_seq, handle))
+
+    def _forget(self, handle: TimerHandle) -> None:
+        """A cancelled timer leaves the heap."""
+        if handle._loop is not None:  # cancelled from another thread: not accounted for yet
+            handle._done()
+        else:
+            self._cancelled -= 1
 
     def call_later(self, delay: int, callback: Callable[..., Any], *args: Any, daemon: bool = False) -> TimerHandle:
         """Run ``callback(*args)`` after ``delay`` nanoseconds of clock time."""
@@ -121,7 +168,13 @@ class EventLoop:
         self._cancelled += 1
         timers = self._timers
         if self._cancelled > 64 and 2 * self._cancelled > len(timers):
-            timers[:] = [entry for entry in timers if not entry[2].cancelled]  # in place: ``run`` holds the list
+            kept = []
+            for entry in timers:
+                if not entry[2].cancelled:
+                    kept.append(entry)
+                elif entry[2]._loop is not None:
+                    entry[2]._done()
+            timers[:] = kept  # in place: ``run`` holds the list
             heapq.heapify(timers)
             self._cancelled = 0
 
@@ -144,9 +197,15 @@ class EventLoop:
         self._stopping = True
         self._wakeup.set()
 
-    def has_pending(self, daemon: bool = True) -> bool:
-        """Whether anything is left to run (``daemon=False``: anything but daemon timers)."""
-        if self._ready or self._external or self._io:
+    def quiescent(self, io: int = 0) -> bool:
+        """Waiting with nothing to run but daemon timers and at most ``io`` pieces of announced
+        work: it runs nothing more unless another thread hands it something (read from any thread)."""
+        return self._waiting and not self._ready and not self._external and self._live == 0 and self._io <= io
+
+    def has_pending(self, daemon: bool = True, io: int = 0) -> bool:
+        """Whether anything is left to run (``daemon=False``: anything but daemon timers;
+        announced work counts beyond ``io`` pieces)."""
+        if self._ready or self._external or self._io > io:
             return True
         if not daemon:
             return self._live > 0
@@ -158,6 +217,7 @@ class EventLoop:
         """Run until ``stop()`` is called or nothing is left to run but daemon timers (or,
         with ``daemons``, nothing at all); while announced I/O runs, daemon timers count."""
         self._stopping = False
+        self._thread = get_ident()
         ready = self._ready
         timers = self._timers
         clock = self.clock
@@ -170,11 +230,12 @@ class EventLoop:
                 while timers and timers[0][0] <= now:
                     handle = heapq.heappop(timers)[2]
                     if handle.cancelled:
-                        self._cancelled -= 1
+                        self._forget(handle)
                     else:
                         handle._done()
                         ready.append((handle.callback, handle.args))
             if ready:
+                self.rounds += 1
                 for _ in range(len(ready)):
                     callback, args = ready.popleft()
                     callback(*args)
@@ -182,15 +243,16 @@ class EventLoop:
                         return
                 continue
             while timers and timers[0][2].cancelled:
-                heapq.heappop(timers)
-                self._cancelled -= 1
+                self._forget(heapq.heappop(timers)[2])
             if self._io and not self._simulated:
                 self._wakeup.clear()
                 if not self._external and not self._stopping:
+                    self._waiting = True
                     if timers:
                         clock.sleep_until(timers[0][0], self._wakeup)  # type: ignore[attr-defined]
                     else:
                         self._wakeup.wait()
+                    self._waiting = False
                 continue
             if not timers or (not daemons and self._live == 0 and not self._external):
                 return
@@ -200,4 +262,6 @@ class EventLoop:
             else:
                 self._wakeup.clear()
                 if not self._external and not self._stopping:
+                    self._waiting = True
                     clock.sleep_until(deadline, self._wakeup)  # type: ignore[attr-defined]
+                    self._waiting = False

@@ -117,3 +117,139 @@ def test_buffers_are_the_same_however_the_batches_fill_them():
         sent = [b.values for b in drain(gate, recycle=False)]
         seen.append((sent, partition.in_use, partition.subpartitions[0].values))
     assert seen == [([[0, 1, 2, 3], [4, 5, 6, 7]], 1, [8, 9, 10])] * 3
+
+
+def test_a_producer_and_a_consumer_in_threads_of_their_own_hand_over_every_record_in_order():
+    """Realtime tasks: each end in its thread, stepping its own loop; buffers, credit and the
+    availability callbacks cross under the network's lock, each callback in its owner's thread."""
+    import threading
+
+    from kernel.clock import RealtimeClock
+    from kernel.loop import EventLoop
+
+    settings = NetworkSettings(buffers_per_channel=2, floating_buffers_per_gate=1, max_buffers_per_channel=2,
+                               records_per_buffer=16)
+    clock = RealtimeClock()
+    shuffle = ShuffleEnvironment(settings)
+    producer_loop, consumer_loop = EventLoop(clock, bound=False), EventLoop(clock, bound=False)
+    partition = ResultPartition("p", 1, settings, False, shuffle.lock, producer_loop)
+    gate = InputGate(1, settings, 0, shuffle.lock, consumer_loop)
+    total, batch = 16_000, 10
+    received: list[int] = []
+    waits = {"producer": 0, "consumer": 0}
+    wrong_thread: list[str] = []
+
+    def woken(name, loop, then):
+        def callback():
+            if not loop.in_thread():
+                wrong_thread.append(name)
+            then()
+        return callback
+
+    def produce(start=0):
+        if not partition.is_available():
+            waits["producer"] += 1
+            partition.when_available(woken("producer", producer_loop, lambda: produce(start)))
+            return
+        if start >= total:
+            partition.finish()
+            producer_loop.io_finished()
+            return
+        partition.subpartitions[0].add(list(range(start, start + batch)), None)
+        producer_loop.call_soon(produce, start + batch)
+
+    def consume():
+        polled = gate.poll()
+        if polled is None:
+            waits["consumer"] += 1
+            gate.when_available(woken("consumer", consumer_loop, consume))
+            return
+        channel, item = polled
+        if item is END_OF_PARTITION:
+            consumer_loop.io_finished()
+            return
+        received.extend(item.values)
+        channel.recycle()
+        consumer_loop.call_soon(consume)
+
+    threads = []
+    for loop, start in ((consumer_loop, consume), (producer_loop, produce)):
+        loop.io_started()  # each runs until its end finished
+        loop.call_soon(start)
+        threads.append(threading.Thread(target=loop.run, daemon=True))
+    shuffle.register_channel("p", 0, gate.channels[0])
+    for thread in threads:
+        thread.start()
+    shuffle.register_partition(partition)
+    for thread in threads:
+        thread.join(timeout=60)
+    assert received == list(range(total))
+    assert waits["producer"] > 0 and waits["consumer"] > 0  # both had to wait for the other
+    assert wrong_thread == []
+    assert partition.in_use == 0 and gate.channels[0].exclusive_free == 2 and gate.floating_free == 1
+
+
+def test_an_unaligned_barrier_from_another_thread_reaches_the_consumers_priority_listener_in_its_thread():
+    """Realtime tasks: the producer (here the test's thread) sends a priority barrier under the
+    network's lock; the consumer's task hears of it in its own thread, ahead of the buffers
+    queued for it, and the producer gets the buffers it overtook to persist."""
+    import threading
+
+    from kernel.checkpointing.channel_state import restore
+    from kernel.clock import RealtimeClock
+    from kernel.loop import EventLoop
+    from kernel.streaming.elements import CheckpointBarrier
+
+    shuffle = ShuffleEnvironment(SETTINGS)
+    consumer_loop = EventLoop(RealtimeClock(), bound=False)
+    partition = ResultPartition("p", 1, SETTINGS, False, shuffle.lock)
+    gate = InputGate(1, SETTINGS, 0, shuffle.lock, consumer_loop)
+    heard: list[tuple[bool, object, int]] = []
+
+    def listener():
+        _, event = gate.poll_priority()
+        heard.append((consumer_loop.in_thread(), event, len(gate.channels[0].queue)))
+        consumer_loop.io_finished()
+
+    gate.priority_listener = listener
+    shuffle.register_partition(partition)
+    shuffle.register_channel("p", 0, gate.channels[0])
+    consumer_loop.io_started()  # runs until it heard of the barrier
+    consumer = threading.Thread(target=consumer_loop.run, daemon=True)
+    consumer.start()
+    partition.subpartitions[0].add(list(range(20)), None)  # 5 buffers: 3 have credit, 2 wait
+    [overtaken] = partition.broadcast_priority_event(CheckpointBarrier(1, 0, True, True))
+    consumer.join(timeout=60)
+    [(in_thread, event, queued)] = heard
+    assert in_thread and repr(event) == "CheckpointBarrier(1, unaligned)"
+    assert queued == 4  # the 3 buffers sent before it, then its mark
+    assert [restore(data).values for data in overtaken] == [[12, 13, 14, 15], [16, 17, 18, 19]]
+    received = drain(gate)
+    assert [repr(item) if isinstance(item, CheckpointBarrier) else item.values[0] for item in received] == [
+        0, 4, 8, "CheckpointBarrier(1, unaligned)", 12, 16]
+
+
+def test_a_barrier_whose_mark_was_taken_before_its_priority_event_was_handled_leaves_nothing_in_flight():
+    """With the producer in another thread, the consumer may take an unaligned barrier's mark
+    from the queue (and everything before it) before it handles the barrier's priority event:
+    what is queued then came after the barrier and is not in flight for its checkpoint."""
+    from kernel.checkpointing.channel_state import restore
+    from kernel.streaming.elements import CheckpointBarrier
+
+    partition, gate = connect()
+    subpartition, channel = partition.subpartitions[0], gate.channels[0]
+    subpartition.add([0, 1, 2, 3], None)
+    partition.broadcast_priority_event(CheckpointBarrier(1, 0, True, True))
+    subpartition.add([4, 5, 6, 7], None)
+    taken = drain(gate)  # the consumer took the mark, and what came before and after it
+    assert [repr(item) if isinstance(item, CheckpointBarrier) else item.values[0] for item in taken] == [
+        0, "CheckpointBarrier(1, unaligned)", 4]
+    subpartition.add([8, 9, 10, 11], None)
+    channel.start_persisting(1)
+    assert channel.finish_persisting() == [] and channel.persisting == 0
+    # a channel whose barrier has not come persists what is queued and what arrives until it comes
+    channel.start_persisting(2)
+    subpartition.add([12, 13, 14, 15], None)
+    partition.broadcast_priority_event(CheckpointBarrier(2, 0, True, True))
+    subpartition.add([16, 17, 18, 19], None)
+    assert [restore(data).values for data in channel.finish_persisting()] == [[8, 9, 10, 11], [12, 13, 14, 15]]

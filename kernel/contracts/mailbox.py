@@ -1,9 +1,10 @@
 """The mailbox contract: the single thread of control of a task (Flink's MailboxProcessor).
 
 The processor repeatedly runs the task's mails (timers, control actions) and, unless it is
-suspended, the task's default action (process input). Whether it is stepped by the run's
-shared event loop or by a thread of its own is the processor's business; the task only sees
-this contract.
+suspended, the task's default action (process input), stepped by the task's event loop
+(``MailboxTask.loop``): the run's shared loop under the simulated clock, the loop of the
+task's own thread under the realtime clock. Mails and resumes may come from any thread; the
+task only sees this contract.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class SuspensionTimer(Protocol):
 
 class Suspension(Protocol):
     """A suspended default action; ``resume()`` once the awaited input or output is there
-    (also from a callback of another component)."""
+    (also from a callback of another component, or from another thread)."""
 
     def resume(self) -> None:
         """Let the default action run again."""
@@ -31,6 +32,9 @@ class Suspension(Protocol):
 
 class MailboxTask(Protocol):
     """What a MailboxProcessor drives: a StreamTask."""
+
+    #: the event loop of the task's thread of control (a ``kernel.loop.EventLoop``)
+    loop: Any
 
     def default_action(self, mailbox: MailboxProcessor) -> None:
         """Process one input element or source batch; suspends the default action (through
@@ -54,7 +58,7 @@ class MailboxProcessor(Protocol):
         """Make sure the processor runs (starts the task's loop; idempotent)."""
 
     def execute(self, action: Callable[[], Any], description: str = "") -> None:
-        """Run ``action`` as a mail, between default actions."""
+        """Run ``action`` as a mail, between default actions (called from any thread)."""
 
     def suspend_default_action(self, timer: SuspensionTimer | None, reason: str) -> Suspension:
         """Stop calling the default action until the returned suspension is resumed;

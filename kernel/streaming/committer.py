@@ -15,11 +15,13 @@ for a sink function, pending part files) and hand a commit action to the
 :class:`SinkCommitter` when their input ends — the pre-commit of Flink's two-phase-commit
 sinks. When the job finishes, the committer runs the commit actions of each subtask's final
 attempt (in job-vertex and subtask order) and discards the rest; if the job fails or is
-cancelled, everything is discarded.
+cancelled, everything is discarded. Sinks stage from their tasks' threads (realtime), the
+JobMaster commits or discards from its own: the committer's table is kept under a lock.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 AttemptKey = tuple[str, int, int]  # (job vertex id, subtask, attempt)
@@ -58,20 +60,25 @@ class CommittableCollector:
 class SinkCommitter:
     def __init__(self) -> None:
         self._staged: dict[AttemptKey, list[tuple[Callable[[], None], Callable[[], None] | None]]] = {}
+        self._lock = threading.Lock()
 
     def stage(self, key: AttemptKey, commit: Callable[[], None], discard: Callable[[], None] | None = None) -> None:
         """A sink of attempt ``key`` finished its input: ``commit`` makes its output final."""
-        self._staged.setdefault(key, []).append((commit, discard))
+        with self._lock:
+            self._staged.setdefault(key, []).append((commit, discard))
 
     def commit(self, final_attempts: list[AttemptKey]) -> None:
         """Commit the staged output of these attempts, in this order; discard every other."""
         for key in final_attempts:
-            for commit, _ in self._staged.pop(key, ()):
+            with self._lock:
+                actions = self._staged.pop(key, ())
+            for commit, _ in actions:
                 commit()
         self.discard_all()
 
     def discard_all(self) -> None:
-        staged, self._staged = self._staged, {}
+        with self._lock:
+            staged, self._staged = self._staged, {}
         for actions in staged.values():
             for _, discard in actions:
                 if discard is not None:

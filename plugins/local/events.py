@@ -1,6 +1,7 @@
 """Events only the local cluster emits (registered by the ``backend.local`` plugin): the
-slot protocol's inner steps, deployments, connections between components, and — at
-``rill.events.level = debug`` — mailbox suspensions."""
+slot protocol's inner steps, deployments, connections between components, the cancellation
+of tasks running in threads of their own, and — at ``rill.events.level = debug`` — mailbox
+suspensions."""
 
 from __future__ import annotations
 
@@ -74,7 +75,42 @@ class MailboxResumed(Event, tag="mailbox_resumed"):
     reason: str = ""
 
 
+class TaskCancelRequested(TaskEvent, tag="task_cancel_requested"):
+    """The TaskExecutor asked a task running in a thread of its own (realtime clock) to stop:
+    ``action`` ``cancel`` or ``fail`` (with ``reason``); its thread is interrupted (Flink's
+    Task.cancelExecution / failExternally). Under the simulated clock a task stops at once and
+    this is not recorded."""
+
+    resource_id: str = ""
+    action: str = ""
+    reason: str = ""
+
+
+class TaskInterrupted(TaskEvent, tag="task_interrupted"):
+    """A task asked to stop had not returned from user code after another
+    ``task.cancellation.interval``: it is interrupted again (Flink's TaskInterrupter);
+    ``operator`` is the one it is busy in, at ``location`` (file:line in function)."""
+
+    resource_id: str = ""
+    operator: str = ""
+    location: str = ""
+    waited_ms: float = 0.0
+
+
+class TaskCancellationTimedOut(TaskEvent, tag="task_cancellation_timed_out"):
+    """A task asked to stop had not returned after ``task.cancellation.timeout``: it is stuck
+    in ``operator`` (at ``location``). Its TaskExecutor gives up (Flink's watchdog: a fatal
+    error); embedded, the run ends, canceled, naming the operator — its thread cannot be
+    killed."""
+
+    resource_id: str = ""
+    operator: str = ""
+    location: str = ""
+    waited_ms: float = 0.0
+
+
 LOCAL_EVENT_TYPES: tuple[type[Event], ...] = (
     JobMasterRegistered, ResourceRequirementsDeclared, SlotRequested, TaskDeployed,
     TaskExecutorConnected, ConnectionClosed, MailboxSuspended, MailboxResumed,
+    TaskCancelRequested, TaskInterrupted, TaskCancellationTimedOut,
 )

@@ -10,6 +10,7 @@ most ``times`` times in the run. Each fault taking effect (and ending) is an eve
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from kernel import faults as f
@@ -28,14 +29,15 @@ class FaultInjector:
         self.run = cluster.run
         self.faults = faults
         self.raised: dict[int, int] = {}
+        self._lock = threading.Lock()
         self.slowdowns: dict[str, float] = {}  # TaskExecutor -> factor of the slow faults in force
 
     def _emit(self, fault: f.Fault, target: str, phase: str = "start", note: str = "") -> None:
         description = fault.describe() + (f" ({note})" if note else "")
         self.run.bus.emit(FaultInjected(time=self.run.clock.now(), index=fault.index, fault_kind=type(fault).__name__.lower(),
                                         target=target, phase=phase, description=description))
-        if phase == "start":
-            self.cluster.tracker.fault(fault.index, description, self.run.clock.now())
+        if phase == "start":  # a raise fault takes effect in its task's thread: the tracker is the cluster's
+            self.run.loop.call_in_thread(self.cluster.tracker.fault, fault.index, description, self.run.clock.now())
 
     def start(self, start_ns: int) -> None:
         loop = self.run.loop
@@ -98,6 +100,15 @@ class FaultInjector:
                 if operator.name == fault.operator:
                     self._wrap(operator, fault, task)
 
+    def _take(self, fault: f.Raise) -> bool:
+        """Whether the fault may raise once more (counted: subtasks may run in threads of their own)."""
+        with self._lock:
+            raised = self.raised.get(fault.index, 0)
+            if raised >= fault.times:
+                return False
+            self.raised[fault.index] = raised + 1
+            return True
+
     def _wrap(self, operator: Any, fault: f.Raise, task: StreamTask) -> None:
         seen = [0]
         for method in ("process_batch", "process_batch1", "process_batch2"):
@@ -108,11 +119,10 @@ class FaultInjector:
             def counting(values, timestamps, original=original):
                 before = seen[0]
                 seen[0] += len(values)
-                if before < fault.record <= seen[0] and self.raised.get(fault.index, 0) < fault.times:
+                if before < fault.record <= seen[0] and self._take(fault):
                     n = fault.record - before - 1  # records before the Nth go through
                     if n:
                         original(values[:n], timestamps[:n] if timestamps is not None else None)
-                    self.raised[fault.index] = self.raised.get(fault.index, 0) + 1
                     self._emit(fault, task.name)
                     raise f.InjectedFault(f"injected fault #{fault.index + 1}: {fault.operator} raised on record "
                                           f"{fault.record} of {task.name} (attempt {task.deployment.attempt})")

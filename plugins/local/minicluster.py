@@ -1,12 +1,16 @@
 """An in-process cluster for one run: Dispatcher, ResourceManager, TaskExecutors on demand.
 
 All components share the run's event loop and talk through the run's messaging; the shuffle
-environment connects tasks' partitions and gates. ``execute`` submits one job, applies the
-injected faults, and runs the loop until the job ends, ``rill.duration`` of clock time
-passes (the job is cancelled then, or stopped with a savepoint under
-``rill.stop-with-savepoint``), or it is interrupted. When nothing is left to do but background
-work (heartbeats, metric sampling) while no fault is in force, the job stalled and fails.
-Savepoints are asked of the Dispatcher as a client would.
+environment connects tasks' partitions and gates. Tasks run in that loop too under the
+simulated clock, each in a thread of its own under the realtime clock (Flink's MiniCluster).
+``execute`` submits one job, applies the injected faults, and runs the loop until the job
+ends, ``rill.duration`` of clock time passes (the job is cancelled then, or stopped with a
+savepoint under ``rill.stop-with-savepoint``), or it is interrupted (the first Ctrl-C cancels
+the job, a second one ends the run at once). When nothing is left to do but background work
+(heartbeats, metric sampling) while no fault is in force, the job stalled and fails. A
+TaskExecutor's fatal error (a task stuck after being cancelled: its thread cannot be killed)
+ends the run, canceled, naming the stuck operator. Savepoints are asked of the Dispatcher as a
+client would.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from plugins.local.taskexecutor import TaskExecutor
 if TYPE_CHECKING:
     from kernel.run import Run
     from plugins.local.tasks.streamtask import StreamTask
+
+
+STALLED = "the job stalled: nothing left to run and it did not end"
 
 
 @dataclass
@@ -82,6 +89,7 @@ class MiniCluster:
         self.outcome: JobOutcome | None = None
         self.summaries: list[TaskSummary] = []
         self._sampler: Any = None
+        self._quiet: list[int] | None = None  # how far the tasks' loops got when last seen quiescent
 
     # -- workers ------------------------------------------------------------------------------
 
@@ -119,7 +127,23 @@ class MiniCluster:
         for worker in self.task_executors:
             if not worker.stopped:
                 worker.sample_running()
+        if self._stalled():
+            self.outcome = JobOutcome("FAILED", STALLED)
+            self.run.loop.stop()
+            return
         self._sampler = self.run.loop.call_later(NS_PER_S, self._sample, daemon=True)
+
+    def _stalled(self) -> bool:
+        """Realtime: the tasks' threads and the cluster have had nothing to do but wait since
+        the previous sample, so nothing will wake them."""
+        threads = [thread for worker in self.task_executors for thread in (worker.task_threads or {}).values()]
+        if (not threads or self.run.loop.has_pending(daemon=False, io=len(threads)) or self._faults_in_force()
+                or not all(thread.loop.quiescent(io=1) for thread in threads)):
+            self._quiet = None
+            return False
+        rounds = [thread.loop.rounds for thread in threads]
+        stalled, self._quiet = rounds == self._quiet, rounds
+        return stalled
 
     # -- running a job ------------------------------------------------------------------------
 
@@ -132,6 +156,12 @@ class MiniCluster:
         self.outcome = JobOutcome(message.status, message.failure, back_pressure=message.back_pressure,
                                   savepoint=message.savepoint, savepoint_failure=failure)
         self.run.loop.stop()
+
+    def fatal_error(self, worker: TaskExecutor, message: str) -> None:
+        """A TaskExecutor cannot go on (a task stuck after being stopped): the run ends."""
+        if self.outcome is None:
+            self.outcome = JobOutcome("CANCELED", f"fatal error of {worker.address}: {message}")
+            self.run.loop.stop()
 
     def cancel(self, job_id: str, reason: str) -> None:
         if self.outcome is None:
@@ -180,7 +210,7 @@ class MiniCluster:
             while self.outcome is None:
                 loop.run(daemons=self._faults_in_force())
                 if self.outcome is None and not loop.has_pending(daemon=False) and not self._faults_in_force():
-                    self.outcome = JobOutcome("FAILED", "the job stalled: nothing left to run and it did not end")
+                    self.outcome = JobOutcome("FAILED", STALLED)
         self._sampler.cancel()
         self._shutdown()
         self.outcome.tasks = self.summaries

@@ -18,6 +18,8 @@ from kernel.configtypes import DurationMs, MemoryBytes
 
 
 class ClusterOptions(Section):
+    deprecated_keys = {"task.cancellation-interval": "task.cancellation.interval"}
+
     task_slots: Annotated[int, msgspec.Meta(ge=1, description="slots per TaskExecutor")] = msgspec.field(
         name="taskmanager.numberOfTaskSlots", default=1
     )
@@ -63,6 +65,14 @@ class ClusterOptions(Section):
     slot_timeout: Annotated[
         DurationMs, msgspec.Meta(ge=0, description="how long a TaskExecutor keeps the slots of a lost JobMaster")
     ] = msgspec.field(name="taskmanager.slot.timeout", default=10_000)
+
+    cancellation_interval: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="a cancelled task still running is interrupted again this often")
+    ] = msgspec.field(name="task.cancellation.interval", default=30_000)
+    cancellation_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="a cancelled task still running after this long is stuck: the "
+                                                   "TaskExecutor gives up (embedded: the run ends); 0: wait forever")
+    ] = msgspec.field(name="task.cancellation.timeout", default=180_000)
 
     @property
     def records_per_buffer(self) -> int:

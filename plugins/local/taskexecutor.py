@@ -8,6 +8,11 @@ JobMaster submits and reports their state changes (final states until acknowledg
 Checkpoint triggers and notifications go to the task they name; a trigger for a task that is
 not here is declined.
 
+Under the realtime clock each task runs in a thread of its own (:mod:`.tasks.task_thread`);
+the TaskExecutor talks to it through the task's loop, stops it by interrupting it, and learns
+when one is stuck (it did not return within ``task.cancellation.timeout`` of being stopped):
+a fatal error, which ends an embedded run.
+
 Heartbeats (seed 003): it answers the ResourceManager's requests with its slot report and
 the JobMaster's with the executions it runs; the JobMaster's requests carry the allocations
 it holds here, and active slots it no longer knows are freed. Losing the ResourceManager
@@ -31,6 +36,7 @@ from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistr
 from plugins.local.events import ConnectionClosed
 from plugins.local.tasks.io_metrics import COUNTERS
 from plugins.local.tasks.streamtask import StreamTask
+from plugins.local.tasks.task_thread import TaskThread
 
 if TYPE_CHECKING:
     from kernel.run import Run
@@ -68,6 +74,9 @@ class TaskExecutor(Component):
         self.slots: list[_Slot | None] = [None] * options.task_slots
         self.jobs: dict[str, _JobConnection] = {}
         self.tasks: dict[tuple[str, int, int], StreamTask] = {}
+        #: realtime: every task in a thread of its own (by attempt, until it ended)
+        self.task_threads: dict[tuple[str, int, int], TaskThread] | None = (
+            {} if run.clock.mode == "realtime" else None)
         self.unacknowledged: dict[tuple[str, int, int], tuple[str, m.UpdateTaskExecutionState]] = {}
         self.registered = False
         self.stop_reason = ""  # why it stopped (killed, could not register)
@@ -172,7 +181,7 @@ class TaskExecutor(Component):
             return
         for task in list(self.tasks.values()):
             if task.deployment.allocation_id == allocation_id:
-                task.cancel()
+                self._stop_task(task, f"slot freed: {reason}")
         if slot.timeout is not None:
             slot.timeout.cancel()
         self.slots[slot.index] = None
@@ -258,7 +267,8 @@ class TaskExecutor(Component):
             del self.unacknowledged[key]
         for task in list(self.tasks.values()):
             if task.deployment.job_id == job_id:
-                task.fail(RuntimeError(f"TaskExecutor {self.resource_id} lost the connection to the JobManager: {reason}"))
+                cause = f"TaskExecutor {self.resource_id} lost the connection to the JobManager: {reason}"
+                self._stop_task(task, cause, RuntimeError(cause))
         for slot in self.slots:
             if slot is not None and slot.job_id == job_id:
                 slot.active = False
@@ -309,12 +319,38 @@ class TaskExecutor(Component):
                                f"{self.resource_id}")
         task = StreamTask(deployment, self.run, self.cluster.shuffle, self.cluster.network_settings, self._report)
         task.job_master = sender  # type: ignore[attr-defined]
-        task.tell_job_master = lambda message: self._tell_job_master(sender, message)
+        task.tell_job_master = lambda message: self.loop.call_in_thread(self._tell_job_master, sender, message)
         task.slowdown = self.slowdown
         task.instrument = self.cluster.faults.instrument
         self.tasks[task.attempt_key] = task
-        self.loop.call_soon(task.start)
+        if self.task_threads is None:
+            self.loop.call_soon(task.start)
+        else:
+            thread = self.task_threads[task.attempt_key] = TaskThread(
+                task, self.loop, self.resource_id, self.options.cancellation_interval, self.options.cancellation_timeout,
+                self._task_stuck)
+            self.loop.io_started()  # the run goes on while the thread runs
+            thread.start()
         return m.ACK
+
+    def _stop_task(self, task: StreamTask, reason: str, failure: BaseException | None = None) -> None:
+        """Cancel a task (or fail it with ``failure``); a task in a thread of its own is
+        interrupted and ends in its thread."""
+        thread = self.task_threads.get(task.attempt_key) if self.task_threads is not None else None
+        if thread is not None:
+            thread.stop(reason, failure)
+        elif failure is not None:
+            task.fail(failure)
+        else:
+            task.cancel()
+
+    def _task_stuck(self, thread: TaskThread, operator: str, location: str) -> None:
+        """A stopped task did not return in time: a fatal error of this TaskExecutor."""
+        task = thread.task
+        where = f" at {location}" if location else ""
+        self.cluster.fatal_error(
+            self, f"Task {task.name} did not exit within task.cancellation.timeout ({thread.timeout_ms} ms) of being "
+                  f"stopped: stuck in operator {operator!r}{where}")
 
     def handle_RequestTaskBackPressure(self, message: m.RequestTaskBackPressure, sender: str) -> Any:
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
@@ -327,7 +363,7 @@ class TaskExecutor(Component):
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
         if task is None:
             return "unknown"  # ended already (its final state is reported) or never arrived
-        task.cancel()
+        self._stop_task(task, "cancelled by the JobMaster")
         return m.ACK
 
     def _tell_job_master(self, job_master: str, message: Any) -> None:
@@ -362,6 +398,8 @@ class TaskExecutor(Component):
         d = task.deployment
         if state in TERMINAL:
             self.tasks.pop(task.attempt_key, None)
+            if self.task_threads is not None and self.task_threads.pop(task.attempt_key, None) is not None:
+                self.loop.io_finished()
             self.cluster.task_ended(task)
             self.sample(task, final=True)
         if self.stopped:
@@ -423,4 +461,4 @@ class TaskExecutor(Component):
         self.rm_heartbeats.stop()
         self.jm_heartbeats.stop()
         for task in list(self.tasks.values()):
-            task.cancel()
+            self._stop_task(task, f"TaskExecutor {self.resource_id} stopped")

@@ -1,5 +1,6 @@
 """The DefaultMailboxProcessor (Flink's MailboxProcessor): one task's single thread of
-control, stepped by the run's shared event loop.
+control, stepped by the task's event loop — the run's shared loop under the simulated clock,
+the loop of the task's own thread under the realtime clock.
 
 Loop step: run the mails queued now (timers, control), then — unless the default action is
 suspended — the default action (process one input element or source batch). The default
@@ -9,7 +10,9 @@ busy time) and stops when the suspension is resumed.
 
 Invariants: mails and the default action never run concurrently; mails run in FIFO order
 among mails whose priority allows them; a resume is a control mail put first, so a
-suspended task reacts to availability before older mails. Work a user function charges
+suspended task reacts to availability before older mails. Mails and resumes may come from
+any thread: from another thread than the loop's they are handed over to it (thread-safe), so
+the mailbox itself is only ever touched in the task's thread. Work a user function charges
 through ``kernel.clock.sleep`` under a simulated clock keeps the task busy (not stepped)
 until the clock has advanced by that much. With ``slowdown`` F > 1 every step's work (its
 wall time under the realtime clock, its charged time under the simulated one) keeps the task
@@ -108,7 +111,11 @@ class DefaultMailboxProcessor:
     # -- mails --------------------------------------------------------------------------------
 
     def execute(self, action: Callable[[], Any], description: str = "", priority: int = DEFAULT_PRIORITY) -> None:
-        """Run ``action`` in the task's thread of control, between default actions."""
+        """Run ``action`` in the task's thread of control, between default actions (called
+        from any thread)."""
+        if not self.loop.in_thread():
+            self.loop.call_soon_threadsafe(self.execute, action, description, priority)
+            return
         self.mailbox.put(Mail(action, priority, description))
         self.schedule()
 
@@ -131,6 +138,9 @@ class DefaultMailboxProcessor:
         return suspension
 
     def _resume(self, suspension: Suspension) -> None:
+        if not self.loop.in_thread():
+            self.loop.call_soon_threadsafe(self._resume, suspension)
+            return
         if suspension.timer is not None:
             suspension.timer.mark_end(self.clock.now())
 
@@ -157,7 +167,8 @@ class DefaultMailboxProcessor:
         if self._busy_until > now:
             self._wake_at(self._busy_until)
             return
-        previous = kclock.set_sleeper(self.charge if self._simulated else None)
+        if self._simulated:
+            previous = kclock.set_sleeper(self.charge)
         clock = self.clock
         deadline = now + TIME_SLICE_NS
         try:
@@ -175,7 +186,8 @@ class DefaultMailboxProcessor:
             self.on_error(exc)
             return
         finally:
-            kclock.set_sleeper(previous)
+            if self._simulated:
+                kclock.set_sleeper(previous)
         if self.slowdown != 1.0:
             work = self._charge if self._simulated else self.clock.now() - now
             self._charge += int(work * (self.slowdown - 1.0))

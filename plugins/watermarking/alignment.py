@@ -7,10 +7,13 @@ every member has reported once (sources report their first watermark at once), s
 bounded from its first watermarks on. Members that have not reported yet do not count; an idle
 member reports ``Long.MAX_VALUE``; a member that finished leaves the group and no longer holds
 it back. Announcements go out only while the group has members.
+
+Members report from their tasks' threads (realtime): the groups are kept under a lock.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -45,11 +48,12 @@ class Membership:
 
     def report(self, watermark: int) -> None:
         group = self.group
-        if self.member in group.deliveries:
-            first = len(group.reports) < len(group.deliveries)
-            group.reports[self.member] = watermark
-            if first and not group.announced and len(group.reports) == len(group.deliveries):
-                self.coordinator.announce(group)
+        with self.coordinator.lock:
+            if self.member in group.deliveries:
+                first = len(group.reports) < len(group.deliveries)
+                group.reports[self.member] = watermark
+                if first and not group.announced and len(group.reports) == len(group.deliveries):
+                    self.coordinator.announce(group)
 
     def waiting(self, paused: bool, watermark: int) -> None:
         member, run = self.member, self.coordinator.run
@@ -69,38 +73,44 @@ class DefaultWatermarkAlignmentCoordinator:
         self.default = (group, max_drift_ms, update_interval_ms)
         self.groups: dict[str, AlignmentGroup] = {}
         self.closed = False
+        #: guards the groups (members join, report and leave from their tasks' threads)
+        self.lock = threading.Lock()
 
     def join(self, strategy: Any, member: AlignmentMember, deliver: Callable[[int, int], None]) -> Membership:
         """A source subtask joins the group its strategy names (``with_watermark_alignment``),
         else the configured default group."""
         name, drift, interval = strategy.alignment or self.default
-        group = self.groups.get(name)
-        if group is None:
-            group = self.groups[name] = AlignmentGroup(name, drift, interval)
-        group.deliveries[member] = deliver
-        if group.timer is None and not self.closed:
-            self._schedule(group)
+        with self.lock:
+            group = self.groups.get(name)
+            if group is None:
+                group = self.groups[name] = AlignmentGroup(name, drift, interval)
+            group.deliveries[member] = deliver
+            if group.timer is None and not self.closed:
+                self._schedule(group)
         return Membership(self, group, member)
 
     def leave(self, group: AlignmentGroup, member: AlignmentMember) -> None:
-        group.deliveries.pop(member, None)
-        group.reports.pop(member, None)
-        if not group.deliveries and group.timer is not None:
-            group.timer.cancel()
-            group.timer = None
+        with self.lock:
+            group.deliveries.pop(member, None)
+            group.reports.pop(member, None)
+            if not group.deliveries and group.timer is not None:
+                group.timer.cancel()
+                group.timer = None
 
     def _schedule(self, group: AlignmentGroup) -> None:
         loop = self.run.loop
         group.timer = loop.call_later(group.update_interval_ms * NS_PER_MS, lambda: self._announce_periodically(group))
 
     def _announce_periodically(self, group: AlignmentGroup) -> None:
-        group.timer = None
-        if self.closed or not group.deliveries:
-            return
-        self.announce(group)
-        self._schedule(group)
+        with self.lock:
+            group.timer = None
+            if self.closed or not group.deliveries:
+                return
+            self.announce(group)
+            self._schedule(group)
 
     def announce(self, group: AlignmentGroup) -> None:
+        """Tell every member the group's bound (the lock is held)."""
         if group.reports:
             group.announced = True
             minimum = min(group.reports.values())
@@ -113,8 +123,9 @@ class DefaultWatermarkAlignmentCoordinator:
                 deliver(group.max_allowed, minimum)
 
     def close(self) -> None:
-        self.closed = True
-        for group in self.groups.values():
-            if group.timer is not None:
-                group.timer.cancel()
-                group.timer = None
+        with self.lock:
+            self.closed = True
+            for group in self.groups.values():
+                if group.timer is not None:
+                    group.timer.cancel()
+                    group.timer = None

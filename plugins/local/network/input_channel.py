@@ -14,6 +14,9 @@ in-flight data: what is queued before the barrier and, until the barrier arrives
 delivered (``start_persisting`` / ``finish_persisting``); ``convert_to_priority`` makes an
 announced barrier overtake the data before it, here or still at the producer. Data an
 unaligned checkpoint persisted is queued again on restore, without credit.
+
+The consumer's calls take the network's lock (its gate's); ``reserve`` and the deliveries run
+under it, called by the producer's side.
 """
 
 from __future__ import annotations
@@ -94,64 +97,76 @@ class InputChannel:
 
     def recycle(self) -> None:
         """The consumer processed a buffer: its credit goes back."""
-        credit = self.credits.popleft()
-        if credit is None:
-            return
-        if credit:
-            self.exclusive_free += 1
-            if self.subpartition is not None:
-                self.subpartition.try_send()
-        else:
-            gate = self.gate
-            gate.floating_free += 1
-            gate.retry_waiting()
+        gate = self.gate
+        with gate.lock:
+            credit = self.credits.popleft()
+            if credit is None:
+                return
+            if credit:
+                self.exclusive_free += 1
+                if self.subpartition is not None:
+                    self.subpartition.try_send()
+            else:
+                gate.floating_free += 1
+                gate.retry_waiting()
 
     def resume_consumption(self) -> None:
         """The consumer is aligned: the subpartition a barrier blocked sends again."""
         if self.subpartition is not None:
-            self.subpartition.resume()
+            with self.gate.lock:
+                self.subpartition.resume()
 
     # -- unaligned checkpoints ------------------------------------------------------------------
 
     def start_persisting(self, checkpoint_id: int) -> None:
         """Persist the in-flight data before the barrier of ``checkpoint_id`` (which the task
         has not handled here yet): what is queued before it, and — until it is delivered —
-        whatever is delivered."""
-        before = []
-        for item in self.queue:
-            if type(item) is CheckpointBarrier and item.checkpoint_id >= checkpoint_id:
-                break
-            before.append(item)
-        self.persisted = persist_all(before)
-        self.persisting = checkpoint_id if self.barrier_seen < checkpoint_id else 0
+        whatever is delivered. A barrier delivered whose mark is no longer queued was taken
+        from the queue before its priority event was handled (the producer runs in another
+        thread): what came before it was processed, nothing is in flight."""
+        with self.gate.lock:
+            arrived = self.barrier_seen >= checkpoint_id
+            before = []
+            for item in self.queue:
+                if type(item) is CheckpointBarrier and item.checkpoint_id >= checkpoint_id:
+                    break
+                before.append(item)
+            else:
+                if arrived:
+                    before = []
+            self.persisted = persist_all(before)
+            self.persisting = 0 if arrived else checkpoint_id
 
     def convert_to_priority(self, checkpoint_id: int) -> None:
         """The barrier of ``checkpoint_id``, queued here or still at the producer, overtakes
         the data before it as an unaligned barrier (the data overtaken at the producer is
         persisted here)."""
-        for item in self.queue:
-            if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
-                self._priority(item.as_unaligned())  # the barrier in the queue stays as the mark
-                if item.blocks:
-                    self.resume_consumption()
-                return
-        if self.subpartition is not None:
-            overtaken = self.subpartition.convert_to_priority(checkpoint_id)
-            if overtaken and self.persisted is not None:
-                self.persisted.extend(overtaken)
+        with self.gate.lock:
+            for item in self.queue:
+                if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
+                    self._priority(item.as_unaligned())  # the barrier in the queue stays as the mark
+                    if item.blocks and self.subpartition is not None:
+                        self.subpartition.resume()
+                    return
+            if self.subpartition is not None:
+                overtaken = self.subpartition.convert_to_priority(checkpoint_id)
+                if overtaken and self.persisted is not None:
+                    self.persisted.extend(overtaken)
 
     def finish_persisting(self) -> list[bytes]:
         """The data persisted for the checkpoint (persisting ends)."""
-        persisted = self.persisted or []
-        self.persisted = None
-        self.persisting = 0
-        return persisted
+        with self.gate.lock:
+            persisted = self.persisted or []
+            self.persisted = None
+            self.persisting = 0
+            return persisted
 
     def restore_in_flight(self, elements: list) -> None:
         """Queue the in-flight data an unaligned checkpoint persisted here (before the
         producer is connected); its buffers took no credit."""
-        for element in elements:
-            if type(element) is RecordBatch:
-                self.credits.append(None)
-            self.queue.append(element)
-            self.gate.data_arrived(self)
+        with self.gate.lock:
+            for element in elements:
+                if type(element) is RecordBatch:
+                    self.credits.append(None)
+                self.queue.append(element)
+                self.gate.data_arrived(self)

@@ -17,10 +17,17 @@ announced ahead of it, and an announced barrier converted to unaligned moves to 
 BLOCKING partitions (batch) hold everything until they are finished. The writer never waits for a buffer: a batch it started is written whole (its
 buffers may exceed the pool, as Flink's overdraft buffers), so a task is never blocked
 mid-record.
+
+Producer and consumer may run in different threads (realtime): every operation that hands
+buffers, events (barriers, cancellation markers, priority events) or credit across takes the
+network's lock (the shuffle environment's, shared by both ends), per batch or event, never per
+record; the producer's availability callbacks run in the producer's thread (``loop``: its
+task's event loop).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable
@@ -29,8 +36,14 @@ from kernel.checkpointing.channel_state import persist_all
 from kernel.streaming.elements import END_OF_PARTITION, BarrierAnnouncement, CheckpointBarrier, RecordBatch
 
 if TYPE_CHECKING:
+    from kernel.loop import EventLoop
     from plugins.local.network.input_channel import InputChannel
     from plugins.local.network.shuffle import NetworkSettings
+
+
+def call_now(callback: Callable[..., Any], *args: Any) -> None:
+    """Where a network end without a loop of its own runs its availability callbacks."""
+    callback(*args)
 
 
 class Subpartition:
@@ -49,6 +62,10 @@ class Subpartition:
         self.priority: deque[Any] = deque()  # priority events, sent before anything else
 
     def add(self, values: list, timestamps: list | None) -> None:
+        with self.partition.lock:
+            self._add(values, timestamps)
+
+    def _add(self, values: list, timestamps: list | None) -> None:
         partition = self.partition
         if self.values is None:
             partition.take_buffer()
@@ -89,22 +106,30 @@ class Subpartition:
 
     def flush(self) -> None:
         """Finish the open buffer (buffer timeout, events, end of input)."""
+        with self.partition.lock:
+            self._flush()
+
+    def _flush(self) -> None:
         if self.values:
             self._enqueue_buffer(self.values, self.timestamps)
             self.values = self.timestamps = None
             self.try_send()
 
     def add_event(self, event: Any) -> None:
-        self.flush()
+        with self.partition.lock:
+            self._add_event(event)
+
+    def _add_event(self, event: Any) -> None:
+        self._flush()
         self.queue.append(event)
         if type(event) is CheckpointBarrier and event.alignment_timeout:
             self.priority.append(BarrierAnnouncement(event))
         self.try_send()
 
-    def add_priority_event(self, event: Any) -> list[bytes]:
+    def _add_priority_event(self, event: Any) -> list[bytes]:
         """Send ``event`` ahead of everything queued (an unaligned barrier): the persisted
-        forms of the data it overtook."""
-        self.flush()
+        forms of the data it overtook (the lock is held)."""
+        self._flush()
         overtaken = persist_all(self.queue)
         self.priority.append(event)
         self.try_send()
@@ -112,7 +137,8 @@ class Subpartition:
 
     def convert_to_priority(self, checkpoint_id: int) -> list[bytes] | None:
         """The barrier of ``checkpoint_id`` still queued here overtakes the data before it, as
-        an unaligned barrier: the persisted forms of that data (None: not queued here)."""
+        an unaligned barrier: the persisted forms of that data (None: not queued here). The
+        lock is held (the consumer's channel asks)."""
         queue = self.queue
         for position, item in enumerate(queue):
             if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id:
@@ -126,14 +152,16 @@ class Subpartition:
     def restore_in_flight(self, elements: list) -> None:
         """Queue the in-flight data an unaligned checkpoint persisted here (before the
         consumer is connected)."""
-        for element in elements:
-            if type(element) is RecordBatch:
-                self.partition.take_buffer()
-                self._enqueue_buffer(element.values, element.timestamps)
-            else:
-                self.queue.append(element)
+        with self.partition.lock:
+            for element in elements:
+                if type(element) is RecordBatch:
+                    self.partition.take_buffer()
+                    self._enqueue_buffer(element.values, element.timestamps)
+                else:
+                    self.queue.append(element)
 
     def try_send(self) -> None:
+        """Send what the consumer has credit for (the network's lock is held)."""
         channel = self.channel
         partition = self.partition
         if channel is None:
@@ -169,7 +197,7 @@ class Subpartition:
             partition.check_available()
 
     def resume(self) -> None:
-        """The consumer resumed consumption after aligning a barrier."""
+        """The consumer resumed consumption after aligning a barrier (the lock is held)."""
         if self.blocked:
             self.blocked = False
             self.try_send()
@@ -178,8 +206,12 @@ class Subpartition:
 class ResultPartition:
     """The producer side of one IntermediateResultPartition."""
 
-    def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool) -> None:
+    def __init__(self, partition_id: str, num_subpartitions: int, settings: NetworkSettings, blocking: bool,
+                 lock: Any = None, loop: EventLoop | None = None) -> None:
         self.partition_id = partition_id
+        #: the network's lock (the shuffle environment's)
+        self.lock = lock if lock is not None else threading.Lock()
+        self._notify = loop.call_in_thread if loop is not None else call_now
         self.settings = settings
         self.records_per_buffer = settings.records_per_buffer
         self.blocking = blocking
@@ -203,42 +235,52 @@ class ResultPartition:
         return self.in_use < self.capacity and not self.unavailable_subpartitions
 
     def when_available(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` once, as soon as the partition is available again."""
-        self._waiters.append(callback)
+        """Call ``callback`` once, as soon as the partition is available again (at once if
+        it already is: a consumer may have taken buffers meanwhile)."""
+        with self.lock:
+            if self.is_available():
+                callback()
+            else:
+                self._waiters.append(callback)
 
     def check_available(self) -> None:
         if self._waiters and self.is_available():
             waiters, self._waiters = self._waiters, []
             for callback in waiters:
-                callback()
+                self._notify(callback)
 
     def flush_all(self) -> None:
-        for subpartition in self.subpartitions:
-            subpartition.flush()
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition._flush()
 
     def broadcast_event(self, event: Any) -> None:
-        for subpartition in self.subpartitions:
-            subpartition.add_event(event)
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition._add_event(event)
 
     def broadcast_priority_event(self, event: Any) -> list[list[bytes]]:
         """``event`` to every subpartition ahead of its queue: per subpartition, the persisted
         forms of the data it overtook."""
-        return [subpartition.add_priority_event(event) for subpartition in self.subpartitions]
+        with self.lock:
+            return [subpartition._add_priority_event(event) for subpartition in self.subpartitions]
 
     def finish(self) -> None:
         """End of this producer: flush and append the end of partition everywhere."""
-        for subpartition in self.subpartitions:
-            subpartition.flush()
-            subpartition.queue.append(END_OF_PARTITION)
-        self.finished = True
-        for subpartition in self.subpartitions:
-            subpartition.try_send()
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition._flush()
+                subpartition.queue.append(END_OF_PARTITION)
+            self.finished = True
+            for subpartition in self.subpartitions:
+                subpartition.try_send()
 
     def release(self) -> None:
         """Drop everything (the producer failed or was cancelled)."""
-        for subpartition in self.subpartitions:
-            subpartition.queue.clear()
-            subpartition.priority.clear()
-            subpartition.values = subpartition.timestamps = None
-            subpartition.blocked = False
-        self._waiters.clear()
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition.queue.clear()
+                subpartition.priority.clear()
+                subpartition.values = subpartition.timestamps = None
+                subpartition.blocked = False
+            self._waiters.clear()

@@ -2,10 +2,10 @@
 coroutines run on an asyncio loop of the operator's own while its task goes on.
 
 * Simulated clock: a :class:`~kernel.simulated_asyncio.SimulatedAsyncioLoop` whose time is the
-  kernel clock and whose callbacks run on the kernel loop, so ``await asyncio.sleep(2)`` takes 2 s
+  kernel clock and whose callbacks run on the task's kernel loop, so ``await asyncio.sleep(2)`` takes 2 s
   of simulated time and a re-run gives the same events.
 * Realtime clock: a real asyncio loop in a thread of the operator's own (PyFlink runs one loop
-  thread per operator), so real I/O works; the kernel loop waits for it (``io_started``).
+  thread per operator), so real I/O works; the task's kernel loop waits for it (``io_started``).
 
 Either way every outcome comes back to the task as a mail, and timeouts and retry delays are
 timers of the task on the kernel clock: the operator's state is only touched in its task's
@@ -63,7 +63,7 @@ class LocalAsyncExecutor(AsyncExecutor):
         self.task = task
         self.operator_name = operator_name
         run = task.run
-        self._kernel = run.loop
+        self._kernel = task.loop
         self._clock = run.clock
         self._closed = False
         self._blocked: Callable[[], bool] | None = None  # the operator yields until this holds
@@ -73,7 +73,7 @@ class LocalAsyncExecutor(AsyncExecutor):
         self._thread: AsyncioThread | None = None
         self._simulated: SimulatedAsyncioLoop | None = None
         if run.clock.mode == "simulated":
-            self._simulated = SimulatedAsyncioLoop(run.loop)
+            self._simulated = SimulatedAsyncioLoop(task.loop)
         else:
             self._thread = AsyncioThread(operator_name)
             self._thread.start()

@@ -16,10 +16,18 @@ on an input is declined and a cancellation marker goes downstream; one the coord
 aborted before its barrier came is not taken. Completion and abortion are passed to the
 operators; the first completed checkpoint taken after the task ended its input is its final
 one (FLIP-147).
+
+Triggers, completions and abortions come from the TaskExecutor (another thread under the
+realtime clock) and run as mails of the task. A trigger whose mail the task never runs, as it
+finished first (a task waiting for its final checkpoint finishes with the completion of an
+earlier one), is declined when it finishes (Flink's ``CHECKPOINT_DECLINED_TASK_CLOSING``, as
+for a mail its closed mailbox rejects), so the coordinator does not wait for it; a failed or
+cancelled task's are aborted by the coordinator.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from kernel.checkpointing.channel_state import OUTPUT
@@ -66,7 +74,7 @@ class SubtaskCheckpointCoordinator:
         self.task = task
         self.storage = storage
         self.clock = task.run.clock
-        self.loop = task.run.loop
+        self.loop = task.loop
         #: the latest checkpoint this task took, declined or saw aborted
         self.last_checkpoint_id = 0
         self._aborted: set[int] = set()  # aborted by the coordinator before the task took them
@@ -75,6 +83,10 @@ class SubtaskCheckpointCoordinator:
         self.final_completed = False
         self._in_progress: dict[int, _Snapshot] = {}  # taken or being taken, not yet written
         self._draining: list[_Snapshot] = []  # waiting for the operators' work in flight, in order
+        #: triggered, their mails not run yet (guarded by ``_lock``: triggers come from another thread)
+        self._to_take: set[int] = set()
+        self._closed = False  # the task finished: triggers are declined
+        self._lock = threading.Lock()
 
     # -- from the coordinator -----------------------------------------------------------------
 
@@ -82,13 +94,21 @@ class SubtaskCheckpointCoordinator:
                 alignment_timeout: int = 0, stop: bool = False, drain: bool = False) -> None:
         """``stop``: the savepoint of a stop-with-savepoint: a source stops first."""
         task = self.task
-        if task.state != "RUNNING":
+        with self._lock:
+            running = task.state == "RUNNING" and not self._closed
+            if running:
+                self._to_take.add(checkpoint_id)
+        if not running:
             self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
                          f"Task {task.name} is not running ({task.state})")
             return
         barrier = CheckpointBarrier(checkpoint_id, timestamp, aligned, unaligned, alignment_timeout)
 
         def take() -> None:
+            with self._lock:
+                if checkpoint_id not in self._to_take:
+                    return  # declined as the task finished
+                self._to_take.discard(checkpoint_id)
             if stop and checkpoint_id > self.last_checkpoint_id and checkpoint_id not in self._aborted:
                 task.stop_for_savepoint(drain, lambda: self._triggered(barrier))
             else:
@@ -269,6 +289,15 @@ class SubtaskCheckpointCoordinator:
     def _broadcast(self, event: Any) -> None:
         for partition in self.task.partitions:
             partition.broadcast_event(event)
+
+    def finished(self) -> None:
+        """The task finished (its thread): decline the checkpoints triggered that it did not take."""
+        with self._lock:
+            self._closed = True
+            pending, self._to_take = sorted(self._to_take), set()
+        reason = CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING
+        for checkpoint_id in pending:
+            self.decline(checkpoint_id, reason, f"Task {self.task.name} finished before it took the checkpoint")
 
     # -- the end of data ----------------------------------------------------------------------
 

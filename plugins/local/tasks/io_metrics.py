@@ -12,11 +12,15 @@ pressured too (:mod:`plugins.local.tasks.async_io`). Back pressure here is Flink
 never hard back-pressured (blocked requesting a buffer mid-record): the record writer writes
 a batch it started whole (:mod:`plugins.local.network.partition`). Records are counted per
 batch; late records dropped, timers fired and windows fired are counted per interval too.
+The TaskExecutor samples from its own thread while the task runs in another (realtime): a
+TimerGauge's marks and samples are atomic (as Flink's synchronized TimerGauge), so a task
+blocked in user code shows as busy.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
@@ -30,31 +34,41 @@ COUNTERS = ("late_records_dropped", "timers_fired", "windows_fired")
 
 
 class TimerGauge:
-    __slots__ = ("start", "accumulated", "total")
+    __slots__ = ("start", "accumulated", "total", "_lock")
 
     def __init__(self) -> None:
         self.start: int | None = None
         self.accumulated = 0
         self.total = 0
+        self._lock = threading.Lock()
 
     def mark_start(self, now: int) -> None:
-        if self.start is None:
-            self.start = now
+        with self._lock:
+            if self.start is None:
+                self.start = now
 
     def mark_end(self, now: int) -> None:
-        if self.start is not None:
-            self.accumulated += now - self.start
-            self.start = None
+        with self._lock:
+            if self.start is not None:
+                self.accumulated += max(now - self.start, 0)
+                self.start = None
 
     def sample(self, now: int) -> int:
         """Nanoseconds measured since the last sample."""
-        value = self.accumulated
-        if self.start is not None:
-            value += now - self.start
-            self.start = now
-        self.accumulated = 0
-        self.total += value
-        return value
+        with self._lock:
+            value = self.accumulated
+            if self.start is not None:
+                value += max(now - self.start, 0)
+                self.start = now
+            self.accumulated = 0
+            self.total += value
+            return value
+
+    def measured(self, now: int) -> int:
+        """Nanoseconds measured over the gauge's life, up to ``now``."""
+        with self._lock:
+            running = max(now - self.start, 0) if self.start is not None else 0
+            return self.total + self.accumulated + running
 
 
 class TaskIOMetrics:
@@ -136,9 +150,8 @@ class TaskIOMetrics:
     def totals(self, now: int) -> dict[str, float]:
         """Accumulated ms over the task's life (without taking a sample)."""
         life = max(now - self.started, 0)
-        idle = self.idle.total + self.idle.accumulated + ((now - self.idle.start) if self.idle.start is not None else 0)
-        gauge = self.back_pressured
-        back_pressured = gauge.total + gauge.accumulated + ((now - gauge.start) if gauge.start is not None else 0)
+        idle = self.idle.measured(now)
+        back_pressured = self.back_pressured.measured(now)
         busy = life - min(idle + back_pressured, life)
         return {"life_ms": life / NS_PER_MS, "idle_ms": idle / NS_PER_MS, "back_pressured_ms": back_pressured / NS_PER_MS,
                 "busy_ms": busy / NS_PER_MS if self.busy_time_enabled else math.nan}

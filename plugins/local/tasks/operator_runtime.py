@@ -49,7 +49,7 @@ class LocalOperatorRuntime(OperatorRuntime):
         member = AlignmentMember(d.vertex.id, d.vertex.name, d.subtask, d.attempt)
 
         def deliver(max_allowed: int, group_min: int) -> None:
-            task.schedule_mail(task.run.clock.now(), lambda: on_announce(max_allowed, group_min), "watermark alignment")
+            task.post(lambda: on_announce(max_allowed, group_min), "watermark alignment")
 
         return coordinator.join(strategy, member, deliver)
 

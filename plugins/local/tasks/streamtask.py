@@ -12,6 +12,12 @@ has used up its capacity, suspend, back pressured (:meth:`TaskIOMetrics.output_a
 availability. At the end of input an operator with async requests in flight finishes them
 before the operators after it finish.
 
+The task's thread of control is an event loop (``loop``): the run's shared one under the
+simulated clock; under the realtime clock the loop of a thread of its own
+(:mod:`.task_thread`), so a task blocked in user code stalls only itself. Other threads reach
+the task only through that loop (its mails, :meth:`post`); once cancelling was requested, an
+error the interrupted user code raises ends the task CANCELED, not FAILED.
+
 A job that takes checkpoints: the task restores its operators' state after opening them (and
 queues the in-flight data an unaligned checkpoint persisted in its channels), checkpoints
 (:mod:`.checkpoints`) when triggered or when its barrier handler (from the ``checkpointing``
@@ -81,8 +87,12 @@ class StreamTask:
         self.settings = settings
         self.execution_options = run.config.section(ExecutionOptions)
         self.report = report
-        vertex = deployment.vertex
-        self.vertex = vertex
+        self.loop = run.loop  # the event loop of the task's thread of control (a task thread sets its own)
+        #: cancelling was requested from outside: what the task raises now ends it CANCELED
+        self.cancel_requested = False
+        #: failing was requested from outside (its cause): what the task raises now fails it with this
+        self.external_failure: BaseException | None = None
+        self.vertex = vertex = deployment.vertex
         self.name = f"{vertex.name} ({deployment.subtask + 1}/{vertex.parallelism})"
         self.state = "DEPLOYING"
         self.legacy_source = vertex.invokable == "SourceStreamTask"
@@ -92,6 +102,7 @@ class StreamTask:
         self.last_sample: dict[str, Any] | None = None  # the metrics of the latest sample
         self.watermark_reporter = WatermarkReporter(self)
         self._timers = TimerGroup()
+        self._flusher: Any = None  # the output flusher's timer, in the run's loop
         self.partitions: list[ResultPartition] = []
         self.input: StreamInputProcessor | None = None
         self.mailbox: MailboxProcessor | None = None
@@ -138,6 +149,8 @@ class StreamTask:
 
     def _set_state(self, state: str, failure: str = "") -> None:
         self.state = state
+        if self.checkpoints is not None and state == "FINISHED":
+            self.checkpoints.finished()
         self.report(self, state, failure)
 
     def start(self) -> None:
@@ -168,7 +181,8 @@ class StreamTask:
         flush_always = self.execution_options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
         outputs: dict[int, RecordWriterOutput] = {}
         for produced in d.produced:
-            partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking)
+            partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking,
+                                        self.shuffle.lock, self.loop)
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng)
             outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always, self.watermark_reporter)
@@ -178,7 +192,8 @@ class StreamTask:
         if self.instrument is not None:
             self.instrument(self)
         inputs = sorted(d.inputs, key=lambda c: c.type_number)
-        gates = [InputGate(len(consumed.channels), self.settings, index) for index, consumed in enumerate(inputs)]
+        gates = [InputGate(len(consumed.channels), self.settings, index, self.shuffle.lock, self.loop)
+                 for index, consumed in enumerate(inputs)]
         valves = [self.runtime.create_watermark_valve(len(consumed.channels)) for consumed in inputs]
         self.mailbox = self.run.plugin_manager.hook.create_mailbox_processor(task=self, run=self.run)
         self.mailbox.slowdown = self.slowdown
@@ -234,25 +249,33 @@ class StreamTask:
                 self.partitions[state.gate].subpartitions[state.index].restore_in_flight(elements)
 
     def schedule_mail(self, when_ns: int, callback: Callable[[], None], description: str) -> Any:
-        """Run ``callback`` as a mail of this task once the clock reaches ``when_ns``."""
+        """Run ``callback`` as a mail of this task once the clock reaches ``when_ns`` (in the
+        task's thread)."""
         mailbox = self.mailbox
-        return self._timers.add(self.run.loop.call_at(when_ns, lambda: mailbox.execute(callback, description)))
+        return self._timers.add(self.loop.call_at(when_ns, lambda: mailbox.execute(callback, description)))
+
+    def post(self, callback: Callable[[], None], description: str) -> None:
+        """Run ``callback`` as a mail of this task as soon as the clock allows (from any thread)."""
+        self.loop.call_in_thread(lambda: self.schedule_mail(self.run.clock.now(), callback, description))
 
     def _start_flusher(self) -> None:
+        """Flush partially filled buffers every buffer timeout from the run's loop, as Flink's
+        OutputFlusher thread: a task blocked in user code still sends what it wrote."""
         if not self.partitions or not self.execution_options.buffer_timeout_enabled:
             return
         timeout = self.vertex_buffer_timeout()
         if timeout <= 0:
             return
         period = timeout * NS_PER_MS
+        loop = self.run.loop
 
         def flush() -> None:
             if self.state == "RUNNING":
                 for partition in self.partitions:
                     partition.flush_all()
-                self._timers.add(self.run.loop.call_later(period, flush))
+                self._flusher = loop.call_later(period, flush)
 
-        self._timers.add(self.run.loop.call_later(period, flush))
+        self._flusher = loop.call_later(period, flush)
 
     def vertex_buffer_timeout(self) -> int:
         graph = self.deployment.job_graph.stream_graph
@@ -305,7 +328,7 @@ class StreamTask:
             if not head.when_available(suspension.resume):
                 when = head.reader.available_at()
                 wake_ms = when if when is not None else self.run.clock.now_ms() + 100
-                self._timers.add(self.run.loop.call_at(wake_ms * NS_PER_MS, suspension.resume))
+                self._timers.add(self.loop.call_at(wake_ms * NS_PER_MS, suspension.resume))
 
     # -- checkpoints (the CheckpointableTask of the barrier handler) ----------------------------
 
@@ -426,12 +449,19 @@ class StreamTask:
 
     def _stop_timers(self) -> None:
         self._timers.cancel_all()
+        if self._flusher is not None:
+            self._flusher.cancel()
 
     def fail_from_mailbox(self, exc: BaseException) -> None:
         self.fail(exc)
 
     def fail(self, exc: BaseException) -> None:
         if self.state in ("FINISHED", "FAILED", "CANCELED"):
+            return
+        if self.external_failure is not None:
+            exc = self.external_failure
+        elif self.cancel_requested:
+            self.cancel()
             return
         operator = getattr(exc, "rill_operator", None) or (self.chain.head.name if self.chain else self.vertex.name)
         self.failure = (
