@@ -5,9 +5,10 @@
 1M records (word, timestamp), made from their index by the same function in both jobs:
 1,000 Zipf-distributed words, event time advancing 1 ms per record with up to 2 s of
 disorder. rill (spark backend, BATCH, parallelism 2) assigns timestamps, maps to (word, 1),
-keys by word and sums per word in 5 s tumbling event-time windows. The hand-written PySpark
-RDD job does the same computation — (word, window start) -> count with ``reduceByKey`` — in
-the same SparkSession. Each job runs ``--repeat`` times, alternating; the best times count.
+keys by word and sums per word in 5 s tumbling event-time windows, and collects the results to
+the caller (``execute_and_collect``). The hand-written PySpark RDD job does the same
+computation — (word, window start) -> count with ``reduceByKey``, then ``collect`` — in the
+same SparkSession. Each job runs ``--repeat`` times, alternating; the best times count.
 Both results are compared; prints both times and the ratio.
 """
 
@@ -60,7 +61,6 @@ class WithStart(ProcessWindowFunction):
 def window_word_count(sets: list[str], record: Any, count: int, parallelism: int = 1) -> tuple[float, set]:
     """Run the workload in rill with ``sets``; record ``i`` is ``record(i)``: (seconds, results)."""
     session = Session.open(sets=sets)
-    results: list = []
     with use_executor(SessionExecutor(session, quiet=True)):
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(parallelism)
@@ -68,15 +68,14 @@ def window_word_count(sets: list[str], record: Any, count: int, parallelism: int
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(OUT_OF_ORDERNESS)) \
             .with_timestamp_assigner(lambda record, previous: record[1])
         source = env.from_source(DataGeneratorSource(record, count=count), strategy, "Words")
-        (source.map(lambda record: (record[0], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
-               .key_by(lambda pair: pair[0], Types.STRING())
-               .window(TumblingEventTimeWindows.of(Time.milliseconds(WINDOW)))
-               .reduce(lambda a, b: (a[0], a[1] + b[1]), window_function=WithStart())
-               .add_sink(results.append))
-        env.execute("window word count")
+        counts = (source.map(lambda record: (record[0], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
+                  .key_by(lambda pair: pair[0], Types.STRING())
+                  .window(TumblingEventTimeWindows.of(Time.milliseconds(WINDOW)))
+                  .reduce(lambda a, b: (a[0], a[1] + b[1]), window_function=WithStart()))
+        results = set(counts.execute_and_collect("window word count"))
         elapsed = time.perf_counter() - started
     drain_buses()
-    return elapsed, set(results)
+    return elapsed, results
 
 
 def rill_on_spark(n: int, master: str) -> tuple[float, set]:

@@ -37,7 +37,7 @@ from plugins.spark.events import SparkStageCompleted
 from tests.runtime import run_job
 from tests.test_local_runtime import side_outputs_connect_and_union
 from tests.test_timers_and_state import Alarm, Everything, scripted
-from tests.test_windows import DATA, HI, Average, ApplyWithWindow, CountWindowProcess, WithWindow, collection_job
+from tests.test_windows import DATA, HI, Average, ApplyWithWindow, CountWindowProcess, WithWindow, monotonous
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -57,9 +57,15 @@ def spark():
 
 
 def outputs(job, *sets: str) -> list:
-    """What ``job(env, sink)`` sends to ``sink`` when run with ``sets``."""
+    """The records of the stream ``job(env, sink)`` hands to ``sink(stream, job_name)``, run
+    with ``sets``: collected to the caller with ``execute_and_collect``, as a user gets them
+    (on Spark, user sinks run in the executors, where the caller's objects are copies)."""
     results: list = []
-    run = run_job(lambda env: job(env, results.append), *sets)
+
+    def sink(stream, job_name):
+        results.extend(stream.execute_and_collect(job_name))
+
+    run = run_job(lambda env: job(env, sink), *sets)
     assert run.outcome.status == "FINISHED", run.error
     return results
 
@@ -80,11 +86,11 @@ def last_per_key(records, key) -> dict:
 
 
 def windowed(data, windowing, parallelism):
+    """The windows of ``tests.test_windows.collection_job`` over ``data``, into ``sink``."""
     def job(env, sink):
-        results: list = []
-        collection_job(data, windowing, parallelism, results)(env)
-        for value in results:
-            sink(value)
+        env.set_parallelism(parallelism)
+        stream = env.from_collection(data).assign_timestamps_and_watermarks(monotonous())
+        sink(windowing(stream.key_by(lambda v: v[0], Types.STRING())), "windows")
 
     return job
 
@@ -133,8 +139,7 @@ def test_keyed_state_of_every_kind_gives_the_same_sequences_per_key():
 
     def job(env, sink):
         env.set_parallelism(2)
-        env.from_collection(data).key_by(lambda v: len(v[0]) % 2, Types.INT()).process(Everything()).add_sink(sink)
-        env.execute("state")
+        sink(env.from_collection(data).key_by(lambda v: len(v[0]) % 2, Types.INT()).process(Everything()), "state")
 
     local, spark = on_both(job)
     for key in (0, 1):
@@ -145,9 +150,8 @@ def test_timers_fire_at_the_end_of_input_as_in_flinks_batch_mode():
     records = [("a", 0), ("b", 100), ("a", 200), ("delete", 200), ("b", 300)]
 
     def job(env, sink):
-        scripted(env, records).key_by(lambda v: "a" if v[0] == "delete" else v[0], Types.STRING()) \
-            .process(Alarm()).add_sink(sink)
-        env.execute("timers")
+        sink(scripted(env, records).key_by(lambda v: "a" if v[0] == "delete" else v[0], Types.STRING())
+             .process(Alarm()), "timers")
 
     spark = outputs(job, *SPARK)
     [processing] = [r for r in spark if r[0] == "processing"]
@@ -179,11 +183,10 @@ class Reregistering(KeyedProcessFunction):
 
 def test_timers_registered_by_timers_are_ignored_at_the_end_of_a_batch_job():
     def job(env, sink):
-        env.from_collection([("a", 1), ("b", 7)]) \
-            .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()
-                                              .with_timestamp_assigner(lambda v, ts: v[1])) \
-            .key_by(lambda v: v[0], Types.STRING()).process(Reregistering()).add_sink(sink)
-        env.execute("quiesced")
+        sink(env.from_collection([("a", 1), ("b", 7)])
+             .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()
+                                               .with_timestamp_assigner(lambda v, ts: v[1]))
+             .key_by(lambda v: v[0], Types.STRING()).process(Reregistering()), "quiesced")
 
     assert sorted(outputs(job, *SPARK)) == [("a", 2), ("b", 8)]
     assert sorted(outputs(job, *BATCH)) == [("a", 2), ("b", 8)]
@@ -200,8 +203,7 @@ def test_rolling_aggregations_emit_the_final_value_per_key(aggregation):
             aggregated = keyed.reduce(lambda a, b: (a[0], a[1] * 10 + b[1]))
         else:
             aggregated = getattr(keyed, aggregation)(1)
-        aggregated.add_sink(sink)
-        env.execute("rolling")
+        sink(aggregated, "rolling")
 
     local, spark = on_both(job)
     assert len(local) == len(data) and len(spark) == 3
@@ -262,8 +264,7 @@ def test_keyed_connect_gives_the_same_results_and_merges_inputs_by_timestamp():
         env.set_parallelism(2)
         left = env.from_collection(data).assign_timestamps_and_watermarks(timestamps_from(2))
         right = env.from_collection(control).assign_timestamps_and_watermarks(timestamps_from(3))
-        left.connect(right).key_by(lambda v: v[0], lambda v: v[0]).process(function).add_sink(sink)
-        env.execute("connect")
+        sink(left.connect(right).key_by(lambda v: v[0], lambda v: v[0]).process(function), "connect")
 
     local, spark = on_both(lambda env, sink: job(env, sink, SumBoth()))
     assert sorted(spark) == sorted(local) == [("a", 4, 0), ("b", 6, 0), ("c", 5, 0)]
@@ -340,8 +341,7 @@ def test_async_io_runs_each_partitions_requests_concurrently_on_spark():
     def job(env, sink):
         env.set_parallelism(2)
         numbers = env.from_collection(list(range(100)), Types.INT()).rebalance()
-        AsyncDataStream.ordered_wait(numbers, Tracked(), Time.seconds(30), 8).add_sink(sink)
-        env.execute("async")
+        sink(AsyncDataStream.ordered_wait(numbers, Tracked(), Time.seconds(30), 8), "async")
 
     local, spark = on_both(job)
     expected = sorted(v for n in range(100) for v in (n * 2, -n))
@@ -378,16 +378,15 @@ def test_the_examples_print_the_same_on_spark(cli):
 
 
 def test_a_spark_run_is_recorded_with_subtasks_stages_and_metrics(cli):
-    def job(env, sink):
+    def job(env):
         env.set_parallelism(2)
         env.from_collection(DATA).assign_timestamps_and_watermarks(timestamps_from(1)) \
             .key_by(lambda v: v[0], Types.STRING()).window(TumblingEventTimeWindows.of(Time.milliseconds(5))) \
-            .reduce(lambda a, b: (a[0], a[1] + b[1])).add_sink(sink)
+            .reduce(lambda a, b: (a[0], a[1] + b[1])).print()
         env.execute("recorded")
 
-    results: list = []
-    run = run_job(lambda env: job(env, results.append), *SPARK)
-    assert run.outcome.status == "FINISHED" and len(results) == 5
+    run = run_job(job, *SPARK)
+    assert run.outcome.status == "FINISHED" and len(run.lines) == 5
     job_graph_vertices = {(v.name, v.parallelism) for v in run.outcome.vertices}
     statuses = [(e.old_status, e.new_status) for e in run.events(JobStatusChanged)]
     assert statuses == [("CREATED", "RUNNING"), ("RUNNING", "FINISHED")]
@@ -399,7 +398,7 @@ def test_a_spark_run_is_recorded_with_subtasks_stages_and_metrics(cli):
     # records in and out per subtask (records out: leaving the chain; the sink is chained)
     per_subtask = {(e.vertex_name, e.subtask): (e.records_in, e.records_out)
                    for e in run.events(TaskMetricsSampled) if e.final}
-    source, window = "Source: Collection Source -> Timestamps/Watermarks", "TumblingEventTimeWindows -> Sink: Unnamed"
+    source, window = "Source: Collection Source -> Timestamps/Watermarks", "TumblingEventTimeWindows -> Sink: Print to Std. Out"
     channels = KeyGroupChannels(2, 128, lambda v: v[0], Types.STRING())  # the local runtime's key_by routing
     window_in = Counter(channels.channel_of(key) for key, _ in DATA)
     assert per_subtask == {(source, 0): (0, len(DATA)), (window, 0): (window_in[0], 0), (window, 1): (window_in[1], 0)}
@@ -511,10 +510,10 @@ def failing_job(kind: str):
                 os._exit(7)
         return value
 
-    def job(env, sink):
+    def job(env):
         env.set_parallelism(2)
         env.from_collection(list(range(10)), Types.INT()).map(risky).name("Risky") \
-            .key_by(lambda v: len(str(v)) % 2).map(lambda v: v).name("After").add_sink(sink)
+            .key_by(lambda v: len(str(v)) % 2).map(lambda v: v).name("After").add_sink(lambda v: None)
         env.execute("failing")
 
     return job
@@ -528,7 +527,7 @@ def failing_job(kind: str):
     ("crash", "Risky (1/2) failed in Spark: SparkException: Python worker exited unexpectedly (crashed)"),
 ])
 def test_failures_name_the_operator(kind, message):
-    run = run_job(lambda env: failing_job(kind)(env, lambda v: None), *SPARK)
+    run = run_job(failing_job(kind), *SPARK)
     assert run.outcome.status == "FAILED"
     assert str(run.error).startswith(f"job 'failing' failed (run {run.outcome.run_id}): {message}")
     final = {(e.vertex_name, e.subtask): (e.new_state, e.failure.split("\n")[0]) for e in run.events(ExecutionStateChanged)}

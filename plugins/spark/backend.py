@@ -5,8 +5,11 @@ stage whose partitions are its subtasks (``executor.SubtaskRunner`` runs the ope
 them). An edge is a Spark shuffle to the consumer subtask the local runtime would pick (key
 groups for key_by, the pointwise wiring of forward and rescale edges). Each vertex is one Spark
 job: its stage writes its edges' shuffle files (a blocking exchange, as Flink batch shuffles),
-which its consumers' stages read. Metrics and the records of sinks come to the driver in an
-accumulator; sinks run on the driver, per subtask, in topological and subtask order.
+which its consumers' stages read. User sinks and FileSink's writers run in the Spark tasks;
+metrics, FileSink's pending parts and the records of print and collect sinks come to the driver
+in an accumulator (:mod:`plugins.spark.sinks`). Once every Spark job succeeded, the print and
+collect sinks run on the driver, per subtask, in topological and subtask order, then the
+FileSink parts are committed; a failed job commits nothing.
 
 The run is recorded like any other: compilation, job status, each subtask's execution states
 with the times its Spark task ran, a final metrics sample per subtask (records in/out,
@@ -39,13 +42,13 @@ from kernel.summary import VertexSummary
 from plugins.spark.events import SparkStageCompleted
 from plugins.spark.executor import (
     FAILURE_MARK,
-    SINK_KINDS,
     DriverChannel,
     SubtaskRunner,
     Wiring,
     target_subtask,
 )
 from plugins.spark.options import SparkOptions
+from plugins.spark.sinks import DRIVER_SINK_KINDS, SentToDriver
 
 if TYPE_CHECKING:
     from kernel.run import Run
@@ -56,7 +59,8 @@ class SparkBackendError(UsageError):
 
 
 class DriverRuntime(OperatorRuntime):
-    """The runtime of sinks on the driver: print output is recorded like the local runtime's."""
+    """The runtime of the print and collect sinks on the driver: print output is recorded like
+    the local runtime's."""
 
     def __init__(self, run: Any, info: TaskInfo, job_id: str) -> None:
         super().__init__(info, run.rng.stream, batch=True, auto_watermark_interval=0)
@@ -96,21 +100,29 @@ class SparkBackend:
         spark, created = self.spark, self.created
         version = spark.version
         graph = run.build_execution_graph(job_graph)
-        status, failure, metrics = "FINISHED", "", {}
+        status, failure = "FINISHED", ""
         self.persisted: list[Any] = []
+        driver = spark.sparkContext.accumulator([], DriverChannel())
+        sent = SentToDriver([])
         try:
             self._emit_job(run, job_graph, "CREATED", "RUNNING")
             for ev in graph.vertices():
                 self._state(run, job_graph.job_id, ev.job_vertex.job_vertex, ev.subtask, "CREATED", "SCHEDULED", run.clock.now())
-            sink_blocks = self._run_vertices(spark, run, compiled, graph, metrics)
-            self._run_sinks(run, compiled, sink_blocks)
+            try:
+                self._run_vertices(spark, run, compiled, graph, driver)
+            finally:  # what finished subtasks sent, also when a later one failed
+                sent = SentToDriver(driver.value)
+            self._run_sinks(run, compiled, sent.blocks)
+            self._commit(sent)
         except _Failed as failed:
             status, failure = "FAILED", failed.failure
+            sent.discard()
         finally:
             for rdd in self.persisted:
                 rdd.unpersist()
             if created:
                 spark.stop()
+        metrics = sent.metrics
         for vertex in job_graph.topological_order():
             for subtask in range(vertex.parallelism):
                 self._report_subtask(run, job_graph.job_id, vertex, subtask, metrics.get((vertex.id, subtask)),
@@ -146,41 +158,35 @@ class SparkBackend:
 
     # -- vertices -----------------------------------------------------------------------------
 
-    def _run_vertices(self, spark: Any, run: Any, compiled: CompiledJob, graph: Any,
-                      metrics: dict[tuple[str, int], dict]) -> dict[tuple[int, int], list[bytes]]:
+    def _run_vertices(self, spark: Any, run: Any, compiled: CompiledJob, graph: Any, driver: Any) -> None:
         """Run each vertex as a Spark job, in topological order: its subtasks are the tasks of
         a stage that writes their output edges as a shuffle (a blocking exchange, as Flink's
-        batch shuffle) for the consumers' stages to read. ``metrics`` gets each finished
-        subtask's; returns the blocks of records for each (sink node, subtask)."""
+        batch shuffle) for the consumers' stages to read. The subtasks send what the driver
+        gets through the accumulator ``driver``."""
         job_graph = compiled.job_graph
         edges = [edge for vertex in job_graph.topological_order() for edge in vertex.inputs]
         wiring = _wiring(graph, job_graph, edges)
         context = spark.sparkContext
-        driver = context.accumulator([], DriverChannel())
         shuffled: dict[int, Any] = {}  # job edge index -> its records, partitioned by consumer subtask
-        try:
-            for vertex in job_graph.topological_order():
-                runner = SubtaskRunner(vertex, compiled.stream_graph, wiring,
-                                       graph.job_vertex(vertex.id).max_parallelism, run.seed, driver)
-                if not vertex.inputs:
-                    rdd = context.parallelize(range(vertex.parallelism), vertex.parallelism)
-                else:
-                    parts = [shuffled.pop(wiring.edges[edge.stream_edge.edge_id]) for edge in vertex.inputs]
-                    rdd = parts[0] if len(parts) == 1 else context.union(parts)  # one partitioner: p partitions
-                result = rdd.mapPartitionsWithIndex(runner)
-                feeds = [index for index, edge in enumerate(edges) if edge.source.producer.id == vertex.id]
-                if len(feeds) > 1:
-                    result.persist()  # computed once for its several edges
-                    self.persisted.append(result)
-                for index in feeds:
-                    records = result if len(feeds) == 1 else \
-                        result.filter(lambda item, index=index: item[0] == index).map(lambda item: item[1])
-                    shuffled[index] = records.partitionBy(edges[index].target.parallelism, target_subtask)
-                self._run_spark_job(run, context, job_graph.job_id, vertex, [shuffled[index] for index in feeds],
-                                    result)
-        finally:  # what finished subtasks sent, also when a later one failed
-            blocks = _from_executors(driver.value, metrics)
-        return blocks
+        for vertex in job_graph.topological_order():
+            runner = SubtaskRunner(vertex, compiled.stream_graph, wiring,
+                                   graph.job_vertex(vertex.id).max_parallelism, run.seed, driver)
+            if not vertex.inputs:
+                rdd = context.parallelize(range(vertex.parallelism), vertex.parallelism)
+            else:
+                parts = [shuffled.pop(wiring.edges[edge.stream_edge.edge_id]) for edge in vertex.inputs]
+                rdd = parts[0] if len(parts) == 1 else context.union(parts)  # one partitioner: p partitions
+            result = rdd.mapPartitionsWithIndex(runner)
+            feeds = [index for index, edge in enumerate(edges) if edge.source.producer.id == vertex.id]
+            if len(feeds) > 1:
+                result.persist()  # computed once for its several edges
+                self.persisted.append(result)
+            for index in feeds:
+                records = result if len(feeds) == 1 else \
+                    result.filter(lambda item, index=index: item[0] == index).map(lambda item: item[1])
+                shuffled[index] = records.partitionBy(edges[index].target.parallelism, target_subtask)
+            self._run_spark_job(run, context, job_graph.job_id, vertex, [shuffled[index] for index in feeds],
+                                result)
 
     def _run_spark_job(self, run: Any, context: Any, job_id: str, vertex: Any, shuffles: list[Any],
                        result: Any) -> None:
@@ -212,12 +218,13 @@ class SparkBackend:
                 duration_ms=(time.time_ns() - started) / NS_PER_MS))
 
     def _run_sinks(self, run: Any, compiled: CompiledJob, blocks: dict[tuple[int, int], list[bytes]]) -> None:
-        """The sinks' records came to the driver; each sink subtask runs here, in order."""
+        """The records of print and collect sinks came to the driver; each of their subtasks
+        runs here, in order."""
         import pickle
 
         job_graph, stream_graph = compiled.job_graph, compiled.stream_graph
         for vertex in job_graph.topological_order():
-            sinks = [n for n in vertex.chained_node_ids if stream_graph.nodes[n].operator.kind in SINK_KINDS]
+            sinks = [n for n in vertex.chained_node_ids if stream_graph.nodes[n].operator.kind in DRIVER_SINK_KINDS]
             for node_id in sinks:
                 node = stream_graph.nodes[node_id]
                 for subtask in range(vertex.parallelism):
@@ -237,6 +244,13 @@ class SparkBackend:
                                       f"{node.name!r}: {type(exc).__name__}: {exc}") from None
                     finally:
                         sink.close()
+
+    def _commit(self, sent: SentToDriver) -> None:
+        """Every Spark job succeeded: FileSink's parts become visible (Flink's committer)."""
+        try:
+            sent.commit()
+        except OSError as exc:
+            raise _Failed(f"committing FileSink parts failed: {type(exc).__name__}: {exc}") from None
 
     # -- events -------------------------------------------------------------------------------
 
@@ -290,22 +304,6 @@ class _Failed(Exception):
     def __init__(self, failure: str) -> None:
         super().__init__(failure)
         self.failure = failure
-
-
-def _from_executors(items: list[tuple], metrics: dict[tuple[str, int], dict]) -> dict[tuple[int, int], list[bytes]]:
-    """Sort what the executors sent: metrics per (vertex, subtask) into ``metrics``; returns
-    the sink blocks per (sink node, subtask). A subtask Spark computed more than once (a
-    recomputed stage) counts once: the first computation that finished."""
-    chosen: dict[tuple[str, int], str] = {}
-    for kind, vertex_id, subtask, token, *payload in items:
-        if kind == "m" and (vertex_id, subtask) not in chosen:
-            chosen[(vertex_id, subtask)] = token
-            metrics[(vertex_id, subtask)] = {"vertex_id": vertex_id, "subtask": subtask, **payload[0]}
-    blocks: dict[tuple[int, int], list[bytes]] = {}
-    for kind, vertex_id, subtask, token, *payload in items:
-        if kind == "s" and chosen.get((vertex_id, subtask)) == token:
-            blocks.setdefault((payload[0], subtask), []).append(payload[1])
-    return blocks
 
 
 def _write_shuffle(context: Any, shuffled: Any) -> None:

@@ -6,12 +6,19 @@ chain the local runtime runs — with a batch runtime, feeds it its input and yi
 records it sends into job edges, pickled in blocks (so a record that cannot be serialised
 names the operator), keyed for Spark's shuffle: ``(target subtask, (consumer input, blob))``,
 or ``(job edge, (target subtask, (consumer input, blob)))`` when the vertex feeds several
-edges. What goes to the driver travels in a Spark accumulator, tagged with the vertex, the
-subtask and a token of this computation of it:
+edges. User sinks and FileSink's writer run here too (:mod:`plugins.spark.sinks`). What goes
+to the driver travels in a Spark accumulator, tagged with the vertex, the subtask and a token
+of this computation of it:
 
-* ``("s", vertex, subtask, token, node, blob)``: records for a sink, which runs on the driver;
+* ``("s", vertex, subtask, token, node, blob)``: records for a print or collect sink, which
+  runs on the driver;
+* ``("c", vertex, subtask, token, node, committables)``: a FileSink writer's pending parts,
+  which the driver commits once the job succeeded;
 * ``("m", vertex, subtask, token, metrics)``: records in/out, counters, the subtask's start
   and end (wall clock).
+
+The subtask's attempt number (``RuntimeContext.get_attempt_number``) is its Spark task's.
+A subtask that fails closes its operators (a FileSink discards its parts) and raises.
 
 BATCH semantics (Flink's batch runtime mode): the input is read completely; a keyed head gets
 it sorted as Flink sorts it, each key's records (of both inputs of a two-input operator) in
@@ -19,7 +26,8 @@ timestamp order — but a broadcast operator reads its broadcast input whole bef
 (Flink's batch broadcast operators select it until it ends); no watermark but the final one,
 so event-time timers (windows) fire at the end of input, processing-time timers after them.
 Processing time is the wall clock, but a rate-limited source is read without waiting (its
-pauses are skipped). An async operator's
+pauses are skipped); callbacks an operator schedules on it (a FileSink's bucket checks) run
+between blocks of records once it has passed them. An async operator's
 coroutines run on an asyncio loop of the partition's own, driven whenever the operator waits
 (its capacity is used up, the end of input): up to ``capacity`` requests in flight, in real time.
 A failure is raised with ``FAILURE_MARK`` and a JSON description the driver reports.
@@ -28,13 +36,14 @@ A failure is raised with ``FAILURE_MARK`` and a JSON description the driver repo
 from __future__ import annotations
 
 import gc
+import heapq
 import json
 import pickle
 import time
 import traceback
 import uuid
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import count, repeat
 from typing import Any, Callable, Iterator
 
 from kernel.clock import MAX_LONG, MIN_LONG, NS_PER_MS
@@ -48,10 +57,10 @@ from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo
 from kernel.streaming.sources import InputStatus
 from kernel.tracebacks import describe
+from plugins.spark.sinks import DRIVER_SINK_KINDS, DriverSink, FileSinkPartWriter
 
 BLOCK = 8192
 FAILURE_MARK = "RILL_SUBTASK_FAILED "
-SINK_KINDS = ("print", "sink_function", "sink_writer", "collect")
 
 
 def target_subtask(target: int) -> int:
@@ -86,6 +95,8 @@ class BatchRuntime(OperatorRuntime):
         super().__init__(info, rng.stream, batch=True, auto_watermark_interval=0)
         self.skipped_ms = 0
         self.counters: dict[str, int] = {}
+        self.scheduled: list[tuple[int, int, Callable[[], None]]] = []  # a heap: (time, order, callback)
+        self._order = count()
 
     def now_ms(self) -> int:
         return time.time_ns() // NS_PER_MS + self.skipped_ms
@@ -95,7 +106,18 @@ class BatchRuntime(OperatorRuntime):
         self.skipped_ms += max(when_ms - self.now_ms(), 1)
 
     def schedule(self, when_ms: int, callback: Callable[[], None]) -> Any:
-        return None  # batch: processing-time timers fire at the end of input
+        """Run ``callback`` between blocks of records once processing time has passed
+        ``when_ms`` (keyed processing-time timers never come here: in BATCH they fire at the
+        end of input)."""
+        heapq.heappush(self.scheduled, (when_ms, next(self._order), callback))
+
+    def run_due(self) -> None:
+        """Run the scheduled callbacks whose time has come."""
+        scheduled = self.scheduled
+        if scheduled:
+            now = self.now_ms()
+            while scheduled and scheduled[0][0] <= now:
+                heapq.heappop(scheduled)[2]()
 
     def count(self, metric: str, amount: int = 1) -> None:
         self.counters[metric] = self.counters.get(metric, 0) + amount
@@ -149,21 +171,6 @@ class EdgeOutput(Output):
         pass
 
 
-class DriverSink(StreamOperator):
-    """Stands in for a sink in the Spark task: its records go to the driver, where the real
-    sink runs (print to the driver's stdout, user sink functions with the driver's state)."""
-
-    def user_functions(self) -> list[Any]:
-        return []
-
-    def process_batch(self, values, timestamps):
-        runner = self.runner
-        runner.to_driver("s", self.node.id, runner.pickle(values, timestamps, self.name))
-
-    def process_watermark(self, timestamp: int) -> None:
-        pass
-
-
 @dataclass
 class Wiring:
     """How the job's edges connect subtasks (the same for every vertex of a job)."""
@@ -183,7 +190,7 @@ class SubtaskRunner:
         self.wiring = wiring
         self.max_parallelism = max_parallelism
         self.seed = seed
-        self.driver = driver  # the Spark accumulator carrying metrics and sink records to the driver
+        self.driver = driver  # the Spark accumulator carrying metrics, sink records and committables
         self.is_source = not vertex.inputs
         self.single_edge = wiring.outputs[vertex.id] == 1
 
@@ -206,7 +213,8 @@ class SubtaskRunner:
         self.token = uuid.uuid4().hex
         self.out: list[Any] = []
         vertex = self.vertex
-        info = TaskInfo(vertex.name, index, vertex.parallelism, self.max_parallelism, 0, vertex_id=vertex.id)
+        info = TaskInfo(vertex.name, index, vertex.parallelism, self.max_parallelism, _spark_attempt(),
+                        vertex_id=vertex.id)
         runtime = BatchRuntime(info, self.seed)
         started = time.time_ns()
         counter = _Counter()
@@ -219,14 +227,20 @@ class SubtaskRunner:
             if self.is_source:
                 yield from self._read_source(chain, runtime)
             else:
-                records_in = yield from self._process_input(chain, records)
+                records_in = yield from self._process_input(chain, runtime, records)
             chain.finish()
             for output in self._outputs:
                 output.flush()
-            chain.close()
-        except SubtaskFailure:
-            raise
         except BaseException as exc:  # SystemExit or KeyboardInterrupt of a user function too
+            if chain is not None:
+                _close_failed(chain)
+            if isinstance(exc, SubtaskFailure):
+                raise
+            raise self._failure(exc, chain) from None
+        try:
+            chain.close()
+        except BaseException as exc:
+            _abort_file_sinks(chain)
             raise self._failure(exc, chain) from None
         yield from self.out
         self.out = []
@@ -237,11 +251,17 @@ class SubtaskRunner:
         self.driver.add([(kind, self.vertex.id, self.subtask, self.token, *payload)])
 
     def _create(self, node: Any, runtime: OperatorRuntime) -> StreamOperator:
-        if node.operator.kind in SINK_KINDS:
-            sink = DriverSink(node.operator, node, runtime)
-            sink.runner = self
-            return sink
-        return create_operator(node, runtime)
+        """The node's operator; print and collect sinks stand in for the driver's, a FileSink
+        writer hands its parts to the driver's commit."""
+        kind = node.operator.kind
+        if kind in DRIVER_SINK_KINDS:
+            operator: StreamOperator = DriverSink(node.operator, node, runtime)
+        elif kind == "sink_writer":
+            operator = FileSinkPartWriter(node.operator, node, runtime)
+        else:
+            return create_operator(node, runtime)
+        operator.runner = self
+        return operator
 
     def _network_output(self, runtime: BatchRuntime) -> Callable[[Any], Output]:
         self._outputs: list[EdgeOutput] = []
@@ -262,6 +282,7 @@ class SubtaskRunner:
         head = chain.head
         while True:
             status = head.emit_next(BLOCK)
+            runtime.run_due()
             if self.out:
                 yield from self.out
                 self.out = []
@@ -274,7 +295,7 @@ class SubtaskRunner:
                                        "backend runs bounded sources only")
                 runtime.skip_to(when)
 
-    def _process_input(self, chain: OperatorChain, records: Iterator[Any]) -> Iterator[Any]:
+    def _process_input(self, chain: OperatorChain, runtime: BatchRuntime, records: Iterator[Any]) -> Iterator[Any]:
         head = chain.head
         two_input = self.vertex.invokable == "TwoInputStreamTask"
         inputs: list[list[tuple[list, list | None]]] = [[], []]
@@ -284,6 +305,7 @@ class SubtaskRunner:
         processes = (head.process_batch1, head.process_batch2) if two_input else (head.process_batch,)
         for index, values, timestamps in _runs(head, inputs[:len(processes)]):
             processes[index](values, timestamps)
+            runtime.run_due()
             if len(self.out) > 64:
                 yield from self.out
                 self.out = []
@@ -316,6 +338,30 @@ class SubtaskRunner:
             "operator": operator,
             "error": describe(exc), "traceback": "".join(traceback.format_exception(exc)),
         }))
+
+
+def _spark_attempt() -> int:
+    """The attempt number of the Spark task running this subtask (0 outside one)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.attemptNumber() if context is not None else 0
+
+
+def _close_failed(chain: OperatorChain) -> None:
+    """Close the operators of a failed subtask (user sinks' ``close``; FileSink writers discard
+    their parts); the subtask's own failure is what it reports."""
+    try:
+        chain.close()
+    except BaseException:  # the subtask already failed; closing must not hide that
+        pass
+    _abort_file_sinks(chain)
+
+
+def _abort_file_sinks(chain: OperatorChain) -> None:
+    for operator in chain.operators:
+        if isinstance(operator, FileSinkPartWriter):
+            operator.abort()
 
 
 def _picklable(value: Any) -> bool:

@@ -17,7 +17,9 @@ QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 def spark_session(options: Any, quiet: bool = False) -> tuple[Any, bool]:
-    """The active SparkSession (a test's, an application's) or a new one: (session, created).
+    """The active SparkSession (a test's, an application's — also one started in another thread
+    of this process, e.g. the caller's when ``execute_and_collect`` runs the job in a thread of
+    its own) or a new one: (session, created).
 
     ``quiet``: a session rill starts keeps all of Spark's own output (its log, the JVM's
     messages) off the terminal unless rill runs with ``--debug``.
@@ -26,7 +28,9 @@ def spark_session(options: Any, quiet: bool = False) -> tuple[Any, bool]:
     from pyspark.sql import SparkSession
 
     _quiet_query_context_loggers()
-    active = SparkSession.getActiveSession()
+    active = SparkSession.getActiveSession()  # of this thread
+    if active is None and SparkContext._active_spark_context is not None:
+        active = SparkSession.builder.getOrCreate()
     if active is not None:
         return active, False
     if options.master.startswith("local"):
