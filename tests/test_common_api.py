@@ -50,6 +50,13 @@ def test_execution_config_defaults_are_flinks(env):
         config.set_task_cancellation_timeout(-1)
 
 
+def test_the_task_cancellation_settings_are_the_jobs_configuration(env):
+    env.get_config().set_task_cancellation_timeout(1500).set_task_cancellation_interval(600)
+    assert (env.get_config().get_task_cancellation_interval(), env.get_config().get_task_cancellation_timeout()) == (
+        600, 1500)
+    assert env._configuration.get_string("task.cancellation.timeout") == "1500 ms"
+
+
 def test_latency_tracking_interval_is_rills_latency_marker_interval(env):
     env.get_config().set_latency_tracking_interval(150).set_auto_watermark_interval(50)
     assert (env.get_config().get_latency_tracking_interval(), env.get_config().get_auto_watermark_interval()) == (150, 50)

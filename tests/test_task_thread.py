@@ -376,11 +376,19 @@ def last_run_status(cli) -> str:
     return out.splitlines()[1]
 
 
-def test_the_duration_ends_a_busy_loop_within_the_cancellation_timeout_naming_the_stuck_operator(tmp_path, cli):
+@pytest.mark.parametrize("configured", ["set", "execution config"])
+def test_the_duration_ends_a_busy_loop_within_the_cancellation_timeout_naming_the_stuck_operator(
+        configured, tmp_path, cli):
     job = tmp_path / "stuck.py"
-    job.write_text(textwrap.dedent(STUCK_JOB))
-    process = rill("run", "--duration", "2s", "--set", "task.cancellation.timeout=1500 ms",
-                   "--set", "task.cancellation.interval=600 ms", str(job))
+    source = textwrap.dedent(STUCK_JOB)
+    if configured == "set":
+        sets = ["--set", "task.cancellation.timeout=1500 ms", "--set", "task.cancellation.interval=600 ms"]
+    else:  # as a PyFlink job says it: Flink's ExecutionConfig is backed by the job's configuration
+        sets = []
+        source = source.replace('env.execute("stuck")', 'env.get_config().set_task_cancellation_timeout(1500)'
+                                '.set_task_cancellation_interval(600)\nenv.execute("stuck")')
+    job.write_text(source)
+    process = rill("run", "--duration", "2s", *sets, str(job))
     out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err  # a canceled run
     printed = out.splitlines()  # the records before the 3rd, unless they came in its batch

@@ -3,10 +3,11 @@
 
 Parallelism, max parallelism, the auto-watermark interval, the latency tracking interval
 (``metrics.latency.interval``) and the global job parameters (``RuntimeContext.get_job_parameter``)
-shape the job. The serialisation settings (closure cleaner, Kryo, Avro, generic types, POJO
-registrations, object reuse, snapshot compression) and the task cancellation interval and
-timeout are Java runtime settings: they are kept and read back as PyFlink does, and change
-nothing in rill, whose Python functions pass Python objects.
+shape the job; the task cancellation interval and timeout are, as in Flink, the job's
+``task.cancellation.interval`` / ``task.cancellation.timeout``. The serialisation settings
+(closure cleaner, Kryo, Avro, generic types, POJO registrations, object reuse, snapshot
+compression) are Java runtime settings: they are kept and read back as PyFlink does, and
+change nothing in rill, whose Python functions pass Python objects.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["ExecutionConfig"]
 
 LATENCY_INTERVAL = "metrics.latency.interval"
+TASK_CANCELLATION_INTERVAL = "task.cancellation.interval"
+TASK_CANCELLATION_TIMEOUT = "task.cancellation.timeout"
 
 
 class ExecutionConfig:
@@ -35,8 +38,6 @@ class ExecutionConfig:
             "closure_cleaner": True, "force_kryo": False, "generic_types": True, "auto_generated_uids": True,
             "force_avro": False, "object_reuse": False, "snapshot_compression": False,
         }
-        self._task_cancellation_interval = 30000
-        self._task_cancellation_timeout = 180000
 
     # -- settings rill uses -------------------------------------------------------------------
 
@@ -108,20 +109,38 @@ class ExecutionConfig:
         return self._flags["closure_cleaner"]
 
     def get_task_cancellation_interval(self) -> int:
-        return self._task_cancellation_interval
+        """ms between interrupts of a cancelled task still running (``task.cancellation.interval``)."""
+        return self._cancellation_option(TASK_CANCELLATION_INTERVAL, 30_000)
 
     def set_task_cancellation_interval(self, interval: int) -> ExecutionConfig:
-        self._task_cancellation_interval = interval
+        """As Flink's ExecutionConfig, backed by the job's configuration: the job's tasks use it."""
+        self._env._configuration.set_string(TASK_CANCELLATION_INTERVAL, f"{int(interval)} ms")
         return self
 
     def get_task_cancellation_timeout(self) -> int:
-        return self._task_cancellation_timeout
+        """ms a cancelled task may take to return before it counts as stuck
+        (``task.cancellation.timeout``; 0: wait forever)."""
+        return self._cancellation_option(TASK_CANCELLATION_TIMEOUT, 180_000)
 
     def set_task_cancellation_timeout(self, timeout: int) -> ExecutionConfig:
         if timeout < 0:
             raise ValueError("Timeout value must be >= 0.")
-        self._task_cancellation_timeout = timeout
+        self._env._configuration.set_string(TASK_CANCELLATION_TIMEOUT, f"{int(timeout)} ms")
         return self
+
+    def _cancellation_option(self, key: str, default: int) -> int:
+        """Set in the environment's Configuration, else the session's, else Flink's default."""
+        from kernel.configtypes import parse_duration_ms
+        from kernel.errors import ConfigError
+        from kernel.program import current_executor
+
+        configured = self._env._configured(key)
+        if configured is not None:
+            return parse_duration_ms(configured)
+        try:
+            return current_executor().session.config.get(key)
+        except (ConfigError, AttributeError):  # the key's plugin is not loaded, or no session
+            return default
 
     def enable_force_kryo(self) -> ExecutionConfig:
         return self._set("force_kryo", True)

@@ -108,7 +108,7 @@ class SubtaskCheckpointCoordinator:
         def take() -> None:
             with self._lock:
                 if checkpoint_id not in self._to_take:
-                    return  # declined as the task ended
+                    return  # declined as the task finished
                 self._to_take.discard(checkpoint_id)
             if stop and checkpoint_id > self.last_checkpoint_id and checkpoint_id not in self._aborted:
                 task.stop_for_savepoint(drain, lambda: self._triggered(barrier))
