@@ -175,13 +175,17 @@ def test_one_checkpoint_at_a_time_and_the_next_one_queued():
     job = run_job(two_sources(probe, 30), *FAST_NETWORK, "execution.checkpointing.interval=20ms")
     triggered = {e.checkpoint_id: ms(e) for e in job.events(CheckpointTriggered)}
     completed = {e.checkpoint_id: ms(e) for e in job.events(CheckpointCompleted)}
-    assert sorted(triggered.items()) == [(1, 20.0), (2, 90.0), (3, 300.0), (4, 900.0), (5, 900.0)]
+    assert sorted(triggered.items()) == [(1, 20.0), (2, 90.0), (3, 300.0), (4, 900.0), (5, 900.0), (6, 900.0),
+                                         (7, 900.0)]
     # a checkpoint takes longer than the interval: the requests meanwhile queue, one starts on completion
     assert [triggered[n + 1] for n in (1, 2, 3)] == [completed[n] for n in (1, 2, 3)] == [90.0, 300.0, 900.0]
-    # 4 reached Source A as it finished; 5 was pending when the job ended
+    # 4 reached Source A as it finished; 5, triggered once every consumer had processed all the
+    # data (FLIP-147), is the final checkpoint of the others; 6 reached a finished task; 7 was
+    # pending when the job ended
     assert history(job) == [(1, "COMPLETED", ""), (2, "COMPLETED", ""), (3, "COMPLETED", ""),
-                            (4, "FAILED", "CHECKPOINT_DECLINED_TASK_NOT_READY"),
-                            (5, "FAILED", "CHECKPOINT_COORDINATOR_SHUTDOWN")]
+                            (4, "FAILED", "CHECKPOINT_DECLINED_TASK_NOT_READY"), (5, "COMPLETED", ""),
+                            (6, "FAILED", "CHECKPOINT_DECLINED_TASK_NOT_READY"),
+                            (7, "FAILED", "CHECKPOINT_COORDINATOR_SHUTDOWN")]
 
 
 def test_the_minimum_pause_holds_the_next_checkpoint_back():
@@ -355,14 +359,16 @@ def test_the_checkpoints_view(cli, recorded):
     # 1, triggered at 45 ms, aligns at Count until 150 ms; Count fails on its 17th record (b6, at
     # 180 ms) before 2 is due (195 ms: 45 ms after 1 completed); the periodic triggers every 45 ms
     # fail before they have an id until the job runs again from checkpoint 1 (1 s later, at
-    # 1.18 s); 2 at 1.185 s and 3 complete; 4 reaches Source A as it has finished
+    # 1.18 s); 2 at 1.185 s and 3 complete; 4 reaches Source A as it has finished; 5, triggered
+    # once every consumer processed all the data (FLIP-147), is the final checkpoint of the others
     columns = ("checkpoint_id", "status", "kind", "trigger_s", "end_to_end_ms", "has_state", "max_alignment_ms",
                "acknowledged_subtasks", "total_subtasks", "failure_reason")
     assert rows == [dict(zip(columns, row)) for row in [
         (1, "COMPLETED", "checkpoint", 0.045, 105.0, True, 105.0, 4, 4, None),
         (2, "COMPLETED", "checkpoint", 1.185, 25.0, True, 25.0, 4, 4, None),
         (3, "COMPLETED", "checkpoint", 1.255, 75.0, True, 75.0, 4, 4, None),
-        (4, "FAILED", "checkpoint", 1.33, 0.0, False, 0.0, 0, 4, "CHECKPOINT_DECLINED_TASK_NOT_READY")]]
+        (4, "FAILED", "checkpoint", 1.33, 0.0, False, 0.0, 0, 4, "CHECKPOINT_DECLINED_TASK_NOT_READY"),
+        (5, "COMPLETED", "checkpoint", 1.375, 0.0, True, 0.0, 3, 3, None)]]
 
 
 def test_the_checkpoint_subtasks_view(cli, recorded):

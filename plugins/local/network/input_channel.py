@@ -115,6 +115,12 @@ class InputChannel:
                 gate.floating_free += 1
                 gate.retry_waiting()
 
+    def acknowledge_data_processed(self) -> None:
+        """The consumer processed every record before the end of data: the producer hears it."""
+        with self.gate.lock:
+            if self.subpartition is not None:
+                self.subpartition.all_data_processed()
+
     def resume_consumption(self) -> None:
         """The consumer is aligned: the subpartition a barrier blocked sends again."""
         with self.gate.lock:

@@ -48,7 +48,7 @@ def call_now(callback: Callable[..., Any], *args: Any) -> None:
 
 class Subpartition:
     __slots__ = ("partition", "index", "values", "timestamps", "queue", "queued_buffers", "channel", "blocked",
-                 "priority")
+                 "priority", "data_processed")
 
     def __init__(self, partition: ResultPartition, index: int) -> None:
         self.partition = partition
@@ -60,6 +60,7 @@ class Subpartition:
         self.channel: InputChannel | None = None
         self.blocked = False  # an aligned barrier went out: wait for the consumer to resume
         self.priority: deque[Any] = deque()  # priority events, sent before anything else
+        self.data_processed = False  # the consumer processed everything before the end of data
 
     def add(self, values: list, timestamps: list | None) -> None:
         with self.partition.lock:
@@ -196,6 +197,12 @@ class Subpartition:
         if sent_buffer:
             partition.check_available()
 
+    def all_data_processed(self) -> None:
+        """The consumer processed every record before the end of data (the lock is held)."""
+        if not self.data_processed:
+            self.data_processed = True
+            self.partition._subpartition_processed()
+
     def resume(self) -> None:
         """The consumer resumed consumption after aligning a barrier (the lock is held)."""
         if self.blocked:
@@ -225,6 +232,23 @@ class ResultPartition:
         self.unavailable_subpartitions: set[int] = set()
         self.finished = False
         self._waiters: list[Callable[[], None]] = []
+        self._unprocessed = num_subpartitions  # subpartitions whose consumer has not processed all data
+        self._on_all_data_processed: Callable[[], None] | None = None
+
+    def when_all_data_processed(self, callback: Callable[[], None]) -> None:
+        """``callback()`` in the producer's thread once every consumer processed all the records
+        before the end of data (Flink's ``getAllDataProcessedFuture``)."""
+        with self.lock:
+            if self._unprocessed:
+                self._on_all_data_processed = callback
+                return
+        callback()
+
+    def _subpartition_processed(self) -> None:
+        self._unprocessed -= 1
+        if not self._unprocessed and self._on_all_data_processed is not None:
+            callback, self._on_all_data_processed = self._on_all_data_processed, None
+            self._notify(callback)
 
     def take_buffer(self) -> None:
         self.in_use += 1

@@ -154,6 +154,9 @@ class PartitionRequestServer:
                 view.subpartition.resume()
         elif kind == "convert":
             view.convert_to_priority(frame[2])
+        elif kind == "processed":
+            if view.subpartition is not None:
+                view.subpartition.all_data_processed()
 
     def _release(self, key: tuple[Connection, int]) -> None:
         view = self.views.pop(key, None)
@@ -238,6 +241,9 @@ class RemoteInputChannel(InputChannel):
 
     def _resume(self) -> None:
         self.client.send(self, "resume")
+
+    def acknowledge_data_processed(self) -> None:
+        self.client.send(self, "processed")
 
     def convert_to_priority(self, checkpoint_id: int) -> None:
         """The barrier queued here overtakes at once; one still at the producer is asked to."""

@@ -302,6 +302,21 @@ class SubtaskCheckpointCoordinator:
 
     # -- the end of data ----------------------------------------------------------------------
 
-    def end_of_data(self) -> None:
-        """The task ended its input: its next checkpoint to complete is its final one."""
+    def end_of_data(self, partitions: Any = ()) -> None:
+        """The task ended its data: its final checkpoint is the next one once every consumer of
+        ``partitions`` processed all their records (FLIP-147, Flink's ``getAllDataProcessedFuture``:
+        else what is in flight when the task finishes would be in no later checkpoint)."""
+        remaining = [len(partitions)]
+
+        def processed() -> None:
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                self.task.mailbox.execute(self._data_processed, "all data processed")
+
+        for partition in partitions:
+            partition.when_all_data_processed(processed)
+        if not partitions:
+            self._data_processed()
+
+    def _data_processed(self) -> None:
         self.final_checkpoint_id = self.last_checkpoint_id + 1

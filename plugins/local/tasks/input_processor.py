@@ -141,6 +141,7 @@ class StreamInputProcessor:
             self.barriers.process_cancel_marker(item, channel)
         elif kind is EndOfData:
             channel.data_ended = True
+            channel.acknowledge_data_processed()
             self.drain = self.drain and item.drain
             self.stop = self.stop or item.stop
             if all(c.data_ended or c.finished for g in self.gates for c in g.channels):

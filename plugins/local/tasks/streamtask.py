@@ -407,7 +407,7 @@ class StreamTask:
         for partition in self.partitions:
             partition.broadcast_event(self._end_event)
         self._stop_timers()
-        self.checkpoints.end_of_data()
+        self.checkpoints.end_of_data(() if self.stopping else self.partitions)  # stopping: the savepoint is final
         d = self.deployment
         self.tell_job_master(m.NotifyEndOfData(d.job_id, d.vertex.id, d.subtask, d.attempt))
         then, self._when_data_ended = self._when_data_ended, None
