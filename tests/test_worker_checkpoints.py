@@ -96,7 +96,8 @@ def test_a_sigkilled_worker_restores_in_a_new_process_and_the_file_sink_commits_
     again = {(name, subtask): r for (name, subtask, attempt), r in deployed.items() if attempt == 1}
     assert len(again) == 4 and "taskexecutor-1" not in again.values()
     restored = {(e.vertex_name, e.subtask): e.checkpoint_id for e in job.events(CheckpointStateRestored)}
-    assert set(restored) == set(again) and len(set(restored.values())) == 1 and min(restored.values()) > 0
+    assert set(restored) == set(again) and len(set(restored.values())) == 1 and min(restored.values()) > 0, (
+        job.outcome.notes)
     # the parts committed at checkpoint completions in the worker processes: each count exactly once
     assert committed(killed) == committed(clean)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import runpy
 import socket
 import time
@@ -251,7 +252,13 @@ def test_a_sigkilled_worker_is_replaced_and_checkpoints_keep_keyed_state_exactly
     assert fault.fault_kind == "kill" and fault.target == "taskexecutor-1"
     # restored from the latest checkpoint: every key counted exactly once
     assert last_counts(job.lines) == {"k0": 1_000, "k1": 1_000, "k2": 1_000, "k3": 1_000}
-    assert any("terminated: killed by SIGKILL" in note for note in job.outcome.notes)
+    # the first failure is the process's end, seen by the ResourceManager or, as often on a busy
+    # machine, by a consumer whose TCP connection to the dead process broke (Flink's words for both)
+    first = next(note for note in job.outcome.notes if note.startswith("failures: ")).split("; first: ", 1)[1]
+    assert first == "TaskManager with id taskexecutor-1 terminated: killed by SIGKILL" or re.fullmatch(
+        r"Keyed Reduce -> Sink: Print to Std\. Out \([12]/2\) failed in operator 'Keyed Reduce': RemoteTransportException: "
+        r"(Lost connection to|Connection unexpectedly closed by) remote task manager '127\.0\.0\.1:\d+'\. "
+        r"This might indicate that the remote task manager was lost\.", first), first
 
 
 def test_a_sigkill_without_checkpoints_restarts_and_sinks_print_only_the_final_attempts():
@@ -264,7 +271,7 @@ def test_a_sigkill_without_checkpoints_restarts_and_sinks_print_only_the_final_a
         env.execute("staged")
 
     embedded = run_job(build, *EMBEDDED, "restart-strategy.type=fixed-delay")
-    killed = run_job(build, *PROCESSES, "restart-strategy.type=fixed-delay", faults=["kill:target=taskexecutor-2,at=2500ms"])
+    killed = run_job(build, *PROCESSES, "restart-strategy.type=fixed-delay", faults=["kill:target=taskexecutor-2,at=1200ms"])
     assert killed.outcome.status == "FINISHED"
     assert [e.reason for e in killed.events(WorkerStopped) if e.resource_id == "taskexecutor-2"] == [
         "terminated: killed by SIGKILL"]
