@@ -55,8 +55,8 @@ def expression(type_info: TypeInformation, value: str, kind_of: KindOf) -> str |
 def batch_test(type_info: TypeInformation, kind_of: KindOf) -> Callable[[list], bool] | None:
     """``all(<expression>(value) for value in values)`` without a call per value; None when the
     type has no cheap test. Values of a basic type are tested by the set of their types (and the
-    least and greatest int); tuples by the set of their types, then one loop unpacking each
-    (a tuple of another length fails to unpack) with its fields' tests inline."""
+    least and greatest int); tuples by a loop over their types, then one unpacking each (a
+    tuple of another length fails to unpack) with its fields' tests inline."""
     if isinstance(type_info, TupleTypeInfo):
         names = [f"field{i}" for i in range(len(type_info.get_field_types()))]
         fields = [expression(t, name, kind_of) for t, name in zip(type_info.get_field_types(), names)]
@@ -64,10 +64,13 @@ def batch_test(type_info: TypeInformation, kind_of: KindOf) -> Callable[[list], 
             return None
         if not names:
             return lambda values: all(type(value) is tuple and not value for value in values)
+        # the names the tests use are bound as defaults: locals, not globals, in the loop
+        used = sorted({"type", "str", "int", "float", "bool", *_TYPES})
         return compiled("unchanged", f"""
-def unchanged(values):
-    if not set(map(type, values)) <= TUPLE:
-        return False
+def unchanged(values, {", ".join(f"{name}={name}" for name in used)}):
+    for value in values:
+        if type(value) is not tuple:
+            return False
     try:
         for {", ".join(names)}, in values:
             if not ({" and ".join(fields)}):
@@ -75,7 +78,7 @@ def unchanged(values):
     except ValueError:
         return False
     return True
-""", TUPLE=frozenset([tuple]))
+""")
     kind = kind_of(type_info)
     if kind is None:
         return None
