@@ -7,8 +7,9 @@ TUPLE. Each conversion says which values those are by a :data:`KindOf`: for a ba
 exact Python type it keeps (None: any value) and, for integers, the inclusive range. From it
 this module builds the tests once per declared type: :func:`expression`, a Python expression
 over one value (inlined where a conversion runs per value), and :func:`batch_test`, a test of a
-whole batch whose loops run in C where the type allows (``set(map(type, values))``, ``min``,
-``max``) and otherwise unpack each tuple once. Both are true exactly when every value passes.
+whole batch: for a basic type its loops run in C (``set(map(type, values))``, ``min``, ``max``);
+tuples are checked for their type and unpacked once each, their fields' tests inline. Both are
+true exactly when every value passes.
 """
 
 from __future__ import annotations
