@@ -51,4 +51,6 @@ def run_job(build: Callable[[Any], None], *sets: str, plugins: tuple = (), fault
             build(env)
         except JobFailed as exc:
             error = exc
+        for execution in executor.executions:  # a job submitted with execute_async records its outcome as it ends
+            execution.join()
     return JobRun(out.getvalue().splitlines(), executor.outcomes[-1], capture.last, error)
