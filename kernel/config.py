@@ -9,14 +9,12 @@ dotted prefix. Two tables are special: ``[plugins]`` chooses one implementation 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Literal, Mapping, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Iterable, Literal, Mapping, get_args, get_origin
 
 import msgspec
 
@@ -80,18 +78,22 @@ class KeyInfo:
 @functools.cache
 def section_keys(section: type[Section]) -> tuple[KeyInfo, ...]:
     """The keys a section declares, in field order (derived once per section)."""
-    hints = get_type_hints(section, include_extras=True)
-    info = msgspec.inspect.type_info(section)
     keys = []
-    for field in info.fields:
+    for field in msgspec.structs.fields(section):  # annotations as declared, Annotated included
         default = field.default if field.default is not msgspec.NODEFAULT else None
         if field.default_factory is not msgspec.NODEFAULT:
             default = field.default_factory()
-        description = getattr(field.type, "description", None) or ""
-        keys.append(
-            KeyInfo(field.encode_name, section, field.name, hints[field.name], default, description)
-        )
+        keys.append(KeyInfo(field.encode_name, section, field.name, field.type, default, _description(field.type)))
     return tuple(keys)
+
+
+def _description(annotation: Any) -> str:
+    """The description a ``msgspec.Meta`` of the annotation gives (the last one that does)."""
+    found = ""
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, msgspec.Meta) and meta.description:
+            found = meta.description
+    return found
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,8 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def parse_value(text: str) -> Any:
     """A ``--set`` or environment value: a TOML literal if it is one, else the plain string."""
+    import tomllib  # (config files and values given are rare: not at every start)
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -204,6 +208,8 @@ def load_raw(
     elif not Path(path).is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     if path is not None:
+        import tomllib
+
         try:
             table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -308,6 +314,8 @@ class Config:
 def _unknown_key_message(key: str, source: str, keys: Mapping[str, KeyInfo]) -> str:
     namespace = key.split(".", 1)[0]
     related = sorted(k for k in keys if k.split(".", 1)[0] == namespace) or sorted(keys)
+    import difflib
+
     close = difflib.get_close_matches(key, list(keys), n=1, cutoff=0.75)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return f"unknown config key {key!r} ({source}).{hint} Valid keys: {', '.join(related)}"
@@ -398,6 +406,8 @@ def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterabl
             continue
         key = by_env.get(name)
         if key is None:
+            import difflib
+
             close = difflib.get_close_matches(name, list(by_env), n=1, cutoff=0.75)
             hint = f" Did you mean {close[0]}?" if close else ""
             raise ConfigError(f"environment variable {name} is not a rill config key.{hint}")

@@ -7,9 +7,6 @@ named ``<concern>.<name>``. Plugins that are not selected or are disabled are bl
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import importlib.metadata
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -17,15 +14,17 @@ import pluggy
 
 from kernel import PROJECT, hookspecs
 from kernel.concerns import KERNEL_CONCERNS, Concern, concern_of
+from kernel.entrypoints import entry_points
 from kernel.config import PluginSelection
 from kernel.errors import PluginError
 
 ENTRY_POINT_GROUP = PROJECT
 
 
-def discover_entry_points() -> list[importlib.metadata.EntryPoint]:
-    """Entry points of group ``rill`` of every installed distribution."""
-    return list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+def discover_entry_points() -> list[Any]:
+    """Entry points of group ``rill`` of every installed distribution
+    (``importlib.metadata.EntryPoint`` or :class:`kernel.entrypoints.EntryPoint`)."""
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 @dataclass
@@ -69,8 +68,8 @@ class RillPluginManager(pluggy.PluginManager):
 
     # -- discovery --------------------------------------------------------------------------
 
-    def _discover(self, entry_points: Iterable[importlib.metadata.EntryPoint]) -> None:
-        for ep in entry_points:
+    def _discover(self, found: Iterable[Any]) -> None:
+        for ep in found:
             concern, dot, name = ep.name.partition(".")
             if not dot or not concern or not name:
                 raise PluginError(
@@ -110,6 +109,8 @@ class RillPluginManager(pluggy.PluginManager):
                 raise PluginError(
                     f"plugins.disabled: {name!r} is ambiguous; write one of {', '.join(matches)}"
                 )
+            import difflib
+
             close = difflib.get_close_matches(name, valid, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise PluginError(
@@ -169,7 +170,7 @@ class RillPluginManager(pluggy.PluginManager):
     def load(
         self,
         selection: PluginSelection,
-        entry_points: Iterable[importlib.metadata.EntryPoint] | None = None,
+        entry_points: Iterable[Any] | None = None,
     ) -> None:
         """Discover plugins, block the ones not chosen, then import and register the rest."""
         self._discover(discover_entry_points() if entry_points is None else entry_points)
@@ -205,6 +206,8 @@ class RillPluginManager(pluggy.PluginManager):
                 continue
             for impl in caller.get_hookimpls():
                 if not impl.optionalhook:
+                    import difflib
+
                     close = difflib.get_close_matches(name, specs, n=1)
                     hint = f"; did you mean {close[0]!r}?" if close else ""
                     raise PluginError(f"plugin {impl.plugin_name!r} implements unknown hook {name!r}{hint}")

@@ -218,3 +218,30 @@ def test_rill_run_passes_the_program_arguments_after_the_job_file(cli, tmp_path)
     assert code == 0 and out.splitlines()[0] == f"argv {[str(job), '--count', '2']}"
     code, out, _ = cli("run", "--help")
     assert "Usage: rill run [OPTIONS] JOB_FILE [ARGS]..." in out
+
+
+def test_rill_run_loads_only_what_its_job_uses(tmp_path):
+    """A small job's process imports no module for what it does not do: no event-log
+    database or Arrow (the log is stored after the run), no importlib.metadata (plugins are
+    found from the entry points' files), no TOML parser without a config file, none of the
+    window, async I/O, broadcast or two-input operators of a job without them."""
+    job = tmp_path / "small.py"
+    job.write_text(
+        "import atexit, sys\n"
+        "unwanted = ('duckdb', 'pyarrow', 'importlib.metadata', 'tomllib', 'asyncio',\n"
+        "            'kernel.datastream.window', 'kernel.datastream.async_data_stream',\n"
+        "            'kernel.streaming.operators.window', 'kernel.streaming.operators.async_wait',\n"
+        "            'kernel.streaming.operators.broadcast', 'kernel.streaming.operators.twoinput')\n"
+        "atexit.register(lambda: print('loaded:', [m for m in unwanted if m in sys.modules], file=sys.stderr))\n"
+        "from kernel.common import Types\n"
+        "from kernel.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection([('a', 1), ('b', 2), ('a', 3)], Types.TUPLE([Types.STRING(), Types.INT()]))"
+        ".key_by(lambda v: v[0], Types.STRING()).sum(1).print()\n"
+        "env.execute('small')\n")
+    env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
+    result = subprocess.run(["rill", "run", "--quiet", str(job)], capture_output=True, text=True, cwd=tmp_path,
+                            env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "(a,1)\n(b,2)\n(a,4)\n"
+    assert result.stderr.splitlines()[-1] == "loaded: []"

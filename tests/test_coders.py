@@ -200,3 +200,39 @@ def test_a_key_selector_gives_keys_as_the_key_types_coder_reads_them():
     with pytest.raises(AttributeError, match="'int' object has no attribute 'encode'"):
         converted_results(select, Types.STRING())((1,))
     assert converted_results(select, Types.FLOAT())((0.1,)) == 0.10000000149011612
+
+
+def test_a_batch_comes_back_as_it_is_or_converted_value_by_value():
+    from kernel.common.coders import batch_conversion
+
+    convert = batch_conversion(Types.TUPLE([Types.STRING(), Types.INT()]))
+    pairs = [("a", 1), ("b", 2)]
+    assert convert(pairs) is pairs
+    mixed = [("a", 1), None, ("b", True), ("c", 1.9)]
+    converted = convert(mixed)
+    assert converted == [("a", 1), None, ("b", 1), ("c", 1)] and converted[0] is mixed[0]
+    assert [type(value[1]) for value in converted if value is not None] == [int, int, int]
+    assert batch_conversion(Types.PICKLED_BYTE_ARRAY()) is None and batch_conversion(None) is None
+    with pytest.raises(OverflowError, match="value too large to convert to int32_t"):
+        convert([("a", 1), ("b", 2**31)])
+
+
+def test_the_keys_of_a_batch_are_the_keys_of_its_records_one_by_one():
+    """``batch_results`` gives what ``converted_results`` gives per record; when the selector
+    fails on a record, the conversion of an earlier key fails first, as value by value."""
+    from kernel.common.coders import batch_results, converted_results
+
+    def select(value):
+        if value == "boom":
+            raise ValueError("the selector failed")
+        return value[0]
+
+    records = [(1.7,), (2,), (True,)]
+    assert batch_results(select, Types.INT())(records) == [converted_results(select, Types.INT())(r) for r in records]
+    assert batch_results(select, None)(records) == [1.7, 2, True]
+    with pytest.raises(ValueError, match="the selector failed"):
+        batch_results(select, Types.INT())([(1,), "boom", (2**40,)])
+    with pytest.raises(OverflowError, match="value too large to convert to int32_t"):
+        batch_results(select, Types.INT())([(1,), (2**40,), "boom"])
+    with pytest.raises(AttributeError, match="'int' object has no attribute 'encode'"):
+        batch_results(select, Types.STRING())([("a",), (1,)])

@@ -9,6 +9,8 @@ not as 110.1.
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from kernel.common import Row, Time, Types, WatermarkStrategy
@@ -323,3 +325,50 @@ def test_broadcast_state_keeps_what_was_stored_and_a_keyed_print_gets_the_coders
 def test_print_and_timestamps_fail_where_pyflinks_coders_fail(what, build, error):
     run = job(build)
     assert run.error is not None and str(run.error).endswith(error)
+
+
+def test_operators_handing_on_values_a_coder_of_their_type_read_write_them_unchanged(env):
+    """A timestamps operator (or a filter) hands on its input values: after from_collection, or
+    after an operator serialised with the same type, writing them again gives them back as they
+    are when they cannot change (numbers, strings, tuples of them): no conversion is marked.
+    Values a function made, rows (mutable), and SQL timestamps (whose coder is not idempotent
+    before the epoch) keep theirs."""
+    env.set_parallelism(1)
+    pairs = Types.TUPLE([Types.STRING(), Types.LONG()])
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda value, ts: 0)
+
+    def timestamps(stream):
+        stamped = stream.assign_timestamps_and_watermarks(strategy)
+        stamped.map(lambda x: x).print()
+        return stamped
+
+    cases = {
+        "after from_collection": timestamps(env.from_collection([("a", 1)], pairs)),
+        "after a filter": timestamps(env.from_collection([("a", 1)], pairs).filter(lambda x: True)),
+        "after a rebalance": timestamps(env.from_collection([("a", 1)], pairs).rebalance()),
+        "after a map": timestamps(env.from_collection([("a", 1)], pairs).map(lambda x: x, pairs)),
+        "rows": timestamps(env.from_collection([Row(1)], Types.ROW([Types.INT()]))),
+        "timestamps": timestamps(env.from_collection([datetime.datetime(2020, 1, 1)], Types.SQL_TIMESTAMP())),
+        "pickled": timestamps(env.from_collection([1])),
+    }
+    marked = serialized_output_types(env._transformations)
+    assert sorted(name for name, stream in cases.items() if stream.get_transformation().id in marked) == [
+        "after a map", "rows", "timestamps"]
+
+
+class SecondField(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+def test_timestamps_after_from_collection_hand_on_what_the_coder_read():
+    """Recorded on PyFlink 2.3.0 (this job with ``pyflink.`` imports): from_collection reads
+    110.1 as a FLOAT, 110.0999984741211; the timestamps operator writing it again with the
+    same coder changes nothing."""
+    def build(env):
+        env.from_collection([(110.1, 1)], Types.TUPLE([Types.FLOAT(), Types.LONG()])) \
+            .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()
+                                              .with_timestamp_assigner(SecondField())) \
+            .map(lambda x: repr(x)).print()
+
+    assert job(build).lines == ["(110.0999984741211, 1)"]

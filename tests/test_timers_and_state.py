@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel.common import Types, WatermarkStrategy
-from kernel.datastream import AggregateFunction, KeyedProcessFunction
+from kernel.datastream import AggregateFunction, KeyedProcessFunction, ReduceFunction
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.state import (
     AggregatingStateDescriptor,
@@ -309,3 +309,33 @@ def test_every_subtask_has_its_own_copy_of_the_function():
     for subtask in (0, 1):
         seen = [n for _, _, s, n in results if s == subtask]
         assert seen and seen == list(range(1, len(seen) + 1))
+
+
+class CountingReduce(ReduceFunction):
+    """A ReduceFunction keeping keyed state: how often it reduced for the current key."""
+
+    def open(self, runtime_context):
+        self.calls = runtime_context.get_state(ValueStateDescriptor("calls", Types.INT()))
+
+    def reduce(self, value1, value2):
+        calls = (self.calls.value() or 0) + 1
+        self.calls.update(calls)
+        return value2[0], calls
+
+
+def test_a_reduce_function_reads_keyed_state_of_each_records_key():
+    """The key is the current key of every record a ReduceFunction reduces, also within one
+    batch (a plain callable gets no runtime context, so its keys are set once per batch)."""
+    def build(env):
+        words = ["a", "b", "a", "a", "b", "c", "a"]
+        env.from_collection([(w, 0) for w in words], Types.TUPLE([Types.STRING(), Types.INT()])) \
+            .key_by(lambda v: v[0], Types.STRING()).reduce(CountingReduce()).print()
+        env.from_collection([(w, 1) for w in words], Types.TUPLE([Types.STRING(), Types.INT()])) \
+            .key_by(lambda v: v[0], Types.STRING()).reduce(lambda a, b: (a[0], a[1] + b[1])).print("sum")
+        env.execute("reduce state")
+
+    run = run_job(build)
+    assert [line for line in run.lines if not line.startswith("sum")] == [
+        "(a,0)", "(b,0)", "(a,1)", "(a,2)", "(b,1)", "(c,0)", "(a,3)"]
+    assert [line for line in run.lines if line.startswith("sum")] == [
+        "sum> (a,1)", "sum> (b,1)", "sum> (a,2)", "sum> (a,3)", "sum> (b,2)", "sum> (c,1)", "sum> (a,4)"]

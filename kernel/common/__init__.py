@@ -1,37 +1,50 @@
 """PyFlink's ``pyflink.common`` for rill: types, rows, time, watermark strategies, configuration,
-job clients and their futures."""
+job clients and their futures.
 
-from kernel.common.completable_future import CompletableFuture
-from kernel.common.config_options import ConfigOption, ConfigOptions
-from kernel.common.configuration import Configuration
-from kernel.common.execution_config import ExecutionConfig
-from kernel.common.input_dependency_constraint import InputDependencyConstraint
-from kernel.common.job_client import JobClient
-from kernel.common.job_execution_result import JobExecutionResult
-from kernel.common.job_id import JobID
-from kernel.common.job_status import JobStatus
-from kernel.common.restart_strategy import RestartStrategies, RestartStrategyConfiguration
-from kernel.common.serialization import (
-    ByteArraySchema,
-    DeserializationSchema,
-    Encoder,
-    SerializationSchema,
-    SimpleStringSchema,
-)
-from kernel.common.serializer import TypeSerializer
-from kernel.common.time import Duration, Instant, Time
-from kernel.common.typeinfo import RowTypeInfo, TupleTypeInfo, TypeInformation, Types
-from kernel.common.types import Row, RowKind
-from kernel.common.watermark_strategy import (
-    AssignerWithPeriodicWatermarksWrapper,
-    TimestampAssigner,
-    WatermarkStrategy,
-)
+Names are imported from their modules when first used (a job importing the environment
+does not load every module of the package)."""
 
-__all__ = [
-    "AssignerWithPeriodicWatermarksWrapper", "ByteArraySchema", "CompletableFuture", "ConfigOption", "ConfigOptions",
-    "Configuration", "DeserializationSchema", "Duration", "Encoder", "ExecutionConfig", "Instant",
-    "InputDependencyConstraint", "JobClient", "JobExecutionResult", "JobID", "JobStatus", "RestartStrategies",
-    "RestartStrategyConfiguration", "Row", "RowKind", "RowTypeInfo", "SerializationSchema", "SimpleStringSchema",
-    "Time", "TimestampAssigner", "TupleTypeInfo", "TypeInformation", "TypeSerializer", "Types", "WatermarkStrategy",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+#: the module defining each public name (imported when one of its names is first used)
+_NAMES = {
+    "kernel.common.completable_future": ("CompletableFuture",),
+    "kernel.common.config_options": ("ConfigOption", "ConfigOptions"),
+    "kernel.common.configuration": ("Configuration",),
+    "kernel.common.execution_config": ("ExecutionConfig",),
+    "kernel.common.input_dependency_constraint": ("InputDependencyConstraint",),
+    "kernel.common.job_client": ("JobClient",),
+    "kernel.common.job_execution_result": ("JobExecutionResult",),
+    "kernel.common.job_id": ("JobID",),
+    "kernel.common.job_status": ("JobStatus",),
+    "kernel.common.restart_strategy": ("RestartStrategies", "RestartStrategyConfiguration"),
+    "kernel.common.serialization": (
+        "ByteArraySchema", "DeserializationSchema", "Encoder", "SerializationSchema", "SimpleStringSchema",
+    ),
+    "kernel.common.serializer": ("TypeSerializer",),
+    "kernel.common.time": ("Duration", "Instant", "Time"),
+    "kernel.common.typeinfo": ("RowTypeInfo", "TupleTypeInfo", "TypeInformation", "Types"),
+    "kernel.common.types": ("Row", "RowKind"),
+    "kernel.common.watermark_strategy": (
+        "AssignerWithPeriodicWatermarksWrapper", "TimestampAssigner", "WatermarkStrategy",
+    ),
+}
+_MODULES = {name: module for module, names in _NAMES.items() for name in names}
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

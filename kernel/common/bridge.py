@@ -44,6 +44,7 @@ from kernel.common.typeinfo import (
     TypeInformation,
 )
 from kernel.common.types import Row
+from kernel.common.unchanged import Kind, batch_test
 from kernel.errors import JobDefinitionError
 
 __all__ = ["collected_conversion", "collection_elements", "engineering_string"]
@@ -86,9 +87,10 @@ def collection_elements(type_info: TypeInformation, elements: list[Any]) -> list
     raises JobDefinitionError where PyFlink fails. An element converted to null where the
     type's serializer takes null (a BIG_DEC that is not a Decimal) ends the collection there:
     Flink's InputFormatSourceFunction stops at a null record."""
-    unchanged = _unchanged_elements(type_info)
+    elements = list(elements)
+    unchanged = batch_test(type_info, _kept)
     if unchanged is not None and unchanged(elements):
-        return list(elements)
+        return elements
     java = _java(type_info)
     read = coder_conversion(type_info) or _same
     converted = []
@@ -115,39 +117,23 @@ def _same(value: Any) -> Any:
 
 
 _RANGES = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64}
-_KINDS = {BasicType.STRING: "str", BasicType.BOOLEAN: "bool", BasicType.DOUBLE: "float"}
+_KINDS = {BasicType.STRING: str, BasicType.BOOLEAN: bool, BasicType.DOUBLE: float}
 
 
-def _unchanged_test(type_info: TypeInformation, value: str) -> str | None:
-    """A Python expression true when both the JVM's conversion and the coder give ``value``
-    back as it is (a tuple equal to it), for tuples of strings, booleans, doubles and integers
-    in range; None for the other types (they take the conversion per element)."""
-    if isinstance(type_info, TupleTypeInfo):
-        fields = [_unchanged_test(t, f"{value}[{i}]") for i, t in enumerate(type_info.get_field_types())]
-        if any(field is None for field in fields):
-            return None
-        return f"(type({value}) is tuple and len({value}) == {len(fields)}" + "".join(f" and {f}" for f in fields) + ")"
+def _kept(type_info: TypeInformation) -> Kind | None:
+    """The elements of a basic type both the JVM's conversion and the coder give back as they
+    are (``kernel.common.unchanged``'s kind: strings, booleans, doubles and integers in range,
+    also as the fields of tuples); None for the other types (they take the conversion per
+    element)."""
     if type(type_info) is not BasicTypeInfo:
         return None
     kind = type_info._basic_type
     if kind in _KINDS:
-        return f"type({value}) is {_KINDS[kind]}"
+        return _KINDS[kind], None, None
     if kind in _RANGES:
         bits = _RANGES[kind] - 1
-        return f"(type({value}) is int and {-(1 << bits)} <= {value} < {1 << bits})"
+        return int, -(1 << bits), (1 << bits) - 1
     return None
-
-
-def _unchanged_elements(type_info: TypeInformation) -> Any:
-    """A test of a whole collection, every element unchanged (one loop, no call per element);
-    None when the type has no such test."""
-    test = _unchanged_test(type_info, "element")
-    if test is None:
-        return None
-    namespace: dict[str, Any] = {}
-    exec(f"def unchanged(elements):\n    for element in elements:\n        if not {test}:\n"
-         f"            return False\n    return True\n", namespace)
-    return namespace["unchanged"]
 
 
 def _java(type_info: TypeInformation) -> Conversion:

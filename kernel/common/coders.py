@@ -39,10 +39,11 @@ from kernel.common.typeinfo import (
     TypeInformation,
 )
 from kernel.common.types import Row
+from kernel.common.unchanged import Kind, batch_test, compiled, expression
 
 Conversion = Callable[[Any], Any]
 
-__all__ = ["Conversion", "batch_conversion", "coder_conversion", "converted_results", "field_conversion"]
+__all__ = ["Conversion", "batch_conversion", "batch_results", "coder_conversion", "converted_results", "field_conversion"]
 
 
 def coder_conversion(type_info: TypeInformation | None) -> Conversion | None:
@@ -51,7 +52,7 @@ def coder_conversion(type_info: TypeInformation | None) -> Conversion | None:
     field = None if type_info is None else field_conversion(type_info)
     if field is None or field is _same:
         return None
-    test = _unchanged_test(type_info, "value")
+    test = expression(type_info, "value", _kept)
     if test is None:
         def convert(value: Any) -> Any:
             return None if value is None else field(value)
@@ -59,7 +60,7 @@ def coder_conversion(type_info: TypeInformation | None) -> Conversion | None:
         return convert
     # values the coder gives back as they are pass one inline test (a tuple of a str and an int:
     # no call per field); the others take the field conversion
-    return _compiled("convert", f"""
+    return compiled("convert", f"""
 def convert(value):
     if value is None or {test}:
         return value
@@ -69,21 +70,41 @@ def convert(value):
 
 def batch_conversion(type_info: TypeInformation | None) -> Callable[[list], list] | None:
     """:func:`coder_conversion` over a batch of values: the batch itself when the coder gives
-    every value back as it is (one loop of inline tests, no call per value), else a new list of
-    the converted values; None when values come back unchanged anyway."""
+    every value back as it is (a test of the whole batch, its loops in C where the type allows:
+    ``kernel.common.unchanged``), else a new list of the converted values; None when values
+    come back unchanged anyway."""
     convert = coder_conversion(type_info)
     if convert is None:
         return None
-    test = _unchanged_test(type_info, "value")
-    if test is None:
+    unchanged = batch_test(type_info, _kept)
+    if unchanged is None:
         return lambda values: [convert(value) for value in values]
-    return _compiled("convert_batch", f"""
-def convert_batch(values):
-    for value in values:
-        if not (value is None or {test}):
-            return [convert(value) for value in values]
-    return values
-""", convert=convert)
+
+    def convert_batch(values: list) -> list:
+        return values if unchanged(values) else [convert(value) for value in values]
+
+    return convert_batch
+
+
+def batch_results(function: Callable[[Any], Any], type_info: TypeInformation | None) -> Callable[[list], list]:
+    """``[converted_results(function, type_info)(value) for value in values]`` as a function of
+    the batch: ``function`` mapped over it, then its results converted as a batch. When
+    ``function`` fails on a value, the conversion of the results before it fails first, as it
+    would value by value."""
+    convert = batch_conversion(type_info)
+    if convert is None:
+        return lambda values: list(map(function, values))
+
+    def results(values: list) -> list:
+        found: list = []
+        try:
+            found.extend(map(function, values))  # keeps the results before a failure
+        except BaseException:
+            convert(found)
+            raise
+        return convert(found)
+
+    return results
 
 
 def converted_results(function: Callable[..., Any], type_info: TypeInformation | None) -> Callable[..., Any]:
@@ -93,8 +114,8 @@ def converted_results(function: Callable[..., Any], type_info: TypeInformation |
     convert = coder_conversion(type_info)
     if convert is None:
         return function
-    test = _unchanged_test(type_info, "result") or "False"
-    return _compiled("converted", f"""
+    test = expression(type_info, "result", _kept) or "False"
+    return compiled("converted", f"""
 def converted(*args):
     result = function(*args)
     if result is None or {test}:
@@ -103,41 +124,27 @@ def converted(*args):
 """, function=function, convert=convert)
 
 
-def _compiled(name: str, source: str, **names: Any) -> Callable[..., Any]:
-    """The function ``name`` defined by ``source`` (built once per declared type, so the tests
-    of :func:`_unchanged_test` run inline on the per-record path)."""
-    namespace = {"Decimal": decimal.Decimal, "date": datetime.date, **names}
-    exec(source, namespace)
-    return namespace[name]
-
-
 _INTEGER_BITS = {BasicType.BYTE: 8, BasicType.SHORT: 16, BasicType.INT: 32, BasicType.LONG: 64, BasicType.BIG_INT: 64}
-_EXACT_TYPE = {BasicType.STRING: "str", BasicType.CHAR: "str", BasicType.DOUBLE: "float", BasicType.BIG_DEC: "Decimal"}
+_EXACT_TYPE = {BasicType.STRING: str, BasicType.CHAR: str, BasicType.DOUBLE: float, BasicType.BIG_DEC: decimal.Decimal,
+               BasicType.BOOLEAN: bool}
 
 
-def _unchanged_test(type_info: TypeInformation, value: str) -> str | None:
-    """A Python expression over ``value`` that is true when the coder of ``type_info`` reads
-    the value back equal and of the same type (the value itself may then be passed on); None
-    when there is no such cheap test (a FLOAT is rounded, a Row renamed, a list copied)."""
+def _kept(type_info: TypeInformation) -> Kind | None:
+    """The values of a basic type the coder reads back equal and of the same type (so the
+    value itself may be passed on): ``kernel.common.unchanged``'s kind; None when there is no
+    such cheap test (a FLOAT is rounded, a Row renamed, a list copied)."""
     if isinstance(type_info, PickledBytesTypeInfo):
-        return "True"
+        return None, None, None
     if isinstance(type_info, BasicTypeInfo):
         kind = type_info._basic_type
         if kind in _INTEGER_BITS:
             bits = _INTEGER_BITS[kind]
-            return f"(type({value}) is int and {-(1 << (bits - 1))} <= {value} <= {(1 << (bits - 1)) - 1})"
+            return int, -(1 << (bits - 1)), (1 << (bits - 1)) - 1
         if kind in _EXACT_TYPE:
-            return f"type({value}) is {_EXACT_TYPE[kind]}"
-        if kind is BasicType.BOOLEAN:
-            return f"({value} is True or {value} is False)"
+            return _EXACT_TYPE[kind], None, None
         return None
     if isinstance(type_info, SqlTimeTypeInfo) and repr(type_info) == "DateTypeInfo":
-        return f"type({value}) is date"
-    if isinstance(type_info, TupleTypeInfo):
-        fields = [_unchanged_test(t, f"{value}[{i}]") for i, t in enumerate(type_info.get_field_types())]
-        if None in fields:
-            return None
-        return " and ".join([f"(type({value}) is tuple", f"len({value}) == {len(fields)}", *fields]) + ")"
+        return datetime.date, None, None
     return None
 
 

@@ -23,7 +23,15 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from kernel.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation
+from kernel.common.typeinfo import (
+    BasicType,
+    BasicTypeInfo,
+    PickledBytesTypeInfo,
+    RowTypeInfo,
+    SqlTimeTypeInfo,
+    TupleTypeInfo,
+    TypeInformation,
+)
 from kernel.datastream.transformations import (
     PartitionTransformation,
     PhysicalTransformation,
@@ -46,14 +54,21 @@ __all__ = ["PYTHON_KINDS", "serialized_output_types"]
 def serialized_output_types(transformations: Iterable[Transformation]) -> dict[int, TypeInformation]:
     """Transformation id -> the type whose coder writes that Python operator's main output,
     for every Python operator whose output leaves its chain of Python functions (pickled
-    outputs, which come back unchanged, are left out)."""
+    outputs, which come back unchanged, are left out; so are the outputs of operators that
+    hand on the very values a coder of the same type read, when those cannot have changed:
+    writing and reading them again gives them back as they are)."""
     consumers = _consumers(transformations)
     serialized: dict[int, TypeInformation] = {}
+    read_as: dict[int, TypeInformation | None] = {}  # id -> the type whose coder read its output values
     for t in _reachable(transformations):
+        read_as[t.id] = _read_as(t, read_as)
         if not _is_python(t) or isinstance(t.output_type, PickledBytesTypeInfo):
             continue
-        if not _chained_to_successor(t, consumers):
-            serialized[t.id] = t.output_type
+        if _chained_to_successor(t, consumers):
+            continue
+        if read_as[t.id] == t.output_type and _stable(t.output_type):
+            continue  # written and read back by the coder that read them: the same values
+        serialized[t.id] = read_as[t.id] = t.output_type
     return serialized
 
 
@@ -117,3 +132,34 @@ def _process_settings(t: Transformation) -> tuple | None:
     if added:
         return ChainingStrategy.ALWAYS, operator.params["python_parallelism"], -1, None
     return None
+
+
+#: operators whose output values are (some of) their input values, as they are
+_PASS_THROUGH = frozenset({"filter", "timestamps_watermarks"})
+
+
+def _read_as(t: Transformation, read_as: dict[int, TypeInformation | None]) -> TypeInformation | None:
+    """The type whose coder (or, for ``from_collection``, whose conversion by the JVM and
+    reading by the coder) gave the values ``t`` hands on; None when they may be any values."""
+    if isinstance(t, PhysicalTransformation):
+        kind = t.operator.kind
+        if kind == "collection" and not isinstance(t.output_type, PickledBytesTypeInfo):
+            return t.output_type  # kernel.common.bridge.collection_elements read them
+        if kind in _PASS_THROUGH and len(t.inputs) == 1 and read_as[t.inputs[0].id] == t.output_type:
+            return t.output_type
+        return None
+    if isinstance(t, PartitionTransformation):
+        return read_as[t.inputs[0].id]
+    return None
+
+
+def _stable(type_info: TypeInformation) -> bool:
+    """Whether the values a coder of ``type_info`` reads cannot be changed in place (numbers,
+    strings, dates, times of day, tuples of them) and come back as they are when written and
+    read again (not so a SQL_TIMESTAMP before the epoch: the coder truncates its seconds
+    towards zero each time)."""
+    if isinstance(type_info, TupleTypeInfo):
+        return all(_stable(t) for t in type_info.get_field_types())
+    if isinstance(type_info, BasicTypeInfo):
+        return type_info._basic_type is not BasicType.INSTANT
+    return isinstance(type_info, SqlTimeTypeInfo) and repr(type_info) in ("DateTypeInfo", "TimeTypeInfo")

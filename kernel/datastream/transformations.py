@@ -25,10 +25,18 @@ _UID_HASH = re.compile(r"^[0-9A-Fa-f]{32}$")
 
 @dataclass
 class KeySpec:
-    """How a keyed operator finds the key of a record (and which Java type the key has)."""
+    """How a keyed operator finds the key of a record (and which Java type the key has):
+    ``selector`` gives one record's key, ``keys_of`` the keys of a batch of records (as
+    ``selector`` would, record by record; by default it maps ``selector`` over them)."""
 
     selector: Callable[[Any], Any]
     key_type: TypeInformation | None = None
+    keys_of: Callable[[list], list] | None = None
+
+    def __post_init__(self) -> None:
+        if self.keys_of is None:
+            selector = self.selector
+            self.keys_of = lambda values: list(map(selector, values))
 
 
 @dataclass

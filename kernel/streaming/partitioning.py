@@ -103,10 +103,12 @@ class Shuffle(ChannelSelector):
 class KeyGroupChannels(ChannelSelector):
     """keyBy: the subtask owning the key's key group, as PyFlink routes ``key_by``."""
 
-    def __init__(self, num_channels: int, max_parallelism: int, key_selector: Callable[[Any], Any], key_type: Any) -> None:
+    def __init__(self, num_channels: int, max_parallelism: int, key_selector: Callable[[Any], Any], key_type: Any,
+                 keys_of: Callable[[list], list] | None = None) -> None:
+        """``keys_of``: the keys of a batch of records, as ``key_selector`` gives them one by one."""
         self.num_channels = num_channels
         self.max_parallelism = max_parallelism
-        self.key_selector = key_selector
+        self.keys_of = keys_of or (lambda values: list(map(key_selector, values)))
         self.key_hash = key_hasher(key_type)
         self.cache: dict[Any, int] = {}
         self.cache_any_key = equal_keys_hash_equal(key_type)
@@ -119,14 +121,14 @@ class KeyGroupChannels(ChannelSelector):
         n = self.num_channels
         if n == 1:
             return [(0, values, timestamps)]
-        cache, select, channel_of, any_key = self.cache, self.key_selector, self.channel_of, self.cache_any_key
+        cache, channel_of, any_key = self.cache, self.channel_of, self.cache_any_key
         plain_types = _PLAIN_KEYS.issuperset
         out_values: list[list] = [[] for _ in range(n)]
         add_value = [part.append for part in out_values]
         out_ts: list[list] = [[] for _ in range(n)]
         add_ts = [part.append for part in out_ts]
-        for value, ts in zip(values, timestamps if timestamps is not None else repeat(None, len(values))):
-            key = select(value)
+        keys = self.keys_of(values)
+        for key, value, ts in zip(keys, values, timestamps if timestamps is not None else repeat(None, len(values))):
             kind = type(key)
             if any_key or kind in _PLAIN_KEYS or (kind is tuple and plain_types(map(type, key))):
                 try:
@@ -173,7 +175,8 @@ def channel_selector(partitioner: p.StreamPartitioner, num_channels: int, max_pa
     if isinstance(partitioner, p.ShufflePartitioner):
         return Shuffle(num_channels, rng)
     if isinstance(partitioner, p.KeyGroupStreamPartitioner):
-        return KeyGroupChannels(num_channels, max_parallelism, partitioner.key_selector, partitioner.key_type)
+        return KeyGroupChannels(num_channels, max_parallelism, partitioner.key_selector, partitioner.key_type,
+                                partitioner.keys_of)
     if isinstance(partitioner, p.CustomPartitionerWrapper):
         return Custom(num_channels, partitioner.partitioner, partitioner.key_selector)
     raise ValueError(f"no channel selection for partitioner {partitioner!r}")

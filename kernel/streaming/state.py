@@ -58,7 +58,10 @@ class KeyedStateBackend:
                              "its values cannot be read with another setting")
         table = self.table(name)
         if not with_ttl:
-            return _STATE_OF[type(descriptor)](self, table, descriptor, namespace)
+            kind = _STATE_OF[type(descriptor)]
+            if kind is ValueStateImpl and namespace is not _CURRENT:
+                kind = BoundValueStateImpl
+            return kind(self, table, descriptor, namespace)
         from kernel.streaming.ttl import TTL_STATES, TtlSettings
 
         kind, unexpired = TTL_STATES[type(descriptor)]
@@ -150,21 +153,36 @@ class _KeyedState:
 
 
 class ValueStateImpl(_KeyedState, api.ValueState):
-    """(``_slot`` is spelled out in the accessors: they run per record.)"""
+    """Under the backend's current namespace (``get_state``); :class:`BoundValueStateImpl` is
+    fixed to one. (The slot is spelled out in the accessors: they run per record.)"""
 
     __slots__ = ()
 
     def value(self) -> Any:
-        backend, namespace = self.backend, self.namespace
-        return self.table.get((backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace))
+        backend = self.backend
+        return self.table.get((backend.current_key, backend.current_namespace))
 
     def update(self, value: Any) -> None:
-        backend, namespace = self.backend, self.namespace
-        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
+        backend = self.backend
         if value is None:
-            self.table.pop(slot, None)
+            self.table.pop((backend.current_key, backend.current_namespace), None)
         else:
-            self.table[slot] = value
+            self.table[(backend.current_key, backend.current_namespace)] = value
+
+
+class BoundValueStateImpl(ValueStateImpl):
+    """A ValueState of one namespace (``bound_state``: a window's, or None)."""
+
+    __slots__ = ()
+
+    def value(self) -> Any:
+        return self.table.get(self._slot())
+
+    def update(self, value: Any) -> None:
+        if value is None:
+            self.table.pop(self._slot(), None)
+        else:
+            self.table[self._slot()] = value
 
 
 class ListStateImpl(_KeyedState, api.ListState):

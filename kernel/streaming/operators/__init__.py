@@ -4,57 +4,39 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from kernel.datastream.functions import Function
-from kernel.datastream.transformations import OperatorSpec
-from kernel.graph.stream import StreamNode
-from kernel.streaming.operators.async_wait import AsyncWaitOperator
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
-from kernel.streaming.operators.broadcast import CoBroadcastWithKeyedOperator, CoBroadcastWithNonKeyedOperator
-from kernel.streaming.operators.basic import (
-    FilterOperator,
-    FlatMapOperator,
-    MapOperator,
-    ProcessOperator,
-)
-from kernel.streaming.operators.keyed import KeyedProcessOperator, ReduceOperator
-from kernel.streaming.operators.sinks import (
-    CollectSinkOperator,
-    FileSinkWriterOperator,
-    PrintSinkOperator,
-    SinkFunctionOperator,
-)
-from kernel.streaming.operators.timestamps import TimestampsAndWatermarksOperator
-from kernel.streaming.operators.twoinput import (
-    CoFlatMapOperator,
-    CoMapOperator,
-    CoProcessOperator,
-    KeyedCoProcessOperator,
-)
-from kernel.streaming.operators.aligned_window import window_operator
-from kernel.streaming.runtime import OperatorRuntime
 
-OPERATORS: dict[str, Callable[[OperatorSpec, StreamNode, OperatorRuntime], StreamOperator]] = {
-    "map": MapOperator,
-    "flat_map": FlatMapOperator,
-    "filter": FilterOperator,
-    "process": ProcessOperator,
-    "keyed_process": KeyedProcessOperator,
-    "reduce": ReduceOperator,
-    "co_map": CoMapOperator,
-    "co_flat_map": CoFlatMapOperator,
-    "co_process": CoProcessOperator,
-    "keyed_co_process": KeyedCoProcessOperator,
-    "co_broadcast_process": CoBroadcastWithNonKeyedOperator,
-    "keyed_co_broadcast_process": CoBroadcastWithKeyedOperator,
-    "print": PrintSinkOperator,
-    "sink_function": SinkFunctionOperator,
-    "sink_writer": FileSinkWriterOperator,
-    "collect": CollectSinkOperator,
-    "window": window_operator,
-    "timestamps_watermarks": TimestampsAndWatermarksOperator,
-    "async_wait": AsyncWaitOperator,
+if TYPE_CHECKING:
+    from kernel.datastream.transformations import OperatorSpec
+    from kernel.graph.stream import StreamNode
+    from kernel.streaming.runtime import OperatorRuntime
+
+#: the operator (class or factory) of each kind, as ``module:attribute`` (a job imports the
+#: modules of the operators it runs)
+OPERATORS: dict[str, str] = {
+    "map": "basic:MapOperator",
+    "flat_map": "basic:FlatMapOperator",
+    "filter": "basic:FilterOperator",
+    "process": "basic:ProcessOperator",
+    "keyed_process": "keyed:KeyedProcessOperator",
+    "reduce": "keyed:ReduceOperator",
+    "co_map": "twoinput:CoMapOperator",
+    "co_flat_map": "twoinput:CoFlatMapOperator",
+    "co_process": "twoinput:CoProcessOperator",
+    "keyed_co_process": "twoinput:KeyedCoProcessOperator",
+    "co_broadcast_process": "broadcast:CoBroadcastWithNonKeyedOperator",
+    "keyed_co_broadcast_process": "broadcast:CoBroadcastWithKeyedOperator",
+    "print": "sinks:PrintSinkOperator",
+    "sink_function": "sinks:SinkFunctionOperator",
+    "sink_writer": "sinks:FileSinkWriterOperator",
+    "collect": "sinks:CollectSinkOperator",
+    "window": "aligned_window:window_operator",
+    "timestamps_watermarks": "timestamps:TimestampsAndWatermarksOperator",
+    "async_wait": "async_wait:AsyncWaitOperator",
 }
 
 
@@ -65,9 +47,11 @@ def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperato
     spec = node.operator
     if spec.kind in ("collection", "source"):
         return SourceOperator(spec, node, runtime)
-    operator_class = OPERATORS.get(spec.kind)
-    if operator_class is None:
+    target = OPERATORS.get(spec.kind)
+    if target is None:
         raise ValueError(f"operator {node.name!r}: unknown operator kind {spec.kind!r}")
+    module, attribute = target.split(":")
+    operator_class = getattr(import_module(f"{__name__}.{module}"), attribute)
     return operator_class(subtask_copy(spec), node, runtime)
 
 

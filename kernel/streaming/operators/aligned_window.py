@@ -65,15 +65,15 @@ class AlignedWindowOperator(WindowOperator):
         side: dict = {}
         late_values: list = []
         late_ts: list = []
-        select, windows, watermark = self.key_selector, self.windows, self.timers.current_watermark
+        windows, watermark = self.windows, self.timers.current_watermark
         size, slide, offset, lateness = self.size, self.slide, self.offset, self.allowed_lateness
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         get = windows.get
-        for value, ts in zip(values, timestamps or [None] * len(values)):
+        keys = self.keys_of(values)
+        for key, value, ts in zip(keys, values, timestamps or [None] * len(values)):
             if ts is None:
                 check_time_record(ts, self.assigner)
-            key = select(value)
             start = ts - (ts - offset + slide) % slide
             skipped = True
             while start > ts - size:
@@ -117,7 +117,7 @@ class AlignedWindowOperator(WindowOperator):
         at most MAX) has passed the watermark: when ``last <= watermark - lateness``, or always
         once the watermark is MAX; it has fired when ``last <= watermark``. Both compare its
         start (``last - size + 1``)."""
-        select, windows, watermark = self.key_selector, self.windows, self.timers.current_watermark
+        windows, watermark = self.windows, self.timers.current_watermark
         size, lateness = self.size, self.allowed_lateness
         shift, size_1 = size - self.offset, size - 1
         skipped_from = (watermark - lateness if watermark < MAX_LONG else MAX_LONG + size) - size_1
@@ -130,8 +130,7 @@ class AlignedWindowOperator(WindowOperator):
         fired: tuple[list, list, dict] | None = None
         late_values: list = []
         late_ts: list = []
-        for value, ts in zip(values, timestamps):
-            key = select(value)
+        for key, value, ts in zip(self.keys_of(values), values, timestamps):
             start = ts - (ts + shift) % size
             if start <= skipped_from:
                 if ts + lateness <= watermark:

@@ -46,7 +46,8 @@ class StreamOperator:
         self.keyed = spec.keyed
         self.backend = KeyedStateBackend(runtime.now_ms) if self.keyed else None
         key = next((k for k in spec.keys if k is not None), None)
-        self.key_selector = key.selector if key is not None else None
+        #: the keys of a batch of records (operators take them once per batch)
+        self.keys_of = key.keys_of if key is not None else None
         self.runtime_context = StreamingRuntimeContext(runtime.info, self.backend)
         self.requested_side_outputs = set(spec.side_outputs)
         self.current_watermark = MIN_LONG
@@ -192,7 +193,7 @@ class TwoInputStreamOperator(StreamOperator):
         super().__init__(spec, node, runtime)
         self.input_watermarks = [MIN_LONG, MIN_LONG]
         self.input_idle = [False, False]
-        self.key_selectors = [k.selector if k is not None else None for k in (spec.keys or (None, None))]
+        self.keys_of_inputs = [k.keys_of if k is not None else None for k in (spec.keys or (None, None))]
 
     def process_batch(self, values: list, timestamps: list | None) -> None:
         raise TypeError("a two-input operator receives process_batch1/process_batch2")

@@ -20,11 +20,12 @@ class MapOperator(StreamOperator):
     def process_batch(self, values, timestamps):
         f = self._map
         if self.keyed:
-            backend, select = self.backend, self.key_selector
+            backend = self.backend
             out = []
-            for value in values:
-                backend.current_key = select(value)
-                out.append(f(value))
+            append = out.append
+            for key, value in zip(self.keys_of(values), values):
+                backend.current_key = key
+                append(f(value))
         else:
             out = list(map(f, values))
         self.output.collect(out, timestamps)
@@ -37,26 +38,27 @@ class FlatMapOperator(StreamOperator):
 
     def process_batch(self, values, timestamps):
         f = self._flat_map
-        backend, select = self.backend, self.key_selector
+        backend = self.backend
         if self.requested_side_outputs:
             self._process_with_side_outputs(values, timestamps)
             return
         out: list = []
         extend = out.extend
+        keys = self.keys_of(values) if backend is not None else repeat(None)
         if timestamps is None:
             if backend is None:
                 for value in values:
                     extend(f(value))
             else:
-                for value in values:
-                    backend.current_key = select(value)
+                for key, value in zip(keys, values):
+                    backend.current_key = key
                     extend(f(value))
             self.output.collect(out, None)
             return
         out_ts: list = []
-        for value, ts in zip(values, timestamps):
+        for key, value, ts in zip(keys, values, timestamps):
             if backend is not None:
-                backend.current_key = select(value)
+                backend.current_key = key
             before = len(out)
             extend(f(value))
             if len(out) != before:
@@ -66,13 +68,14 @@ class FlatMapOperator(StreamOperator):
 
     def _process_with_side_outputs(self, values, timestamps):
         f = self._flat_map
-        backend, select = self.backend, self.key_selector
+        backend = self.backend
+        keys = self.keys_of(values) if backend is not None else None
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             if backend is not None:
-                backend.current_key = select(value)
+                backend.current_key = keys[i]
             ts = timestamps[i] if timestamps is not None else None
             self.emit_results(iter(f(value)), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)
@@ -86,10 +89,10 @@ class FilterOperator(StreamOperator):
     def process_batch(self, values, timestamps):
         f = self._filter
         if self.keyed:
-            backend, select = self.backend, self.key_selector
+            backend = self.backend
             keep = []
-            for value in values:
-                backend.current_key = select(value)
+            for key, value in zip(self.keys_of(values), values):
+                backend.current_key = key
                 keep.append(bool(f(value)))
         else:
             keep = list(map(bool, map(f, values)))

@@ -203,12 +203,13 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
         self._timer_ctx = InternalKeyedBroadcastProcessFunctionOnTimerContext(self, keyed_timers)
 
     def process_batch1(self, values: list, timestamps: list | None) -> None:
-        ctx, process, backend, select = self._ctx, self._process_element, self.backend, self.key_selectors[0]
+        ctx, process, backend = self._ctx, self._process_element, self.backend
+        keys = self.keys_of_inputs[0](values)
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
-            key = select(value)
+            key = keys[i]
             backend.current_key = key
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = MIN_LONG if ts is None else ts, key

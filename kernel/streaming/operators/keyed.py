@@ -26,6 +26,9 @@ class KeyedTimerService(TimerService):
         self._operator = operator
         self._timers = timers
         self._register_event_time = timers.event_time_registration(None)
+        if type(self).register_event_time_timer is KeyedTimerService.register_event_time_timer:
+            # a function registering per record calls the registration itself, no method in between
+            self.register_event_time_timer = self._register_event_time  # type: ignore[method-assign]
 
     def current_processing_time(self) -> int:
         return self._operator.runtime.now_ms()
@@ -118,13 +121,13 @@ class KeyedProcessOperator(TimerOperator):
         if self.requested_side_outputs:
             self._process_with_side_outputs(values, timestamps)
             return
-        ctx, process, backend, select = self._ctx, self._process, self.backend, self.key_selector
+        ctx, process, backend = self._ctx, self._process, self.backend
+        keys = self.keys_of(values)
         out_values: list = []
         extend = out_values.extend
         if timestamps is None:
             ctx._timestamp = None
-            for value in values:
-                key = select(value)
+            for key, value in zip(keys, values):
                 backend.current_key = key
                 ctx._key = key
                 results = process(value, ctx)
@@ -134,8 +137,7 @@ class KeyedProcessOperator(TimerOperator):
                 self.output.collect(out_values, None)
             return
         out_ts: list = []
-        for value, ts in zip(values, timestamps):
-            key = select(value)
+        for key, value, ts in zip(keys, values, timestamps):
             backend.current_key = key
             ctx._timestamp, ctx._key = ts, key
             results = process(value, ctx)
@@ -148,12 +150,13 @@ class KeyedProcessOperator(TimerOperator):
             self.output.collect(out_values, out_ts)
 
     def _process_with_side_outputs(self, values, timestamps):
-        ctx, process, backend, select = self._ctx, self._process, self.backend, self.key_selector
+        ctx, process, backend = self._ctx, self._process, self.backend
+        keys = self.keys_of(values)
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
-            key = select(value)
+            key = keys[i]
             backend.current_key = key
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = ts, key
@@ -182,29 +185,41 @@ class ReduceOperator(StreamOperator):
 
     def open(self) -> None:
         super().open()
-        self._reduce = method_or_callable(self.spec.function, fn.ReduceFunction, "reduce")
+        function = self.spec.function
+        self._reduce = method_or_callable(function, fn.ReduceFunction, "reduce")
+        #: only a Function gets a runtime context, to read keyed state under the current key:
+        #: for a plain callable the key is set once per batch, to the last record's
+        self._key_per_record = isinstance(function, fn.Function)
         self._values: dict[Any, Any] = {}
 
     def process_batch(self, values, timestamps):
-        reduce, select, state = self._reduce, self.key_selector, self._values
-        backend = self.backend
+        reduce, state, backend = self._reduce, self._values, self.backend
+        keys = self.keys_of(values)
         if self.runtime.batch:
-            for value in values:
-                key = select(value)
+            for key, value in zip(keys, values):
                 backend.current_key = key
                 current = state.get(key)
                 state[key] = value if current is None else reduce(current, value)
             return
         out = []
         append, get = out.append, state.get
-        for value in values:
-            key = select(value)
-            backend.current_key = key
-            current = get(key)
-            if current is not None:
-                value = reduce(current, value)
-            state[key] = value
-            append(value)
+        if self._key_per_record:
+            for key, value in zip(keys, values):
+                backend.current_key = key
+                current = get(key)
+                if current is not None:
+                    value = reduce(current, value)
+                state[key] = value
+                append(value)
+        else:
+            for key, value in zip(keys, values):
+                current = get(key)
+                if current is not None:
+                    value = reduce(current, value)
+                state[key] = value
+                append(value)
+            if keys:
+                backend.current_key = keys[-1]
         self.output.collect(out, timestamps)
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:

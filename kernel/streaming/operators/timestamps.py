@@ -16,6 +16,7 @@ from kernel.streaming.sources import WatermarkOutput
 
 #: PyFlink hands each extracted timestamp to Java as a LONG: 1000.7 becomes 1000
 _LONG = field_conversion(Types.LONG())
+_INT = frozenset([int])
 
 
 class TimestampsAndWatermarksOperator(StreamOperator):
@@ -52,10 +53,9 @@ class TimestampsAndWatermarksOperator(StreamOperator):
                 timestamps = list(map(assign, values, repeat(MIN_LONG, len(values))))
             else:
                 timestamps = [assign(v, MIN_LONG if t is None else t) for v, t in zip(values, timestamps)]
-            for t in timestamps:
-                if type(t) is not int or not MIN_LONG <= t <= MAX_LONG:
-                    timestamps = list(map(_LONG, timestamps))
-                    break
+            if timestamps and not (set(map(type, timestamps)) <= _INT and MIN_LONG <= min(timestamps)
+                                   and max(timestamps) <= MAX_LONG):
+                timestamps = list(map(_LONG, timestamps))
         if self.generator is not None:
             self.generator.on_events(values, timestamps, self.watermarks)
         if self.watermarks.idle:

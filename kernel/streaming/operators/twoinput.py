@@ -17,14 +17,15 @@ class _PerRecord(TwoInputStreamOperator):
         raise NotImplementedError
 
     def _process(self, index: int, values: list, timestamps: list | None) -> None:
-        select = self.key_selectors[index]
+        keys_of = self.keys_of_inputs[index]
         backend = self.backend
+        keys = keys_of(values) if backend is not None else None
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             if backend is not None:
-                backend.current_key = select(value)
+                backend.current_key = keys[i]
             ts = timestamps[i] if timestamps is not None else None
             self.emit_results(self._call(index, value, ts), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)

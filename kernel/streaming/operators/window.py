@@ -198,7 +198,8 @@ class WindowOperator(TimerOperator):
     # -- elements -----------------------------------------------------------------------------
 
     def process_batch(self, values, timestamps):
-        select, backend = self.key_selector, self.backend
+        backend = self.backend
+        keys = self.keys_of(values)
         out_values: list = []
         out_ts: list = []
         side: dict = {}
@@ -206,7 +207,7 @@ class WindowOperator(TimerOperator):
         late_ts: list = []
         for i, value in enumerate(values):
             ts = timestamps[i] if timestamps is not None else None
-            key = select(value)
+            key = keys[i]
             backend.current_key = key
             backend.current_namespace = None
             if self._process_element(key, value, ts, out_values, out_ts, side):
