@@ -329,7 +329,7 @@ def _convert(info: KeyInfo, value: Any, source: str) -> Any:
         return msgspec.convert(value, info.annotation, strict=False)
     except (ValueError, msgspec.ValidationError) as exc:
         detail = str(exc).replace(" - at `$`", "")
-        if unit is not None:
+        if unit is not None and repr(unit.example) not in detail:
             detail += f" (e.g. {unit.example!r})"
         choices = literal_choices(info.annotation)
         if choices:

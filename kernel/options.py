@@ -99,5 +99,15 @@ class ExecutionOptions(Section):
     )
 
 
+class WorkerOptions(Section):
+    """What every workers plugin's ResourceManager driver honours."""
+
+    stop_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="how long a released TaskExecutor outside the cluster's process may "
+                                                   "take to end before it is killed (processes: SIGKILL; spark: its "
+                                                   "Spark job cancelled)")
+    ] = msgspec.field(name="rill.workers.stop-timeout", default=10_000)
+
+
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
-                                              CheckpointingOptions, StateRecoveryOptions)
+                                              CheckpointingOptions, StateRecoveryOptions, WorkerOptions)

@@ -79,3 +79,18 @@ def test_the_start_failure_rate_and_retry_interval_are_configurable():
     started = [e.time / S for e in job.events(WorkerStarted)]
     # the 3rd failure (at 3 s) pauses requests until 8 s, then each failure pauses them 5 s more
     assert started == [0.0, 1.0, 2.0, 8.0, 14.0]
+
+
+def test_the_stop_timeout_is_a_key_whichever_workers_plugin_is_chosen(cli, tmp_path):
+    """``rill.workers.stop-timeout`` is the ResourceManager driver's, not one plugin's: a config
+    made for process workers runs with embedded ones too; a bad value is named in one line."""
+    job = tmp_path / "job.py"
+    job.write_text("from kernel.datastream import StreamExecutionEnvironment\n"
+                   "env = StreamExecutionEnvironment.get_execution_environment()\n"
+                   "env.from_collection([1, 2]).print()\nenv.execute('j')\n")
+    code, out, err = cli("run", "--quiet", "--set", "rill.workers.stop-timeout=2 s", str(job))
+    assert (code, out.splitlines(), err) == (0, ["1", "2"], "")
+    code, out, err = cli("run", "--quiet", "--set", "rill.workers.stop-timeout=soon", str(job))
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("rill: error: ")
+    assert err == ("rill: error: config key 'rill.workers.stop-timeout' (--set): expected a duration like '10 s', "
+                   "got 'soon'\n")

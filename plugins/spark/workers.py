@@ -31,16 +31,15 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from kernel import hookimpl
-from kernel.config import Section
-from kernel.configtypes import DurationMs
 from kernel.contracts.workers import WorkerNode
 from kernel.errors import UsageError
 from kernel.messaging import Future
+from kernel.options import WorkerOptions
 from kernel.tcp import Connection, Server, parse_address
 from plugins.spark.options import SparkOptions
 from plugins.spark.worker_task import FINISHED, RETRIED, decode, encode, run_in_spark_task
@@ -49,13 +48,6 @@ if TYPE_CHECKING:
     from kernel.contracts.workers import ResourceEventHandler, TaskExecutorProcessSpec, WorkerHost
 
 _output_lock = threading.Lock()
-
-
-class SparkWorkerOptions(Section):
-    stop_timeout: Annotated[
-        DurationMs, msgspec.Meta(ge=0, description="how long a released TaskExecutor may take to end before it is "
-                                                   "killed (plugin spark: its Spark job cancelled)")
-    ] = msgspec.field(name="rill.workers.stop-timeout", default=10_000)
 
 
 class WorkerStartFailed(Exception):
@@ -109,7 +101,7 @@ class _Worker:
 class SparkWorkerDriver:
     in_process = False
 
-    def __init__(self, host: WorkerHost, spark: Any, created: bool, options: SparkWorkerOptions,
+    def __init__(self, host: WorkerHost, spark: Any, created: bool, options: WorkerOptions,
                  run_id: str) -> None:
         self.host = host
         self.spark = spark
@@ -307,7 +299,6 @@ class SparkWorkerDriver:
 @hookimpl
 def register_config(register):
     register(SparkOptions)
-    register(SparkWorkerOptions)
 
 
 @hookimpl
@@ -316,4 +307,4 @@ def create_resource_manager_driver(host, run):
         raise UsageError("plugins.workers=spark needs rill.clock=realtime: TaskExecutors in Spark tasks run on the "
                          "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
     spark, created = worker_session(run.config.section(SparkOptions))
-    return SparkWorkerDriver(host, spark, created, run.config.section(SparkWorkerOptions), run.id)
+    return SparkWorkerDriver(host, spark, created, run.config.section(WorkerOptions), run.id)

@@ -20,15 +20,14 @@ import socket
 import subprocess
 import sys
 import threading
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from kernel import hookimpl
-from kernel.config import Section
-from kernel.configtypes import DurationMs
 from kernel.contracts.workers import WorkerNode
 from kernel.errors import UsageError
+from kernel.options import WorkerOptions
 from kernel.messaging import Future
 
 if TYPE_CHECKING:
@@ -45,12 +44,6 @@ def _write(data: bytes) -> None:
             out.flush()
         except (BrokenPipeError, ValueError):
             pass
-
-
-class ProcessWorkerOptions(Section):
-    stop_timeout: Annotated[
-        DurationMs, msgspec.Meta(ge=0, description="how long a released TaskExecutor process may take to exit before SIGKILL")
-    ] = msgspec.field(name="rill.workers.stop-timeout", default=10_000)
 
 
 def describe_exit(code: int) -> str:
@@ -74,7 +67,7 @@ class _Worker:
 class ProcessDriver:
     in_process = False
 
-    def __init__(self, host: WorkerHost, options: ProcessWorkerOptions) -> None:
+    def __init__(self, host: WorkerHost, options: WorkerOptions) -> None:
         self.host = host
         self.stop_timeout = options.stop_timeout / 1000
         self.handler: ResourceEventHandler | None = None
@@ -178,13 +171,8 @@ class ProcessDriver:
 
 
 @hookimpl
-def register_config(register):
-    register(ProcessWorkerOptions)
-
-
-@hookimpl
 def create_resource_manager_driver(host, run):
     if run.clock.mode == "simulated":
         raise UsageError("plugins.workers=processes needs rill.clock=realtime: TaskExecutor processes run on the "
                          "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
-    return ProcessDriver(host, run.config.section(ProcessWorkerOptions))
+    return ProcessDriver(host, run.config.section(WorkerOptions))
