@@ -67,6 +67,14 @@ def test_tag_must_be_explicit_and_fields_need_defaults():
     with pytest.raises(ValueError, match="FieldWithoutDefault.x needs a default"):
         registry.register(FieldWithoutDefault)
 
+    class RequiredAmongDefaults(Event, kw_only=True, tag="required_among_defaults"):
+        a: int = 0
+        b: str
+        c: list = msgspec.field(default_factory=list)
+
+    with pytest.raises(ValueError, match="RequiredAmongDefaults.b needs a default"):
+        registry.register(RequiredAmongDefaults)
+
 
 def test_events_are_frozen():
     event = RunStarted(time=1)
