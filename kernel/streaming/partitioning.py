@@ -6,7 +6,6 @@ Randomness (rebalance's first channel, shuffle) comes from the kernel's seeded R
 
 from __future__ import annotations
 
-from itertools import repeat
 from random import Random
 from typing import Any, Callable
 
@@ -121,29 +120,45 @@ class KeyGroupChannels(ChannelSelector):
         n = self.num_channels
         if n == 1:
             return [(0, values, timestamps)]
-        cache, channel_of, any_key = self.cache, self.channel_of, self.cache_any_key
-        plain_types = _PLAIN_KEYS.issuperset
-        out_values: list[list] = [[] for _ in range(n)]
-        add_value = [part.append for part in out_values]
-        out_ts: list[list] = [[] for _ in range(n)]
-        add_ts = [part.append for part in out_ts]
         keys = self.keys_of(values)
-        for key, value, ts in zip(keys, values, timestamps if timestamps is not None else repeat(None, len(values))):
-            kind = type(key)
-            if any_key or kind in _PLAIN_KEYS or (kind is tuple and plain_types(map(type, key))):
-                try:
-                    channel = cache[key]
-                except KeyError:
-                    channel = channel_of(key)
-                    if len(cache) < KEY_CACHE_LIMIT:
-                        cache[key] = channel
-                except TypeError:  # unhashable key (list, dict): route without the cache
-                    channel = channel_of(key)
-            else:
-                channel = channel_of(key)
-            add_value[channel](value)
-            add_ts[channel](ts)
-        return [(c, out_values[c], out_ts[c] if timestamps is not None else None) for c in range(n) if out_values[c]]
+        if self.cache_any_key or _PLAIN_KEYS.issuperset(map(type, keys)):
+            channels = self._remembered_channels(keys)
+        else:
+            channels = list(map(self._channel_of_any, keys))
+        return _split(channels, values, timestamps, n)
+
+    def _remembered_channels(self, keys: list) -> list[int]:
+        """The channels of keys whose equal values are one key: remembered per key, a batch's in
+        one look-up pass (in C) once every key of it was seen."""
+        cache = self.cache
+        try:
+            return list(map(cache.__getitem__, keys))
+        except KeyError:
+            try:
+                unseen = set(keys).difference(cache)
+            except TypeError:  # an unhashable key (a list, a dict): routed without the cache
+                return list(map(self.channel_of, keys))
+        except TypeError:
+            return list(map(self.channel_of, keys))
+        channel_of = self.channel_of
+        if len(cache) + len(unseen) > KEY_CACHE_LIMIT:
+            return [cache[key] if key in cache else channel_of(key) for key in keys]
+        for key in unseen:
+            cache[key] = channel_of(key)
+        return list(map(cache.__getitem__, keys))
+
+    def _channel_of_any(self, key: Any) -> int:
+        """A key of a type whose equal values may be different keys (1, True and 1.0 pickled):
+        remembered only when it is a str, an int or a tuple of them."""
+        kind = type(key)
+        if kind in _PLAIN_KEYS or (kind is tuple and _PLAIN_KEYS.issuperset(map(type, key))):
+            channel = self.cache.get(key)
+            if channel is None:
+                channel = self.channel_of(key)
+                if len(self.cache) < KEY_CACHE_LIMIT:
+                    self.cache[key] = channel
+            return channel
+        return self.channel_of(key)
 
 
 class Custom(ChannelSelector):
