@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -80,7 +79,7 @@ class Run:
             "started_at": self.started_at,
             "ended_at": self.ended_at,
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": os.uname().nodename,
             "metadata": self.metadata,
         }
 

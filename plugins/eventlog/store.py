@@ -18,7 +18,6 @@ log (:mod:`plugins.eventlog.damage`) is never written to.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from contextlib import contextmanager
@@ -255,7 +254,7 @@ class EventStore:
 
     def mark_crashed_runs(self) -> list[str]:
         """Mark runs of dead processes on this host ``crashed``; returns their ids."""
-        host = socket.gethostname()
+        host = os.uname().nodename
         with self._locked(exclusive=False):
             con = self._connect(read_only=True)
             try:

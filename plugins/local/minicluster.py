@@ -32,7 +32,6 @@ from kernel.graph.job import JobGraph
 from kernel.options import RillOptions
 from plugins.local import messages as m
 from plugins.local.dispatcher import Dispatcher
-from plugins.local.endpoint import ClusterEndpoint
 from plugins.local.faults import FaultInjector
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
 from plugins.local.options import ClusterOptions
@@ -42,6 +41,7 @@ from plugins.local.taskexecutor import TaskExecutor
 
 if TYPE_CHECKING:
     from kernel.run import Run
+    from plugins.local.endpoint import ClusterEndpoint
     from plugins.local.tasks.streamtask import StreamTask
 
 
@@ -89,7 +89,9 @@ class MiniCluster:
         run.plugin_manager.require("create_resource_manager_driver", "workers")
         self.driver = run.plugin_manager.hook.create_resource_manager_driver(host=self, run=run)
         self.endpoint: ClusterEndpoint | None = None
-        if not self.driver.in_process:  # TaskExecutors connect to this process
+        if not self.driver.in_process:  # TaskExecutors connect to this process (TCP: loaded only then)
+            from plugins.local.endpoint import ClusterEndpoint
+
             self.endpoint = ClusterEndpoint(self, options.rpc_address)
         self.rpc_address = self.endpoint.address if self.endpoint is not None else ""
         self.resource_manager = ResourceManager(run.messaging, run, options, self.driver, self._worker_spec,

@@ -5,7 +5,6 @@ use: its TaskExecutors share the run's single-threaded loop."""
 from __future__ import annotations
 
 import os
-import socket
 from typing import TYPE_CHECKING
 
 from kernel import hookimpl
@@ -30,7 +29,7 @@ class EmbeddedDriver:
         """Starts the TaskExecutor at once: the Future is complete when it returns."""
         placed = Future(self.host.loop)
         self.host.start_task_executor(spec)
-        placed.set_result(WorkerNode(resource_id=spec.resource_id, pid=os.getpid(), host=socket.gethostname()))
+        placed.set_result(WorkerNode(resource_id=spec.resource_id, pid=os.getpid(), host=os.uname().nodename))
         return placed
 
     def release_resource(self, resource_id: str) -> None:

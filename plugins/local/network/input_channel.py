@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 class InputChannel:
     __slots__ = ("gate", "index", "exclusive_free", "queue", "credits", "subpartition", "finished", "data_ended",
                  "waiting", "priority", "barrier_seen", "persisted", "persisting")
+    #: reads a subpartition of another TaskExecutor (over TCP: :mod:`.remote`)
+    remote = False
 
     def __init__(self, gate: InputGate, index: int) -> None:
         self.gate = gate

@@ -181,6 +181,7 @@ class RemoteInputChannel(InputChannel):
     """An input channel reading a subpartition of another TaskExecutor (see the module)."""
 
     __slots__ = ("address", "codec", "client", "receiver_id", "available", "backlog", "on_failure")
+    remote = True
 
     def __init__(self, gate: InputGate, index: int, address: str, type_info: Any) -> None:
         super().__init__(gate, index)

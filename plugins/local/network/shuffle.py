@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from plugins.local.network.input_gate import InputGate
-from plugins.local.network.remote import RemoteInputChannel
 from plugins.local.network.wire import edge_type
 
 if TYPE_CHECKING:
@@ -61,6 +60,8 @@ class ShuffleEnvironment:
         gate = InputGate(len(consumed.channels), self.settings, index, self.lock, loop)
         for channel, address in enumerate(consumed.locations):
             if address and address != self.data_address:
+                from plugins.local.network.remote import RemoteInputChannel  # TCP: loaded only when used
+
                 gate.channels[channel] = RemoteInputChannel(gate, channel, address,
                                                             edge_type(stream_graph, consumed.edges[channel]))
         return gate
@@ -69,7 +70,7 @@ class ShuffleEnvironment:
                            on_failure: Callable[[BaseException], None]) -> None:
         """Connect the gate's channels to their subpartitions (remote ones request theirs)."""
         for channel, (partition_id, subpartition) in zip(gate.channels, consumed.channels):
-            if isinstance(channel, RemoteInputChannel):
+            if channel.remote:
                 channel.on_failure = on_failure
                 self.client.request(channel, partition_id, subpartition)
             else:
@@ -78,7 +79,7 @@ class ShuffleEnvironment:
     def release_input_gate(self, gate: InputGate) -> None:
         """The consuming task ended: remote producers stop sending."""
         for channel in gate.channels:
-            if isinstance(channel, RemoteInputChannel):
+            if channel.remote:
                 channel.release()
 
     def register_partition(self, partition: ResultPartition) -> None:
