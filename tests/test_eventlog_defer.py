@@ -125,3 +125,34 @@ def test_a_process_exiting_after_its_run_leaves_the_log_to_a_background_process(
     runs, events, _ = stored(log)
     assert [run[:2] for run in runs] == [("exiting", "finished")]
     assert [kind for _, _, kind in events][:1] == ["run_started"] and events[-1][2] == "run_finished"
+
+
+def test_a_reader_never_misses_a_deferred_run_while_another_stores_it(session_factory, tmp_path):
+    """Whoever stores a deferred spool holds the log before it takes the spool: while it waits
+    for a reader holding the log, the spool stays free, so the reader stores it itself and
+    shows the run (a spool taken first looks like one its run still writes, and the reader
+    would read the log without the run); the storer then finds it gone."""
+    import threading
+
+    from plugins.eventlog.ingest import ingest_pending, replay_spool
+    from plugins.eventlog.spool import lock_spool
+    from plugins.eventlog.store import COMMAND_WAIT
+
+    log = tmp_path / "log.duckdb"
+    run = short_run(session_factory, log)
+    run.bus.join(settle=False)
+    [path] = [d / name for d in spool_dirs(log) if d.exists() for name in os.listdir(d)]
+    results: list[bool] = []
+    with EventStore(log).write(COMMAND_WAIT) as con:  # a command holds the log
+        storing = threading.Thread(target=lambda: results.append(replay_spool(EventStore(log), path, 30.0)))
+        storing.start()
+        for _ in range(50):  # the storer waits for the log all along without taking the spool
+            fd = lock_spool(path)
+            assert fd is not None, "the spool was taken by a storer that does not hold the log"
+            os.close(fd)
+            storing.join(0.01)
+        ingest_pending(con, log)
+    storing.join()
+    assert results == [False] and spools(log) == []
+    with EventStore(log).read() as con:
+        assert con.execute("SELECT run_id, status, events FROM runs").fetchall() == [(run.id, "finished", 5)]

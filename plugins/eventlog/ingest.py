@@ -96,19 +96,21 @@ def replay_spool(store: EventStore, path: Path, timeout: float) -> bool:
     log is the file the run would have left — holding the log throughout (a reader waits and
     then sees the whole run), and exactly once (batches the log counts are skipped). False
     when the spool is not there to be stored (another command has it). Waits up to
-    ``timeout`` seconds for the log."""
-    fd = lock_spool(path)
-    if fd is None:
-        return False
-    try:
-        frames = list(read_frames(path))
-        opened = frames[0] if frames and isinstance(frames[0], SpoolOpened) else None
-        if opened is None:
-            raise ValueError(f"spool {path} has no readable header")
-        run_id = opened.run_id
-        batches = [frame for frame in frames if isinstance(frame, BatchSpooled)]
-        closed = next((frame for frame in frames if isinstance(frame, RunClosed)), None)
-        with store.write_sessions(timeout) as session:
+    ``timeout`` seconds for the log, and takes the spool only once it holds the log: a spool
+    taken while its storer waited would look to a reader holding the log like one its run is
+    still writing, and the reader would read the log without the run."""
+    with store.write_sessions(timeout) as session:
+        fd = lock_spool(path)
+        if fd is None:
+            return False
+        try:
+            frames = list(read_frames(path))
+            opened = frames[0] if frames and isinstance(frames[0], SpoolOpened) else None
+            if opened is None:
+                raise ValueError(f"spool {path} has no readable header")
+            run_id = opened.run_id
+            batches = [frame for frame in frames if isinstance(frame, BatchSpooled)]
+            closed = next((frame for frame in frames if isinstance(frame, RunClosed)), None)
             for index, batch in enumerate(batches):
                 with session() as con:
                     if index == 0:
@@ -128,9 +130,9 @@ def replay_spool(store: EventStore, path: Path, timeout: float) -> bool:
             if closed is not None:
                 with session() as con:
                     record_end(con, run_id, closed.status, closed.ended_at, closed.updated_at, closed.metadata)
-        remove_spool(path)
-    finally:
-        os.close(fd)
+            remove_spool(path)
+        finally:
+            os.close(fd)
     return True
 
 
