@@ -6,8 +6,7 @@ does not load every module of the package)."""
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from kernel.lazynames import lazy_names
 
 #: the module defining each public name (imported when one of its names is first used)
 _NAMES = {
@@ -32,19 +31,5 @@ _NAMES = {
         "AssignerWithPeriodicWatermarksWrapper", "TimestampAssigner", "WatermarkStrategy",
     ),
 }
-_MODULES = {name: module for module, names in _NAMES.items() for name in names}
 
-__all__ = sorted(_MODULES)
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_names(__name__, globals(), _NAMES)
