@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from kernel.config import Config, RawConfig, Section, load_raw, validate
 from kernel.cluster_events import CLUSTER_EVENT_TYPES
 from kernel.events import KERNEL_EVENT_TYPES, EventRegistry
 from kernel.options import KERNEL_SECTIONS
 from kernel.pluginmanager import RillPluginManager
-from kernel.views import ViewRegistry
+
+if TYPE_CHECKING:
+    from kernel.views import ViewRegistry
 
 
 class Session:
@@ -84,6 +86,8 @@ class Session:
     @cached_property
     def views(self) -> ViewRegistry:
         """The SQL views plugins register (``register_views``), collected when first read."""
+        from kernel.views import ViewRegistry  # what reads recorded runs needs it; a run does not
+
         views = ViewRegistry()
         self.plugin_manager.hook.register_views(register=views.register)
         return views

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from kernel.errors import EventLogError
 from plugins.eventlog.damage import reason
-from plugins.eventlog.ingest import replay_spool
 from plugins.eventlog.migrations import SchemaConflict
 from plugins.eventlog.spool import announce, spool_notice, spooled_events
 from plugins.eventlog.store import COMMAND_WAIT, EventStore
@@ -33,6 +32,8 @@ def store_deferred(store: EventStore, spool: Path, run_id: str) -> None:
     as long as a command does (nothing is held up meanwhile but whoever waits for the events);
     announce the spool when the log cannot be written."""
     import duckdb
+
+    from plugins.eventlog.ingest import replay_spool
 
     try:
         replay_spool(store, spool, COMMAND_WAIT)

@@ -32,7 +32,6 @@ from kernel.errors import EventLogError
 from kernel.eventbus import EventBatch
 from kernel.eventtables import EventTable, table_for
 from plugins.eventlog.damage import reason
-from plugins.eventlog.ingest import announce_ingested, ingest_pending, ingest_spool
 from plugins.eventlog.migrations import SchemaConflict, stored_columns, sync_event_table
 from plugins.eventlog.runs import RunRow, micros, now_micros, record_end, record_progress, register_run, run_row
 from plugins.eventlog.schema import TableSpec, column_values, group_by_type, to_arrow
@@ -198,6 +197,8 @@ class DuckDBEventWriter:
             return False
 
     def _ingest_own_spool(self, con: Any) -> None:
+        from plugins.eventlog.ingest import ingest_spool  # loaded when the log is written, not by a deferred run
+
         assert self.spool is not None
         ingest_spool(con, self.spool.path)
         remove_spool(self.spool.path)
@@ -208,6 +209,8 @@ class DuckDBEventWriter:
         self._stored = None
 
     def _ingest_others(self, con: Any) -> None:
+        from plugins.eventlog.ingest import announce_ingested, ingest_pending
+
         announce_ingested(ingest_pending(con, self.store.path))
 
     def _to_spool(self, frame: Frame, first_seq: int, deferred: bool = False) -> None:
