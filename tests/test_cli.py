@@ -225,7 +225,7 @@ def test_rill_run_loads_only_what_its_job_uses(tmp_path):
     database or Arrow (the log is stored after the run), no importlib.metadata (plugins are
     found from the entry points' files), no TOML parser without a config file, none of the
     window, async I/O, broadcast or two-input operators of a job without them, no sockets or
-    TCP transport with the TaskExecutors in its own process."""
+    TCP transport with the TaskExecutors in its own process, no SQL views or event log ingest."""
     job = tmp_path / "small.py"
     job.write_text(
         "import atexit, sys\n"
@@ -233,7 +233,8 @@ def test_rill_run_loads_only_what_its_job_uses(tmp_path):
         "            'kernel.datastream.window', 'kernel.datastream.async_data_stream',\n"
         "            'kernel.streaming.operators.window', 'kernel.streaming.operators.async_wait',\n"
         "            'kernel.streaming.operators.broadcast', 'kernel.streaming.operators.twoinput',\n"
-        "            'socket', 'kernel.tcp', 'kernel.remoting', 'plugins.local.network.remote')\n"
+        "            'socket', 'kernel.tcp', 'kernel.remoting', 'plugins.local.network.remote',\n"
+        "            'kernel.views', 'plugins.eventlog.ingest')\n"
         "atexit.register(lambda: print('loaded:', [m for m in unwanted if m in sys.modules], file=sys.stderr))\n"
         "from kernel.common import Types\n"
         "from kernel.datastream import StreamExecutionEnvironment\n"
