@@ -48,7 +48,8 @@ def counted_to_files(out: Path, count: int = 7_000):
     """A source of 1,000 records/s (two subtasks), keyed counts into a FileSink rolling at every
     checkpoint (every 200 ms); the counting sinks in a slot sharing group of their own: with two
     slots per TaskExecutor the sources run in one process, the sinks in another, and the records
-    cross TCP. The kill comes 4 s after the cluster started, while the job runs (~7 s)."""
+    cross TCP. The kill comes 5 s after the cluster started, while the job runs (~7 s) and after
+    checkpoints completed, even when the worker processes were slow to start."""
 
     def build(env):
         env.set_parallelism(2)
