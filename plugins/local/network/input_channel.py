@@ -110,12 +110,16 @@ class InputChannel:
             if credit is None:
                 return
             if credit:
-                self.exclusive_free += 1
-                if self.subpartition is not None:
-                    self.subpartition.try_send()
+                self._exclusive_returned()
             else:
                 gate.floating_free += 1
                 gate.retry_waiting()
+
+    def _exclusive_returned(self) -> None:
+        """An exclusive buffer is free again (the lock is held): the subpartition may send."""
+        self.exclusive_free += 1
+        if self.subpartition is not None:
+            self.subpartition.try_send()
 
     def acknowledge_data_processed(self) -> None:
         """The consumer processed every record before the end of data: the producer hears it."""

@@ -226,19 +226,11 @@ class RemoteInputChannel(InputChannel):
         if added:
             self.client.send(self, "credit", added)
 
-    def recycle(self) -> None:
-        gate = self.gate
-        with gate.lock:
-            credit = self.credits.popleft()
-            if credit is None:
-                return
-            if credit:
-                self.credits.append(True)
-                self.available += 1
-                self.client.send(self, "credit", 1)
-            else:
-                gate.floating_free += 1
-                gate.retry_waiting()
+    def _exclusive_returned(self) -> None:
+        """The exclusive buffer goes back to the sender as one credit."""
+        self.credits.append(True)
+        self.available += 1
+        self.client.send(self, "credit", 1)
 
     def _resume(self) -> None:
         self.client.send(self, "resume")
