@@ -41,7 +41,14 @@ from kernel.datastream.connectors.datagen import DataGeneratorSource
 from plugins.checkpointing.events import CheckpointCompleted
 from tests.runtime import run_job
 from tests.test_contracts import Products, violations
-from tests.test_worker_processes import counting, event_time_timers, gone, keyed_windows, last_counts
+from tests.test_worker_processes import (
+    counting,
+    event_time_timers,
+    gone,
+    keyed_windows,
+    last_counts,
+    print_reaches_stdout_and_worker_started_has_its_process,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SPARK_WORKERS = ("rill.clock=realtime", "plugins.workers=spark")
@@ -246,31 +253,7 @@ def test_event_time_jobs_print_the_same_on_spark_workers(spark, build):
 
 @local
 def test_print_reaches_rill_runs_stdout_and_worker_started_has_the_executor(spark, cli, tmp_path):
-    job_file = tmp_path / "hello.py"
-    job_file.write_text(
-        "import os\n"
-        "from kernel.common import Types\n"
-        "from kernel.datastream import StreamExecutionEnvironment\n"
-        "def shout(value):\n"
-        "    print(f'user print {value} in', os.getpid())\n"
-        "    return value * 2\n"
-        "env = StreamExecutionEnvironment.get_execution_environment()\n"
-        "env.from_collection([1, 2, 3], Types.INT()).map(shout, Types.INT()).rebalance().print()\n"
-        "env.execute('hello')\n")
-    code, out, err = cli("run", "--set", "plugins.workers=spark", str(job_file))
-    assert code == 0, err
-    lines = out.splitlines()
-    printed = [line for line in lines if line.startswith("user print")]
-    assert [line.split(" in ")[0] for line in printed] == ["user print 1", "user print 2", "user print 3"]
-    worker_pid = int(printed[0].split(" in ")[1])
-    assert worker_pid != os.getpid() and [line for line in lines if not line.startswith("user")] == ["2", "4", "6"]
-    code, out, err = cli("sql", "--format", "json", "SELECT resource_id, pid, host, executor_id FROM rill.ev_worker_started")
-    assert code == 0, err
-    assert json.loads(out) == [{"resource_id": "taskexecutor-1", "pid": worker_pid, "host": socket.gethostname(),
-                                "executor_id": "driver"}]
-    code, out, err = cli("metrics", "last", "--json")
-    assert code == 0, err
-    assert [(v["records_in"], v["records_out"]) for v in json.loads(out)["vertices"]] == [(0, 3), (3, 0)]
+    print_reaches_stdout_and_worker_started_has_its_process(cli, tmp_path, "spark", "driver")
 
 
 def test_a_simulated_run_refuses_spark_workers_in_one_line(cli, tmp_path):

@@ -137,7 +137,10 @@ def test_event_time_jobs_print_the_same_on_processes(build):
 # -- one event log, print on stdout ----------------------------------------------------------------
 
 
-def test_workers_events_reach_the_log_with_their_process_and_print_reaches_stdout(cli, tmp_path):
+def print_reaches_stdout_and_worker_started_has_its_process(cli, tmp_path: Path, workers: str, executor_id: str) -> int:
+    """Run a job whose map prints in the worker on ``plugins.workers=workers``: what it prints
+    reaches ``rill run``'s stdout, ``worker_started`` records the worker's pid, host and
+    ``executor_id``, ``rill metrics`` counts the records. Returns the worker's pid."""
     job_file = tmp_path / "hello.py"
     job_file.write_text(
         "import os\n"
@@ -149,7 +152,7 @@ def test_workers_events_reach_the_log_with_their_process_and_print_reaches_stdou
         "env = StreamExecutionEnvironment.get_execution_environment()\n"
         "env.from_collection([1, 2, 3], Types.INT()).map(shout, Types.INT()).rebalance().print()\n"
         "env.execute('hello')\n")
-    code, out, err = cli("run", "--set", "plugins.workers=processes", str(job_file))
+    code, out, err = cli("run", "--set", f"plugins.workers={workers}", str(job_file))
     assert code == 0, err
     lines = out.splitlines()
     printed = [line for line in lines if line.startswith("user print")]
@@ -159,7 +162,15 @@ def test_workers_events_reach_the_log_with_their_process_and_print_reaches_stdou
     code, out, err = cli("sql", "--format", "json", "SELECT resource_id, pid, host, executor_id FROM rill.ev_worker_started")
     assert code == 0, err
     assert json.loads(out) == [{"resource_id": "taskexecutor-1", "pid": worker_pid, "host": socket.gethostname(),
-                                "executor_id": ""}]
+                                "executor_id": executor_id}]
+    code, out, err = cli("metrics", "last", "--json")
+    assert code == 0, err
+    assert [(v["records_in"], v["records_out"]) for v in json.loads(out)["vertices"]] == [(0, 3), (3, 0)]
+    return worker_pid
+
+
+def test_workers_events_reach_the_log_with_their_process_and_print_reaches_stdout(cli, tmp_path):
+    worker_pid = print_reaches_stdout_and_worker_started_has_its_process(cli, tmp_path, "processes", "")
     code, out, err = cli("sql", "--format", "json", "SELECT kind, count(*) AS n FROM rill.events "
                                                     "WHERE kind IN ('sink_output_printed', 'task_metrics_sampled') "
                                                     "GROUP BY kind ORDER BY kind")
@@ -167,9 +178,6 @@ def test_workers_events_reach_the_log_with_their_process_and_print_reaches_stdou
     assert [r["kind"] for r in rows] == ["sink_output_printed", "task_metrics_sampled"] and rows[0]["n"] >= 1
     code, out, err = cli("replay", "last", "--events", "--kind", "worker_started")
     assert code == 0 and "taskexecutor-1" in out and str(worker_pid) in out, err
-    code, out, err = cli("metrics", "last", "--json")
-    assert code == 0, err
-    assert [(v["records_in"], v["records_out"]) for v in json.loads(out)["vertices"]] == [(0, 3), (3, 0)]
     code, out, err = cli("report", "last", "-o", str(tmp_path / "report.html"))
     assert code == 0 and "taskexecutor-1" in (tmp_path / "report.html").read_text(), err
 
