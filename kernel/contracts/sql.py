@@ -4,7 +4,7 @@ An engine is registered by name (``register_sql_engines``). ``rill sql`` hands i
 :class:`SqlQuery`: the query and everything it may read — the event store, or the Parquet files
 of an export; the table of every registered event type; the registered views; and a way to
 export the event log as Parquet for an engine that reads only files. So an engine needs nothing
-from replay or from the plugin that stores the runs.
+of the replay package's or of the plugin that stores the runs.
 """
 
 from __future__ import annotations
