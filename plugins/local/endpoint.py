@@ -1,7 +1,8 @@
 """The cluster's end of TaskExecutor processes: its process is the hub of the run's messaging
 (:class:`kernel.remoting.TcpTransport`), listening at ``jobmanager.rpc.address``. What the
 TaskExecutor processes send besides messages arrives here: their events, which the cluster's
-event bus records (the run's one event log), the summaries of their ended tasks, the
+event bus records (the run's one event log), what they print (to this process's stdout, in
+order with their messages), the summaries of their ended tasks, the
 records their collect sinks took (``execute_and_collect``, for the caller's iterator) and the
 ``raise`` faults that fired there. Each process gets the injected faults' state when it
 connects and whenever it changes: the run's counts of raised faults, its ``slow`` factor."""
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.remoting import TcpTransport, encode_frame
+from kernel.streaming.runtime import print_to_stdout
 
 if TYPE_CHECKING:
     from plugins.local.minicluster import MiniCluster
@@ -39,6 +41,7 @@ class ClusterEndpoint:
         self.transport.handlers["events"] = events
         self.transport.handlers["summary"] = lambda connection, summary: cluster.summaries.append(summary)
         self.transport.handlers["raised"] = raised
+        self.transport.handlers["stdout"] = lambda connection, text: print_to_stdout(text)
         self.transport.handlers["collected"] = lambda connection, node_id, values: (
             cluster.job_graph.stream_graph.nodes[node_id].operator.params["target"].extend(values))
         self.transport.on_hello = lambda connection, addresses, *info: [self.send_faults(a) for a in addresses]
