@@ -31,7 +31,7 @@ def rill_command() -> list[str]:
     script = os.path.join(os.path.dirname(sys.executable), "rill")
     if os.path.exists(script):
         return [script]
-    return [sys.executable, "-c", "import sys; from kernel.cli.main import main; sys.argv[0] = 'rill'; main()"]
+    return [sys.executable, "-c", "import sys; from kernel.cli.main import console_main; sys.argv[0] = 'rill'; console_main()"]
 
 
 def timed(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, float, float] | None:

@@ -248,3 +248,30 @@ def test_rill_run_loads_only_what_its_job_uses(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout == "(a,1)\n(b,2)\n(a,4)\n"
     assert result.stderr.splitlines()[-1] == "loaded: []"
+
+
+def test_the_command_ends_without_a_last_collection_unless_it_loaded_duckdb(tmp_path):
+    """`rill` freezes the collector's generations when its command is done (the interpreter's
+    exit does not traverse every object of the run again); not after a command that loaded
+    DuckDB, whose bindings would report their objects still alive at exit. Output and the
+    recorded run are complete either way."""
+    job = tmp_path / "frozen.py"
+    job.write_text(
+        "import atexit, gc, sys\n"
+        "if sys.argv[1:] == ['duckdb']:\n"
+        "    import duckdb\n"
+        "    duckdb.sql('SELECT 1').fetchall()\n"
+        "atexit.register(lambda: print('frozen:', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "from kernel.common import Types\n"
+        "from kernel.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection([1, 2, 3], Types.INT()).map(lambda v: v * 2, Types.INT()).print()\n"
+        "env.execute('frozen')\n")
+    env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
+    for args, frozen in (((), "True"), (("duckdb",), "False")):
+        result = subprocess.run(["rill", "run", "--quiet", str(job), *args], capture_output=True, text=True,
+                                cwd=tmp_path, env=env, timeout=300)
+        assert (result.returncode, result.stdout) == (0, "2\n4\n6\n"), result.stderr
+        assert result.stderr.splitlines() == [f"frozen: {frozen}"]
+    runs = subprocess.run(["rill", "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert [run["status"] for run in json.loads(runs.stdout)] == ["finished", "finished"]

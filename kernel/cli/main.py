@@ -6,6 +6,7 @@ files), 1 for failed runs and operations. ``--debug`` (or ``RILL_DEBUG=1``) show
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -135,5 +136,18 @@ def main(argv: list[str] | None = None) -> Any:
     sys.exit(0)
 
 
+def console_main() -> None:
+    """The ``rill`` command: :func:`main`, then the interpreter's exit without a last full
+    collection over every object of the command (``gc.freeze``): 20-30 ms spent freeing memory
+    the OS takes back at once. Everything rill opens it closes itself before the command ends
+    (not in finalizers), and what atexit handlers create is collected as usual. Not after a
+    command that loaded DuckDB: its bindings report every object of theirs still alive at exit."""
+    try:
+        main()
+    finally:
+        if "duckdb" not in sys.modules:
+            gc.freeze()
+
+
 if __name__ == "__main__":
-    main()
+    console_main()
