@@ -8,10 +8,10 @@ so each sink's lines are compared in order, per sink identifier.
 
 from __future__ import annotations
 
-from kernel.common import Row, Types, WatermarkStrategy
+from kernel.common import Duration, Row, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
-from kernel.datastream import OutputTag, RuntimeContext
-from kernel.datastream.functions import ProcessWindowFunction
+from kernel.datastream import OutputTag, RuntimeContext, RuntimeExecutionMode
+from kernel.datastream.functions import KeyedProcessFunction, ProcessWindowFunction
 from kernel.datastream.window import Time, TimeWindow, TumblingEventTimeWindows
 from tests.runtime import run_job
 
@@ -256,3 +256,91 @@ def test_runtime_context_describes_the_subtask_as_pyflink():
         f"m:1> ('{task}', '{task} (1/2)#0', 0, 2, 128, 0)",
         f"m:2> ('{task}', '{task} (2/2)#0', 1, 2, 128, 0)",
     ]
+
+
+#: recorded on PyFlink 2.3.0 (see the module docstring): each sink ran as a job of its own, in
+#: BATCH, so its lines are the order Flink's sorted keyed input gives (keys by their serialized
+#: bytes, compared as signed bytes; see kernel/common/keybytes.py)
+PYFLINK_BATCH_LINES = {
+    "str": [f"({'b' * 129},1)", f"({'x' * 130},1)", "(,1)", "(\u4e2d,1)", "(\u00e4,1)", "(\u00e9,1)", "(Z,1)",
+            "(a,2)", "(b,1)", "(ab,1)"],
+    "int": ["(-2147483648,1)", "(-300,1)", "(-1,1)", "(200,1)", "(0,1)", "(3,2)", "(2147483647,1)"],
+    "long": ["(-1,1)", "(-1099511627776,1)", "(0,1)", "(3,1)", "(1099511627776,1)"],
+    "double": ["(-0.5,1)", "(-1.0,1)", "(-2.0,1)", "(0.0,1)", "(1.5,1)", "(3.25,1)"],
+    "bool": ["(false,1)", "(true,2)"],
+    "pickled-int": ["(1,1)", "(2,2)", "(300,1)", "(-5,1)", "(1000000,1)"],
+    "pickled-str": ["(a,1)", "(b,1)", "(\u00e4,1)", "(ab,1)", "(bb,1)"],
+    "tuple": ["(,5)", "(a,-1)", "(a,1)", "(a,2)", "(b,0)"],
+    "row": ["(,5)", "(a,-1)", "(a,1)", "(a,2)", "(b,0)"],
+    "win": ["(a,10)", "(a,11)", "(b,8)", "(b,12)", "(c,2)"],
+}
+#: PyFlink 2.3.0's lines of the process function below, per key (its Python worker hands timer
+#: registrations back asynchronously, so how one key's timer lines interleave with the next
+#: key's element lines varies between its runs; each key's own lines do not)
+PYFLINK_BATCH_TIMER_LINES = {
+    "a": ["element a 3 wm=-9223372036854775808", "element a 7 wm=-9223372036854775808", "timer a 13", "timer a 17"],
+    "b": ["element b 1 wm=-9223372036854775808", "element b 3 wm=-9223372036854775808",
+          "element b 5 wm=-9223372036854775808", "timer b 11", "timer b 13", "timer b 15"],
+    "c": ["element c 2 wm=-9223372036854775808", "timer c 12"],
+}
+
+
+class Stamp(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+class Timers(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(value[1] + 10)
+        yield "element %s %s wm=%s" % (value[0], value[1], ctx.timer_service().current_watermark())
+
+    def on_timer(self, timestamp, ctx):
+        yield "timer %s %s" % (ctx.get_current_key(), timestamp)
+
+
+def batch_job(env):
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(1)
+
+    def count_by(name, data, key_type, value_type):
+        env.from_collection(data, type_info=value_type) \
+            .map(lambda v: (v, 1), output_type=Types.TUPLE([value_type, Types.INT()])) \
+            .key_by(lambda t: t[0], key_type=key_type) \
+            .reduce(lambda a, b: (a[0], a[1] + b[1])).print(name)
+
+    count_by("str", ["b", "a", "\u00e4", "Z", "", "x" * 130, "ab", "\u00e9", "\u4e2d", "a", "b" * 129],
+             Types.STRING(), Types.STRING())
+    count_by("int", [3, -1, 0, 200, -300, 2**31 - 1, -2**31, 3], Types.INT(), Types.INT())
+    count_by("long", [3, -1, 0, 2**40, -2**40], Types.LONG(), Types.LONG())
+    count_by("double", [1.5, -1.0, -2.0, 0.0, 3.25, -0.5], Types.DOUBLE(), Types.DOUBLE())
+    count_by("bool", [True, False, True], Types.BOOLEAN(), Types.BOOLEAN())
+    count_by("pickled-int", [1, 300, -5, 2, 1000000, 2], None, Types.INT())
+    count_by("pickled-str", ["bb", "a", "\u00e4", "ab", "b"], None, Types.STRING())
+    pairs_type = Types.TUPLE([Types.STRING(), Types.INT()])
+    pairs = [("a", 2), ("a", 1), ("b", 0), ("", 5), ("a", -1)]
+    env.from_collection(pairs, type_info=pairs_type).key_by(lambda t: t, key_type=pairs_type) \
+        .reduce(lambda a, b: a).print("tuple")
+    env.from_collection(pairs, type_info=pairs_type) \
+        .key_by(lambda t: Row(t[0], t[1]), key_type=Types.ROW([Types.STRING(), Types.INT()])) \
+        .reduce(lambda a, b: a).print("row")
+    timed = env.from_collection([("b", 5), ("a", 7), ("b", 1), ("a", 3), ("c", 2), ("b", 3)], type_info=pairs_type) \
+        .assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(1))
+                                          .with_timestamp_assigner(Stamp()))
+    timed.key_by(lambda t: t[0], key_type=Types.STRING()).process(Timers(), output_type=Types.STRING()) \
+        .print("timers")
+    env.from_collection([("b", 5), ("a", 7), ("b", 12), ("a", 3), ("c", 2), ("b", 3), ("a", 11)], type_info=pairs_type) \
+        .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp())) \
+        .key_by(lambda t: t[0], key_type=Types.STRING()) \
+        .window(TumblingEventTimeWindows.of(Time.milliseconds(10))) \
+        .reduce(lambda a, b: (a[0], a[1] + b[1])).print("win")
+    env.execute("batch")
+
+
+def test_batch_keyed_operators_read_their_input_sorted_by_key_as_pyflink():
+    """In BATCH a keyed operator reads its input key after key, in the order of the keys'
+    serialized bytes, and a key's timers fire before the next key's records go in."""
+    sinks = by_sink(run_job(batch_job).lines)
+    timers = sinks.pop("timers")
+    assert sinks == PYFLINK_BATCH_LINES
+    assert timers == [line for key in "abc" for line in PYFLINK_BATCH_TIMER_LINES[key]]

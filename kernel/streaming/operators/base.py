@@ -152,6 +152,11 @@ class StreamOperator:
         self.current_watermark = timestamp
         self.output.emit_watermark(timestamp)
 
+    def end_key(self) -> None:
+        """BATCH, sorted input (``kernel.streaming.sorted_input``): every record of the current
+        key went in; a keyed operator emits what the key has pending, as its timers would at the
+        final watermark."""
+
     def process_watermark_status(self, idle: bool) -> None:
         self.output.emit_watermark_status(idle)
 
