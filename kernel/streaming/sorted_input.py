@@ -11,7 +11,7 @@ BATCH job come key after key, in the order Flink gives them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from kernel.clock import MIN_LONG
 from kernel.common.javavalues import pickled_bytes
@@ -45,30 +45,35 @@ class SortingDataInput:
 
     def end_of_data(self) -> None:
         """Hand the records to the head, key by key, then the largest watermark seen."""
-        head, values, timestamps = self.head, self._values, self._timestamps
-        self._values, self._timestamps = [], []
-        if values:
-            keys = head.keys_of(values)
-            if self._sort_bytes is not None:
-                sort_bytes = self._sort_bytes
-                groups = [sort_bytes(key) for key in keys]
-            else:
-                first: dict = {}
-                groups = [first.setdefault(pickled_bytes(key), len(first)) for key in keys]
-            times = [MIN_LONG if ts is None else ts for ts in timestamps]
-            order = sorted(range(len(values)), key=lambda i: (groups[i], times[i]))
-            with_timestamps = any(ts is not None for ts in timestamps)
-            start = 0
-            while start < len(order):
-                group = groups[order[start]]
-                end = start + 1
-                while end < len(order) and groups[order[end]] == group:
-                    end += 1
-                run = order[start:end]
-                head.process_batch([values[i] for i in run],
-                                   [timestamps[i] for i in run] if with_timestamps else None)
-                head.end_key()
-                start = end
+        head = self.head
+        for values, timestamps in self.key_runs():
+            head.process_batch(values, timestamps)
+            head.end_key()
         if self._watermark is not None:
             watermark, self._watermark = self._watermark, None
             head.process_watermark(watermark)
+
+    def key_runs(self) -> Iterator[tuple[list, list | None]]:
+        """The records held, as one ``(values, timestamps)`` per key, in sorted order."""
+        values, timestamps = self._values, self._timestamps
+        self._values, self._timestamps = [], []
+        if not values:
+            return
+        keys = self.head.keys_of(values)
+        if self._sort_bytes is not None:
+            groups = list(map(self._sort_bytes, keys))
+        else:
+            first: dict = {}
+            groups = [first.setdefault(pickled_bytes(key), len(first)) for key in keys]
+        times = [MIN_LONG if ts is None else ts for ts in timestamps]
+        order = sorted(range(len(values)), key=lambda i: (groups[i], times[i]))
+        with_timestamps = any(ts is not None for ts in timestamps)
+        start = 0
+        while start < len(order):
+            group = groups[order[start]]
+            end = start + 1
+            while end < len(order) and groups[order[end]] == group:
+                end += 1
+            run = order[start:end]
+            yield [values[i] for i in run], [timestamps[i] for i in run] if with_timestamps else None
+            start = end

@@ -21,8 +21,9 @@ The subtask's attempt number (``RuntimeContext.get_attempt_number``) is its Spar
 A subtask that fails closes its operators (a FileSink discards its parts) and raises.
 
 BATCH semantics (Flink's batch runtime mode): the input is read completely; a keyed head gets
-it sorted as Flink sorts it, each key's records (of both inputs of a two-input operator) in
-timestamp order — but a broadcast operator reads its broadcast input whole before the other
+it sorted as Flink sorts it — a one-input head key after key in the order of the keys'
+serialized bytes, each key's timers firing before the next key's records — each key's records
+(of both inputs of a two-input operator) in timestamp order — but a broadcast operator reads its broadcast input whole before the other
 (Flink's batch broadcast operators select it until it ends); no watermark but the final one,
 so event-time timers (windows) fire at the end of input, processing-time timers after them.
 Processing time is the wall clock, but a rate-limited source is read without waiting (its
@@ -55,6 +56,7 @@ from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.outputs import Output
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.streaming.sorted_input import SortingDataInput
 from kernel.streaming.sources import InputStatus
 from kernel.tracebacks import describe
 from plugins.spark.sinks import DRIVER_SINK_KINDS, DriverSink, FileSinkPartWriter
@@ -303,8 +305,11 @@ class SubtaskRunner:
             inputs[input_index].append(pickle.loads(blob))
         count = sum(len(values) for part in inputs for values, _ in part)
         processes = (head.process_batch1, head.process_batch2) if two_input else (head.process_batch,)
-        for index, values, timestamps in _runs(head, inputs[:len(processes)]):
+        sorted_by_key = head.keyed and not two_input
+        for index, values, timestamps in _runs(head, inputs[:len(processes)], sorted_by_key):
             processes[index](values, timestamps)
+            if sorted_by_key:
+                head.end_key()
             runtime.run_due()
             if len(self.out) > 64:
                 yield from self.out
@@ -372,12 +377,22 @@ def _picklable(value: Any) -> bool:
         return False
 
 
-def _runs(head: StreamOperator, inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:
-    """The order the head gets its input in, as ``(input index, values, timestamps)``: an input
-    a two-input head selects (a broadcast operator's broadcast input) whole and first, in
-    arrival order, then the rest — for a keyed head with timestamps in timestamp order, else
-    each input in arrival order, the first input first. A two-input head hears of each input's
-    end (the selected one before the others are read)."""
+def _runs(head: StreamOperator, inputs: list[list[tuple[list, list | None]]],
+          sorted_by_key: bool) -> Iterator[tuple[int, list, list | None]]:
+    """The order the head gets its input in, as ``(input index, values, timestamps)``: a keyed
+    one-input head's (``sorted_by_key``) one key after another, as the local runtime sorts it
+    (``kernel.streaming.sorted_input``); an input a two-input head selects (a broadcast
+    operator's broadcast input) whole and first, in arrival order, then the rest — for a keyed
+    head with timestamps in timestamp order, else each input in arrival order, the first input
+    first. A two-input head hears of each input's end (the selected one before the others are
+    read)."""
+    if sorted_by_key:
+        sorting = SortingDataInput(head)
+        for values, timestamps in inputs[0]:
+            sorting.add(values, timestamps)
+        for values, timestamps in sorting.key_runs():
+            yield 0, values, timestamps
+        return
     selected = head.next_selection() if len(inputs) == 2 else None
     if selected is not None:
         for values, timestamps in inputs[selected]:
