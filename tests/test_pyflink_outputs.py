@@ -274,9 +274,11 @@ PYFLINK_BATCH_LINES = {
     "row": ["(,5)", "(a,-1)", "(a,1)", "(a,2)", "(b,0)"],
     "win": ["(a,10)", "(a,11)", "(b,8)", "(b,12)", "(c,2)"],
 }
-#: PyFlink 2.3.0's lines of the process function below, per key (its Python worker hands timer
-#: registrations back asynchronously, so how one key's timer lines interleave with the next
-#: key's element lines varies between its runs; each key's own lines do not)
+#: PyFlink 2.3.0's lines of the process function below, per key. PyFlink's Python operator gets
+#: the timers its function registers back with a bundle's results and sends fired timers to its
+#: Python worker in later bundles, so a key's timer lines came after the next key's first
+#: elements (recorded twice, both times: a3 a7 b1 T13 T17 b3 b5 T11 c2 T13 T15 T12); rill fires
+#: a key's timers before the next key's records go in, as Flink's Java operators do
 PYFLINK_BATCH_TIMER_LINES = {
     "a": ["element a 3 wm=-9223372036854775808", "element a 7 wm=-9223372036854775808", "timer a 13", "timer a 17"],
     "b": ["element b 1 wm=-9223372036854775808", "element b 3 wm=-9223372036854775808",
