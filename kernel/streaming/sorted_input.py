@@ -6,12 +6,13 @@ input's data ended, then handed over key by key — keys in the order of their s
 smallest; ties keep their arrival order) — and after each key the operator's ``end_key`` fires
 what that key has pending (Flink's batch timer service fires a key's timers when the next key
 comes). Watermarks are held too: the largest goes in after the last key. So the results of a
-BATCH job come key after key, in the order Flink gives them.
+BATCH job come key after key, in the order Flink gives them. Keys of a type whose serialized
+form rill does not know (``keybytes`` refuses it) come in the order they first arrived.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kernel.clock import MIN_LONG
 from kernel.common.javavalues import pickled_bytes
@@ -27,10 +28,11 @@ class SortingDataInput:
     def __init__(self, head: StreamOperator) -> None:
         self.head = head
         key = next(k for k in head.spec.keys if k is not None)
+        self._sort_bytes: Callable[[Any], Any]
         try:
             self._sort_bytes = key_sort_bytes(key.key_type)
         except TypeError:
-            self._sort_bytes = None  # keys rill cannot serialize stay in the order they came
+            self._sort_bytes = _arrival_order()
         self._values: list = []
         self._timestamps: list = []
         self._watermark: int | None = None
@@ -59,21 +61,37 @@ class SortingDataInput:
         self._values, self._timestamps = [], []
         if not values:
             return
-        keys = self.head.keys_of(values)
-        if self._sort_bytes is not None:
-            groups = list(map(self._sort_bytes, keys))
-        else:
-            first: dict = {}
-            groups = [first.setdefault(pickled_bytes(key), len(first)) for key in keys]
-        times = [MIN_LONG if ts is None else ts for ts in timestamps]
-        order = sorted(range(len(values)), key=lambda i: (groups[i], times[i]))
-        with_timestamps = any(ts is not None for ts in timestamps)
-        start = 0
-        while start < len(order):
-            group = groups[order[start]]
-            end = start + 1
-            while end < len(order) and groups[order[end]] == group:
-                end += 1
-            run = order[start:end]
-            yield [values[i] for i in run], [timestamps[i] for i in run] if with_timestamps else None
-            start = end
+        groups: dict[Any, list[int]] = {}
+        sort_bytes = self._sort_bytes
+        known: dict[Any, Any] = {}  # str and int keys: their sort bytes, computed once
+        for index, key in enumerate(self.head.keys_of(values)):
+            kind = type(key)
+            if kind is str or kind is int:
+                group = known.get(key)
+                if group is None:
+                    group = known[key] = sort_bytes(key)
+            else:
+                group = sort_bytes(key)
+            members = groups.get(group)
+            if members is None:
+                groups[group] = [index]
+            else:
+                members.append(index)
+        timed = any(ts is not None for ts in timestamps)
+        for group in sorted(groups):
+            run = groups[group]
+            if timed:
+                run.sort(key=lambda i: MIN_LONG if timestamps[i] is None else timestamps[i])  # stable
+                yield [values[i] for i in run], [timestamps[i] for i in run]
+            else:
+                yield [values[i] for i in run], None
+
+
+def _arrival_order() -> Callable[[Any], int]:
+    """For keys rill cannot serialize as Flink does: each key sorts where it first came."""
+    first: dict[bytes, int] = {}
+
+    def order(key: Any) -> int:
+        return first.setdefault(pickled_bytes(key), len(first))
+
+    return order
