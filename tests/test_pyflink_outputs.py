@@ -11,7 +11,14 @@ from __future__ import annotations
 from kernel.common import Duration, Row, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream import OutputTag, RuntimeContext, RuntimeExecutionMode
-from kernel.datastream.functions import KeyedProcessFunction, ProcessWindowFunction
+from kernel.datastream.functions import (
+    CoMapFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    ProcessWindowFunction,
+)
+from kernel.datastream.state import MapStateDescriptor
 from kernel.datastream.window import Time, TimeWindow, TumblingEventTimeWindows
 from tests.runtime import run_job
 
@@ -346,3 +353,88 @@ def test_batch_keyed_operators_read_their_input_sorted_by_key_as_pyflink():
     timers = sinks.pop("timers")
     assert sinks == PYFLINK_BATCH_LINES
     assert timers == [line for key in "abc" for line in PYFLINK_BATCH_TIMER_LINES[key]]
+
+
+#: recorded on PyFlink 2.3.0 (each sink a BATCH job of its own): a keyed connected stream's
+#: inputs merged by (key, timestamp) — records equal in both go alternately, the input with
+#: fewer records first — and a keyed broadcast operator's keyed input sorted
+PYFLINK_BATCH_CONNECT_LINES = {
+    "5v3": ["2:a:10", "1:a:0", "2:a:11", "1:a:1", "2:a:12", "1:a:2", "1:a:3", "1:a:4"],
+    "3v5": ["1:a:0", "2:a:10", "1:a:1", "2:a:11", "1:a:2", "2:a:12", "2:a:13", "2:a:14"],
+    "mixed": ["2:a:12", "1:a:1", "1:a:3", "2:b:11", "1:b:2", "2:b:13", "1:c:4"],
+    "untimed": ["1:a:7", "2:a:4", "1:a:2", "2:a:6", "1:b:5", "2:b:1", "1:b:9", "2:c:8", "1:c:1", "2:d:3"],
+    "broadcast": ["b:a", "b:c", "b:b", "b:d", "b:a", "e:a:7:6", "e:a:2:6", "e:b:5:1", "e:b:9:1", "e:c:1:8"],
+}
+#: PyFlink 2.3.0's lines of the keyed co-process function below: its elements' lines in this
+#: order, each key's timer lines after them (interleaved with the next key's as for ``Timers``)
+PYFLINK_BATCH_CO_ELEMENTS = ["1:a:2", "2:a:4", "2:a:6", "1:a:7", "2:b:1", "1:b:5", "1:b:9", "1:c:1", "2:c:8", "2:d:3"]
+PYFLINK_BATCH_CO_TIMERS = {"a": ["T:a:102", "T:a:107"], "b": ["T:b:105", "T:b:109"], "c": ["T:c:101"]}
+
+
+class Both(CoMapFunction):
+    def map1(self, value):
+        return "1:%s:%s" % value
+
+    def map2(self, value):
+        return "2:%s:%s" % value
+
+
+class CoTimers(KeyedCoProcessFunction):
+    def process_element1(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(value[1] + 100)
+        yield "1:%s:%s" % value
+
+    def process_element2(self, value, ctx):
+        yield "2:%s:%s" % value
+
+    def on_timer(self, timestamp, ctx):
+        yield "T:%s:%s" % (ctx.get_current_key(), timestamp)
+
+
+RULES = MapStateDescriptor("rules", Types.STRING(), Types.STRING())
+
+
+class Rules(KeyedBroadcastProcessFunction):
+    def process_element(self, value, ctx):
+        yield "e:%s:%s:%s" % (value[0], value[1], ctx.get_broadcast_state(RULES).get(value[0]))
+
+    def process_broadcast_element(self, value, ctx):
+        ctx.get_broadcast_state(RULES).put(value[0], str(value[1]))
+        yield "b:%s" % value[0]
+
+
+def batch_connect_job(env):
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(1)
+    pairs = Types.TUPLE([Types.STRING(), Types.INT()])
+
+    def co_map(name, left, right):
+        env.from_collection(left, type_info=pairs).connect(env.from_collection(right, type_info=pairs)) \
+            .key_by(lambda v: v[0], lambda v: v[0], key_type=Types.STRING()) \
+            .map(Both(), output_type=Types.STRING()).print(name)
+
+    co_map("5v3", [("a", i) for i in range(5)], [("a", 10 + i) for i in range(3)])
+    co_map("3v5", [("a", i) for i in range(3)], [("a", 10 + i) for i in range(5)])
+    co_map("mixed", [("a", 1), ("b", 2), ("a", 3), ("c", 4)], [("b", 11), ("a", 12), ("b", 13)])
+    left = [("b", 5), ("a", 7), ("c", 1), ("a", 2), ("b", 9)]
+    right = [("a", 4), ("c", 8), ("b", 1), ("d", 3), ("a", 6)]
+    co_map("untimed", left, right)
+    env.from_collection(left, type_info=pairs).key_by(lambda v: v[0], key_type=Types.STRING()) \
+        .connect(env.from_collection(right, type_info=pairs).broadcast(RULES)) \
+        .process(Rules(), output_type=Types.STRING()).print("broadcast")
+    stamps = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp())
+    env.from_collection(left, type_info=pairs).assign_timestamps_and_watermarks(stamps) \
+        .connect(env.from_collection(right, type_info=pairs).assign_timestamps_and_watermarks(stamps)) \
+        .key_by(lambda v: v[0], lambda v: v[0], key_type=Types.STRING()) \
+        .process(CoTimers(), output_type=Types.STRING()).print("co")
+    env.execute("batch connect")
+
+
+def test_batch_connected_keyed_inputs_merge_by_key_as_pyflink():
+    sinks = by_sink(run_job(batch_connect_job).lines)
+    co = sinks.pop("co")
+    assert sinks == PYFLINK_BATCH_CONNECT_LINES
+    assert [line for line in co if not line.startswith("T:")] == PYFLINK_BATCH_CO_ELEMENTS
+    # each key's timers fire before the next key's records go in
+    assert co == ["1:a:2", "2:a:4", "2:a:6", "1:a:7", *PYFLINK_BATCH_CO_TIMERS["a"], "2:b:1", "1:b:5", "1:b:9",
+                  *PYFLINK_BATCH_CO_TIMERS["b"], "1:c:1", "2:c:8", *PYFLINK_BATCH_CO_TIMERS["c"], "2:d:3"]

@@ -76,9 +76,9 @@ class StreamInputProcessor:
         self.two_input = task.two_input
         self.reporter = task.watermark_reporter
         self.valve_outputs = [ValveOutput(self, i) for i in range(len(gates))]
-        #: BATCH: a keyed one-input head reads its input sorted by key
-        self.sorting = SortingDataInput(self.head) if task.runtime.batch and self.head.keyed \
-            and not self.two_input else None
+        #: BATCH: a keyed head reads its keyed inputs sorted (and hears of their end after that)
+        self.sorting = SortingDataInput(self.head) if task.runtime.batch and self.head.keyed else None
+        self._ended_sorted_inputs: list[int] = []
         #: how the inputs' data ended: all drained, or some stopped with a savepoint
         self.drain = True
         self.stop = False
@@ -122,10 +122,10 @@ class StreamInputProcessor:
         if kind is RecordBatch:
             self.metrics.records_in += len(item.values)
             try:
-                if self.two_input:
+                if self.sorting is not None and self.sorting.sorts(index):
+                    self.sorting.add(item.values, item.timestamps, index)
+                elif self.two_input:
                     (head.process_batch1 if index == 0 else head.process_batch2)(item.values, item.timestamps)
-                elif self.sorting is not None:
-                    self.sorting.add(item.values, item.timestamps)
                 else:
                     head.process_batch(item.values, item.timestamps)
             except BaseException as exc:
@@ -160,7 +160,10 @@ class StreamInputProcessor:
             if self.barriers is not None:
                 self.barriers.process_end_of_partition(channel)
             if self.two_input and gate.finished:
-                head.end_input_of(index)
+                if self.sorting is not None and self.sorting.sorts(index):
+                    self._ended_sorted_inputs.append(index)
+                else:
+                    head.end_input_of(index)
             if all(g.finished for g in self.gates):
                 if self.sorting is not None:
                     self._end_sorted_input()
@@ -171,14 +174,16 @@ class StreamInputProcessor:
         sorting, self.sorting = self.sorting, None
         try:
             sorting.end_of_data()
+            for index in self._ended_sorted_inputs:
+                self.head.end_input_of(index)
         except BaseException as exc:
             blame(exc, self.head.name)
             raise
 
     def on_input_watermark(self, index: int, timestamp: int) -> None:
         head = self.head
-        if self.sorting is not None:
-            self.sorting.hold_watermark(timestamp)
+        if self.sorting is not None and self.sorting.sorts(index):
+            self.sorting.hold_watermark(timestamp, index)
             return
         try:
             if self.two_input:
