@@ -8,10 +8,17 @@ so each sink's lines are compared in order, per sink identifier.
 
 from __future__ import annotations
 
-from kernel.common import Row, Types, WatermarkStrategy
+from kernel.common import Duration, Row, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
-from kernel.datastream import OutputTag, RuntimeContext
-from kernel.datastream.functions import ProcessWindowFunction
+from kernel.datastream import OutputTag, RuntimeContext, RuntimeExecutionMode
+from kernel.datastream.functions import (
+    CoMapFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    ProcessWindowFunction,
+)
+from kernel.datastream.state import MapStateDescriptor
 from kernel.datastream.window import Time, TimeWindow, TumblingEventTimeWindows
 from tests.runtime import run_job
 
@@ -256,3 +263,178 @@ def test_runtime_context_describes_the_subtask_as_pyflink():
         f"m:1> ('{task}', '{task} (1/2)#0', 0, 2, 128, 0)",
         f"m:2> ('{task}', '{task} (2/2)#0', 1, 2, 128, 0)",
     ]
+
+
+#: recorded on PyFlink 2.3.0 (see the module docstring): each sink ran as a job of its own, in
+#: BATCH, so its lines are the order Flink's sorted keyed input gives (keys by their serialized
+#: bytes, compared as signed bytes; see kernel/common/keybytes.py)
+PYFLINK_BATCH_LINES = {
+    "str": [f"({'b' * 129},1)", f"({'x' * 130},1)", "(,1)", "(\u4e2d,1)", "(\u00e4,1)", "(\u00e9,1)", "(Z,1)",
+            "(a,2)", "(b,1)", "(ab,1)"],
+    "int": ["(-2147483648,1)", "(-300,1)", "(-1,1)", "(200,1)", "(0,1)", "(3,2)", "(2147483647,1)"],
+    "long": ["(-1,1)", "(-1099511627776,1)", "(0,1)", "(3,1)", "(1099511627776,1)"],
+    "double": ["(-0.5,1)", "(-1.0,1)", "(-2.0,1)", "(0.0,1)", "(1.5,1)", "(3.25,1)"],
+    "bool": ["(false,1)", "(true,2)"],
+    "pickled-int": ["(1,1)", "(2,2)", "(300,1)", "(-5,1)", "(1000000,1)"],
+    "pickled-str": ["(a,1)", "(b,1)", "(\u00e4,1)", "(ab,1)", "(bb,1)"],
+    "tuple": ["(,5)", "(a,-1)", "(a,1)", "(a,2)", "(b,0)"],
+    "row": ["(,5)", "(a,-1)", "(a,1)", "(a,2)", "(b,0)"],
+    "win": ["(a,10)", "(a,11)", "(b,8)", "(b,12)", "(c,2)"],
+}
+#: PyFlink 2.3.0's lines of the process function below, per key. PyFlink's Python operator gets
+#: the timers its function registers back with a bundle's results and sends fired timers to its
+#: Python worker in later bundles, so a key's timer lines came after the next key's first
+#: elements (recorded twice, both times: a3 a7 b1 T13 T17 b3 b5 T11 c2 T13 T15 T12); rill fires
+#: a key's timers before the next key's records go in, as Flink's Java operators do
+PYFLINK_BATCH_TIMER_LINES = {
+    "a": ["element a 3 wm=-9223372036854775808", "element a 7 wm=-9223372036854775808", "timer a 13", "timer a 17"],
+    "b": ["element b 1 wm=-9223372036854775808", "element b 3 wm=-9223372036854775808",
+          "element b 5 wm=-9223372036854775808", "timer b 11", "timer b 13", "timer b 15"],
+    "c": ["element c 2 wm=-9223372036854775808", "timer c 12"],
+}
+
+
+class Stamp(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+class Timers(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(value[1] + 10)
+        yield "element %s %s wm=%s" % (value[0], value[1], ctx.timer_service().current_watermark())
+
+    def on_timer(self, timestamp, ctx):
+        yield "timer %s %s" % (ctx.get_current_key(), timestamp)
+
+
+def batch_job(env):
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(1)
+
+    def count_by(name, data, key_type, value_type):
+        env.from_collection(data, type_info=value_type) \
+            .map(lambda v: (v, 1), output_type=Types.TUPLE([value_type, Types.INT()])) \
+            .key_by(lambda t: t[0], key_type=key_type) \
+            .reduce(lambda a, b: (a[0], a[1] + b[1])).print(name)
+
+    count_by("str", ["b", "a", "\u00e4", "Z", "", "x" * 130, "ab", "\u00e9", "\u4e2d", "a", "b" * 129],
+             Types.STRING(), Types.STRING())
+    count_by("int", [3, -1, 0, 200, -300, 2**31 - 1, -2**31, 3], Types.INT(), Types.INT())
+    count_by("long", [3, -1, 0, 2**40, -2**40], Types.LONG(), Types.LONG())
+    count_by("double", [1.5, -1.0, -2.0, 0.0, 3.25, -0.5], Types.DOUBLE(), Types.DOUBLE())
+    count_by("bool", [True, False, True], Types.BOOLEAN(), Types.BOOLEAN())
+    count_by("pickled-int", [1, 300, -5, 2, 1000000, 2], None, Types.INT())
+    count_by("pickled-str", ["bb", "a", "\u00e4", "ab", "b"], None, Types.STRING())
+    pairs_type = Types.TUPLE([Types.STRING(), Types.INT()])
+    pairs = [("a", 2), ("a", 1), ("b", 0), ("", 5), ("a", -1)]
+    env.from_collection(pairs, type_info=pairs_type).key_by(lambda t: t, key_type=pairs_type) \
+        .reduce(lambda a, b: a).print("tuple")
+    env.from_collection(pairs, type_info=pairs_type) \
+        .key_by(lambda t: Row(t[0], t[1]), key_type=Types.ROW([Types.STRING(), Types.INT()])) \
+        .reduce(lambda a, b: a).print("row")
+    timed = env.from_collection([("b", 5), ("a", 7), ("b", 1), ("a", 3), ("c", 2), ("b", 3)], type_info=pairs_type) \
+        .assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(1))
+                                          .with_timestamp_assigner(Stamp()))
+    timed.key_by(lambda t: t[0], key_type=Types.STRING()).process(Timers(), output_type=Types.STRING()) \
+        .print("timers")
+    env.from_collection([("b", 5), ("a", 7), ("b", 12), ("a", 3), ("c", 2), ("b", 3), ("a", 11)], type_info=pairs_type) \
+        .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp())) \
+        .key_by(lambda t: t[0], key_type=Types.STRING()) \
+        .window(TumblingEventTimeWindows.of(Time.milliseconds(10))) \
+        .reduce(lambda a, b: (a[0], a[1] + b[1])).print("win")
+    env.execute("batch")
+
+
+def test_batch_keyed_operators_read_their_input_sorted_by_key_as_pyflink():
+    """In BATCH a keyed operator reads its input key after key, in the order of the keys'
+    serialized bytes, and a key's timers fire before the next key's records go in."""
+    sinks = by_sink(run_job(batch_job).lines)
+    timers = sinks.pop("timers")
+    assert sinks == PYFLINK_BATCH_LINES
+    assert timers == [line for key in "abc" for line in PYFLINK_BATCH_TIMER_LINES[key]]
+
+
+#: recorded on PyFlink 2.3.0 (each sink a BATCH job of its own): a keyed connected stream's
+#: inputs merged by (key, timestamp) — records equal in both go alternately, the input with
+#: fewer records first — and a keyed broadcast operator's keyed input sorted
+PYFLINK_BATCH_CONNECT_LINES = {
+    "5v3": ["2:a:10", "1:a:0", "2:a:11", "1:a:1", "2:a:12", "1:a:2", "1:a:3", "1:a:4"],
+    "3v5": ["1:a:0", "2:a:10", "1:a:1", "2:a:11", "1:a:2", "2:a:12", "2:a:13", "2:a:14"],
+    "mixed": ["2:a:12", "1:a:1", "1:a:3", "2:b:11", "1:b:2", "2:b:13", "1:c:4"],
+    "untimed": ["1:a:7", "2:a:4", "1:a:2", "2:a:6", "1:b:5", "2:b:1", "1:b:9", "2:c:8", "1:c:1", "2:d:3"],
+    "broadcast": ["b:a", "b:c", "b:b", "b:d", "b:a", "e:a:7:6", "e:a:2:6", "e:b:5:1", "e:b:9:1", "e:c:1:8"],
+}
+#: PyFlink 2.3.0's lines of the keyed co-process function below: its elements' lines in this
+#: order, each key's timer lines after them (interleaved with the next key's as for ``Timers``)
+PYFLINK_BATCH_CO_ELEMENTS = ["1:a:2", "2:a:4", "2:a:6", "1:a:7", "2:b:1", "1:b:5", "1:b:9", "1:c:1", "2:c:8", "2:d:3"]
+PYFLINK_BATCH_CO_TIMERS = {"a": ["T:a:102", "T:a:107"], "b": ["T:b:105", "T:b:109"], "c": ["T:c:101"]}
+
+
+class Both(CoMapFunction):
+    def map1(self, value):
+        return "1:%s:%s" % value
+
+    def map2(self, value):
+        return "2:%s:%s" % value
+
+
+class CoTimers(KeyedCoProcessFunction):
+    def process_element1(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(value[1] + 100)
+        yield "1:%s:%s" % value
+
+    def process_element2(self, value, ctx):
+        yield "2:%s:%s" % value
+
+    def on_timer(self, timestamp, ctx):
+        yield "T:%s:%s" % (ctx.get_current_key(), timestamp)
+
+
+RULES = MapStateDescriptor("rules", Types.STRING(), Types.STRING())
+
+
+class Rules(KeyedBroadcastProcessFunction):
+    def process_element(self, value, ctx):
+        yield "e:%s:%s:%s" % (value[0], value[1], ctx.get_broadcast_state(RULES).get(value[0]))
+
+    def process_broadcast_element(self, value, ctx):
+        ctx.get_broadcast_state(RULES).put(value[0], str(value[1]))
+        yield "b:%s" % value[0]
+
+
+def batch_connect_job(env):
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(1)
+    pairs = Types.TUPLE([Types.STRING(), Types.INT()])
+
+    def co_map(name, left, right):
+        env.from_collection(left, type_info=pairs).connect(env.from_collection(right, type_info=pairs)) \
+            .key_by(lambda v: v[0], lambda v: v[0], key_type=Types.STRING()) \
+            .map(Both(), output_type=Types.STRING()).print(name)
+
+    co_map("5v3", [("a", i) for i in range(5)], [("a", 10 + i) for i in range(3)])
+    co_map("3v5", [("a", i) for i in range(3)], [("a", 10 + i) for i in range(5)])
+    co_map("mixed", [("a", 1), ("b", 2), ("a", 3), ("c", 4)], [("b", 11), ("a", 12), ("b", 13)])
+    left = [("b", 5), ("a", 7), ("c", 1), ("a", 2), ("b", 9)]
+    right = [("a", 4), ("c", 8), ("b", 1), ("d", 3), ("a", 6)]
+    co_map("untimed", left, right)
+    env.from_collection(left, type_info=pairs).key_by(lambda v: v[0], key_type=Types.STRING()) \
+        .connect(env.from_collection(right, type_info=pairs).broadcast(RULES)) \
+        .process(Rules(), output_type=Types.STRING()).print("broadcast")
+    stamps = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Stamp())
+    env.from_collection(left, type_info=pairs).assign_timestamps_and_watermarks(stamps) \
+        .connect(env.from_collection(right, type_info=pairs).assign_timestamps_and_watermarks(stamps)) \
+        .key_by(lambda v: v[0], lambda v: v[0], key_type=Types.STRING()) \
+        .process(CoTimers(), output_type=Types.STRING()).print("co")
+    env.execute("batch connect")
+
+
+def test_batch_connected_keyed_inputs_merge_by_key_as_pyflink():
+    sinks = by_sink(run_job(batch_connect_job).lines)
+    co = sinks.pop("co")
+    assert sinks == PYFLINK_BATCH_CONNECT_LINES
+    assert [line for line in co if not line.startswith("T:")] == PYFLINK_BATCH_CO_ELEMENTS
+    # each key's timers fire before the next key's records go in
+    assert co == ["1:a:2", "2:a:4", "2:a:6", "1:a:7", *PYFLINK_BATCH_CO_TIMERS["a"], "2:b:1", "1:b:5", "1:b:9",
+                  *PYFLINK_BATCH_CO_TIMERS["b"], "1:c:1", "2:c:8", *PYFLINK_BATCH_CO_TIMERS["c"], "2:d:3"]

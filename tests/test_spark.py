@@ -36,6 +36,14 @@ from kernel.streaming.partitioning import KeyGroupChannels
 from plugins.spark.events import SparkStageCompleted
 from tests.runtime import run_job
 from tests.test_local_runtime import side_outputs_connect_and_union
+from tests.test_pyflink_outputs import (
+    PYFLINK_BATCH_CONNECT_LINES,
+    PYFLINK_BATCH_LINES,
+    PYFLINK_BATCH_TIMER_LINES,
+    batch_connect_job,
+    batch_job,
+    by_sink,
+)
 from tests.test_timers_and_state import Alarm, Everything, scripted
 from tests.test_windows import DATA, HI, Average, ApplyWithWindow, CountWindowProcess, WithWindow, monotonous
 
@@ -254,6 +262,18 @@ class Enrich(KeyedCoProcessFunction):
 
 def timestamps_from(index):
     return WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v, ts: v[index])
+
+
+def test_keyed_operators_read_their_input_key_after_key_in_pyflinks_order():
+    """A keyed operator's inputs sorted as on the local runtime (the orders real PyFlink printed
+    for these jobs): each print sink's lines in the same order."""
+    sinks = by_sink(run_job(batch_job, *SPARK).lines)
+    assert sinks.pop("timers") == [line for key in "abc" for line in PYFLINK_BATCH_TIMER_LINES[key]]
+    assert sinks == PYFLINK_BATCH_LINES
+    connect = by_sink(run_job(batch_connect_job, *SPARK).lines)
+    assert connect == by_sink(run_job(batch_connect_job).lines)
+    connect.pop("co")
+    assert connect == PYFLINK_BATCH_CONNECT_LINES
 
 
 def test_keyed_connect_gives_the_same_results_and_merges_inputs_by_timestamp():

@@ -162,8 +162,9 @@ def test_a_file_sink_commits_on_spark_what_it_commits_on_the_local_runtime(tmp_p
 
         return build
 
-    # the realtime clock on both: date-time buckets are of processing time (the wall clock on Spark)
-    local = run_job(job(tmp_path / "local"), "rill.clock=realtime")
+    # the realtime clock on both: date-time buckets are of processing time (the wall clock on Spark);
+    # BATCH on both: the keyed map reads its input sorted by key
+    local = run_job(job(tmp_path / "local"), "rill.clock=realtime", "execution.runtime-mode=BATCH")
     spark = run_job(job(tmp_path / "spark"), *SPARK)
     assert local.outcome.status == spark.outcome.status == "FINISHED", spark.error
     on_local, on_spark = committed(tmp_path / "local"), committed(tmp_path / "spark")

@@ -21,9 +21,11 @@ The subtask's attempt number (``RuntimeContext.get_attempt_number``) is its Spar
 A subtask that fails closes its operators (a FileSink discards its parts) and raises.
 
 BATCH semantics (Flink's batch runtime mode): the input is read completely; a keyed head gets
-it sorted as Flink sorts it, each key's records (of both inputs of a two-input operator) in
-timestamp order — but a broadcast operator reads its broadcast input whole before the other
-(Flink's batch broadcast operators select it until it ends); no watermark but the final one,
+it sorted as Flink sorts it: key after key in the order of the keys' serialized bytes, each
+key's records (of both inputs of a two-input operator, merged as Flink merges them) in
+timestamp order, each key's timers firing before the next key's records — but a broadcast
+operator reads its broadcast input whole before the other (Flink's batch broadcast operators
+select it until it ends); no watermark but the final one,
 so event-time timers (windows) fire at the end of input, processing-time timers after them.
 Processing time is the wall clock, but a rate-limited source is read without waiting (its
 pauses are skipped); callbacks an operator schedules on it (a FileSink's bucket checks) run
@@ -43,10 +45,10 @@ import time
 import traceback
 import uuid
 from dataclasses import dataclass
-from itertools import count, repeat
+from itertools import count
 from typing import Any, Callable, Iterator
 
-from kernel.clock import MAX_LONG, MIN_LONG, NS_PER_MS
+from kernel.clock import MAX_LONG, NS_PER_MS
 from kernel.rng import SeededRandom
 from kernel.streaming.async_io import BlockingAsyncExecutor
 from kernel.streaming.chain import OperatorChain
@@ -55,6 +57,7 @@ from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.outputs import Output
 from kernel.streaming.partitioning import channel_selector
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.streaming.sorted_input import SortingDataInput
 from kernel.streaming.sources import InputStatus
 from kernel.tracebacks import describe
 from plugins.spark.sinks import DRIVER_SINK_KINDS, DriverSink, FileSinkPartWriter
@@ -303,8 +306,10 @@ class SubtaskRunner:
             inputs[input_index].append(pickle.loads(blob))
         count = sum(len(values) for part in inputs for values, _ in part)
         processes = (head.process_batch1, head.process_batch2) if two_input else (head.process_batch,)
-        for index, values, timestamps in _runs(head, inputs[:len(processes)]):
+        for index, values, timestamps, key_ends in _runs(head, inputs[:len(processes)]):
             processes[index](values, timestamps)
+            if key_ends:
+                head.end_key()
             runtime.run_due()
             if len(self.out) > 64:
                 yield from self.out
@@ -372,60 +377,30 @@ def _picklable(value: Any) -> bool:
         return False
 
 
-def _runs(head: StreamOperator, inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:
-    """The order the head gets its input in, as ``(input index, values, timestamps)``: an input
-    a two-input head selects (a broadcast operator's broadcast input) whole and first, in
-    arrival order, then the rest — for a keyed head with timestamps in timestamp order, else
+def _runs(head: StreamOperator, inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None, bool]]:
+    """The order the head gets its input in, as ``(input index, values, timestamps, whether a
+    key's records end with them)``: an input a two-input head selects (a broadcast operator's
+    broadcast input) whole and first, in arrival order, then the rest — a keyed head's keyed
+    inputs sorted as the local runtime sorts them (``kernel.streaming.sorted_input``), else
     each input in arrival order, the first input first. A two-input head hears of each input's
     end (the selected one before the others are read)."""
     selected = head.next_selection() if len(inputs) == 2 else None
     if selected is not None:
         for values, timestamps in inputs[selected]:
-            yield selected, values, timestamps
+            yield selected, values, timestamps, False
         head.end_input_of(selected)
         inputs = [[] if index == selected else batches for index, batches in enumerate(inputs)]
-    timed = any(timestamps is not None for batches in inputs for _, timestamps in batches)
-    if head.keyed and timed:
-        yield from _in_timestamp_order(inputs)
+    if head.keyed:
+        sorting = SortingDataInput(head)
+        for index, batches in enumerate(inputs):
+            for values, timestamps in batches:
+                sorting.add(values, timestamps, index)
+        yield from sorting.runs()
     else:
         for index, batches in enumerate(inputs):
             for values, timestamps in batches:
-                yield index, values, timestamps
+                yield index, values, timestamps, False
     if len(inputs) == 2:
         for index in (0, 1):
             if index != selected:
                 head.end_input_of(index)
-
-
-def _in_timestamp_order(inputs: list[list[tuple[list, list | None]]]) -> Iterator[tuple[int, list, list | None]]:
-    """The input of a keyed operator as Flink's sorted inputs give it in BATCH: each key's
-    records — of both inputs of a two-input operator — in timestamp order (ties: first input
-    first, then arrival order; no timestamp counts as the smallest), as runs of consecutive
-    records of one input: ``(input index, values, timestamps)``. Some records have timestamps.
-
-    Flink also groups the keys one after the other; keyed state and timers are per key, so
-    the order across keys changes only the order of the results, and a stable sort of all
-    records by timestamp gives every key its order without grouping."""
-    values: list = []
-    timestamps: list = []
-    sides: list[int] = []
-    for index, batches in enumerate(inputs):
-        for batch_values, batch_ts in batches:
-            values.extend(batch_values)
-            timestamps.extend(repeat(None, len(batch_values)) if batch_ts is None else batch_ts)
-            if len(inputs) > 1:
-                sides.extend(repeat(index, len(batch_values)))
-    keys = timestamps if None not in timestamps else [MIN_LONG if ts is None else ts for ts in timestamps]
-    order = sorted(range(len(values)), key=keys.__getitem__)  # stable
-    values = list(map(values.__getitem__, order))
-    timestamps = list(map(timestamps.__getitem__, order))
-    if sides:
-        sides = list(map(sides.__getitem__, order))
-    start = 0
-    while start < len(values):
-        side = sides[start] if sides else 0
-        end = min(start + BLOCK, len(values))
-        if sides:  # a run ends where the other input's records begin
-            end = next((i for i in range(start + 1, end) if sides[i] != side), end)
-        yield side, values[start:end], timestamps[start:end]
-        start = end

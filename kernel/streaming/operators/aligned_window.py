@@ -220,13 +220,12 @@ class AlignedWindowOperator(WindowOperator):
 
     # -- firing -------------------------------------------------------------------------------
 
-    def process_watermark(self, timestamp: int) -> None:
+    def advance_timers(self, timestamp: int) -> None:
         self.current_watermark = timestamp
         self.timers.current_watermark = timestamp
         due_times = self.due_times
         if due_times and due_times[0] <= timestamp:
             self._fire_due(timestamp)
-        self.output.emit_watermark(timestamp)
 
     def _fire_due(self, timestamp: int) -> None:
         """Fire and clean up the windows whose timers the watermark passed, in timer order.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.clock import MIN_LONG
+from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.keyhash import equal_keys_hash_equal, key_hasher
 from kernel.datastream.functions import Function
 from kernel.datastream.output_tag import OutputTag
@@ -152,6 +152,11 @@ class StreamOperator:
         self.current_watermark = timestamp
         self.output.emit_watermark(timestamp)
 
+    def end_key(self) -> None:
+        """BATCH, sorted input (``kernel.streaming.sorted_input``): every record of the current
+        key went in; a keyed operator emits what the key has pending, as its timers would at the
+        final watermark."""
+
     def process_watermark_status(self, idle: bool) -> None:
         self.output.emit_watermark_status(idle)
 
@@ -210,6 +215,18 @@ class TwoInputStreamOperator(StreamOperator):
 
     def end_input_of(self, index: int) -> None:
         """Input ``index`` (0 or 1) has ended (Flink's BoundedMultiInput.endInput)."""
+
+    def end_key(self) -> None:
+        """Fire the key's timers as at the final watermark, then time starts over for the next
+        key (Flink's ``BatchExecutionInternalTimeService`` when the key changes)."""
+        timers = self.timers
+        if timers is None:
+            return
+        before = timers.fired
+        timers.advance_watermark(MAX_LONG)
+        if timers.fired > before:
+            self.runtime.count("timers_fired", timers.fired - before)
+        self.current_watermark = timers.current_watermark = MIN_LONG
 
     def process_watermark_input(self, index: int, timestamp: int) -> None:
         self.input_watermarks[index] = timestamp

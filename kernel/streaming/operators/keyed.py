@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from kernel.clock import MAX_LONG
+from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.datastream import functions as fn
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
@@ -89,13 +89,23 @@ class TimerOperator(StreamOperator):
         self.timers = timer_service(self)
 
     def process_watermark(self, timestamp: int) -> None:
+        self.advance_timers(timestamp)
+        self.output.emit_watermark(timestamp)
+
+    def advance_timers(self, timestamp: int) -> None:
+        """Fire the timers ``timestamp`` as the watermark is due."""
         self.current_watermark = timestamp
         before = self.timers.fired
         self.timers.advance_watermark(timestamp)
         fired = self.timers.fired - before
         if fired:
             self.runtime.count("timers_fired", fired)
-        self.output.emit_watermark(timestamp)
+
+    def end_key(self) -> None:
+        """Fire the key's timers as at the final watermark, then time starts over for the next
+        key (Flink's ``BatchExecutionInternalTimeService`` when the key changes)."""
+        self.advance_timers(MAX_LONG)
+        self.current_watermark = self.timers.current_watermark = MIN_LONG
 
     def _on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
         self.on_timer(timestamp, key, namespace, TimeDomain.EVENT_TIME)
@@ -233,7 +243,12 @@ class ReduceOperator(StreamOperator):
     def process_watermark(self, timestamp: int) -> None:
         """BATCH: the final watermark emits each key's value (at MAX_LONG, as Flink's
         ``BatchGroupedReduceOperator``) before it is forwarded."""
-        if timestamp == MAX_LONG and self.runtime.batch and self._values:
+        if timestamp == MAX_LONG and self.runtime.batch:
+            self.end_key()
+        super().process_watermark(timestamp)
+
+    def end_key(self) -> None:
+        """BATCH: emit the value of each key reduced so far (with sorted input: of the current key)."""
+        if self._values:
             values, self._values = self._values, {}
             self.output.collect(list(values.values()), [MAX_LONG] * len(values))
-        super().process_watermark(timestamp)

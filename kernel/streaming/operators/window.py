@@ -313,17 +313,12 @@ class WindowOperator(TimerOperator):
 
     # -- timers -------------------------------------------------------------------------------
 
-    def process_watermark(self, timestamp: int) -> None:
-        """Fire the windows the watermark completes (their results in one batch), then forward it."""
+    def advance_timers(self, timestamp: int) -> None:
+        """Fire the windows the watermark completes (their results in one batch)."""
         self._fired = ([], [], {})
-        self.current_watermark = timestamp
-        before = self.timers.fired
-        self.timers.advance_watermark(timestamp)
-        if self.timers.fired > before:
-            self.runtime.count("timers_fired", self.timers.fired - before)
+        super().advance_timers(timestamp)
         fired, self._fired = self._fired, None
         self.flush_results(*fired)
-        self.output.emit_watermark(timestamp)
 
     def on_timer(self, timestamp: int, key: Any, window: Any, domain: TimeDomain) -> None:
         backend = self.backend

@@ -30,6 +30,7 @@ from kernel.streaming.elements import (
     WatermarkStatus,
 )
 from kernel.streaming.outputs import blame
+from kernel.streaming.sorted_input import SortingDataInput
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointBarrierHandler
@@ -75,6 +76,9 @@ class StreamInputProcessor:
         self.two_input = task.two_input
         self.reporter = task.watermark_reporter
         self.valve_outputs = [ValveOutput(self, i) for i in range(len(gates))]
+        #: BATCH: a keyed head reads its keyed inputs sorted (and hears of their end after that)
+        self.sorting = SortingDataInput(self.head) if task.runtime.batch and self.head.keyed else None
+        self._ended_sorted_inputs: list[int] = []
         #: how the inputs' data ended: all drained, or some stopped with a savepoint
         self.drain = True
         self.stop = False
@@ -118,7 +122,9 @@ class StreamInputProcessor:
         if kind is RecordBatch:
             self.metrics.records_in += len(item.values)
             try:
-                if self.two_input:
+                if self.sorting is not None and self.sorting.sorts(index):
+                    self.sorting.add(item.values, item.timestamps, index)
+                elif self.two_input:
                     (head.process_batch1 if index == 0 else head.process_batch2)(item.values, item.timestamps)
                 else:
                     head.process_batch(item.values, item.timestamps)
@@ -145,6 +151,8 @@ class StreamInputProcessor:
             self.drain = self.drain and item.drain
             self.stop = self.stop or item.stop
             if all(c.data_ended or c.finished for g in self.gates for c in g.channels):
+                if self.sorting is not None:
+                    self._end_sorted_input()
                 self.task.end_of_data(self.drain, self.stop)
         elif kind is EndOfPartition:
             channel.finished = True
@@ -152,12 +160,31 @@ class StreamInputProcessor:
             if self.barriers is not None:
                 self.barriers.process_end_of_partition(channel)
             if self.two_input and gate.finished:
-                head.end_input_of(index)
+                if self.sorting is not None and self.sorting.sorts(index):
+                    self._ended_sorted_inputs.append(index)
+                else:
+                    head.end_input_of(index)
             if all(g.finished for g in self.gates):
+                if self.sorting is not None:
+                    self._end_sorted_input()
                 self.task.end_of_input()
+
+    def _end_sorted_input(self) -> None:
+        """The sorted input's data ended: the head reads it, then reads on unsorted (nothing)."""
+        sorting, self.sorting = self.sorting, None
+        try:
+            sorting.end_of_data()
+            for index in self._ended_sorted_inputs:
+                self.head.end_input_of(index)
+        except BaseException as exc:
+            blame(exc, self.head.name)
+            raise
 
     def on_input_watermark(self, index: int, timestamp: int) -> None:
         head = self.head
+        if self.sorting is not None and self.sorting.sorts(index):
+            self.sorting.hold_watermark(timestamp, index)
+            return
         try:
             if self.two_input:
                 head.process_watermark_input(index, timestamp)
