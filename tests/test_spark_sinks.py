@@ -201,7 +201,10 @@ def test_time_based_rolling_works_in_the_spark_tasks(tmp_path):
                        key=lambda path: int(path.stem.rsplit("-", 1)[1]))
         assert "".join(path.read_text() for path in parts) == "".join(f"r{i:03d}\n" for i in range(60))
         sizes = [len(path.read_text().splitlines()) for path in parts]
-        assert 5 <= len(parts) <= 7 and all(8 <= size <= 12 for size in sizes[:-1]), (base.name, sizes)
+        # on Spark processing time is the wall clock: when the task stalls (a loaded machine), the
+        # rate limiter lets the records it owes out at once, and a part holds more than 12
+        most = 12 if base.name == "local" else 20
+        assert 5 <= len(parts) <= 7 and all(8 <= size <= most for size in sizes[:-1]), (base.name, sizes)
 
 
 def picky_job(base: Path):
