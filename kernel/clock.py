@@ -74,11 +74,20 @@ def create_clock(mode: str) -> Clock:
 _local = threading.local()
 
 
-def set_sleeper(sleeper: Callable[[float], None] | None) -> Callable[[float], None] | None:
-    """Install what ``sleep`` does in this thread; returns the previous one (runtime use)."""
+def set_sleeper(sleeper: Callable[[float], None] | None, deferred: bool = False) -> Callable[[float], None] | None:
+    """Install what ``sleep`` does in this thread; returns the previous one (runtime use).
+    ``deferred``: the sleeper charges the time to a simulated task's step, which spends it after
+    the step (``deferred_sleep`` says how much so far)."""
     previous = getattr(_local, "sleeper", None)
     _local.sleeper = sleeper
+    _local.deferred = 0.0 if deferred else None
     return previous
+
+
+def deferred_sleep() -> float:
+    """Seconds user functions slept in this simulated step so far: the step's work, which the
+    clock shows only after it (0 where sleeping takes its time at once)."""
+    return getattr(_local, "deferred", None) or 0.0
 
 
 def sleep(seconds: float) -> None:
@@ -94,4 +103,6 @@ def sleep(seconds: float) -> None:
     if sleeper is None:
         time.sleep(seconds)
     else:
+        if getattr(_local, "deferred", None) is not None:
+            _local.deferred += seconds
         sleeper(seconds)

@@ -389,3 +389,37 @@ def test_latency_markers_flow_from_sources_to_sinks():
     job = run_job(build, "rill.duration=2 s")
     sink = [e for e in job.events(TaskMetricsSampled) if e.vertex_name == "Sink: Out" and not e.final]
     assert all(e.latency_ms != e.latency_ms for e in sink)  # NaN: markers are off by default
+
+
+def test_a_rate_limited_source_catches_up_at_most_one_second_after_a_stall():
+    """Flink's GuavaRateLimiter (Guava's SmoothBursty, 20 permits a second here): the permit of
+    each record is asked for after the previous record went through the chain, and granted at
+    the limiter's next free moment. A chained map sleeps 3 s on record 4: asked for at 3.2 s,
+    the permits not taken since 0.25 s are stored, at most one second's worth (20). Records 5-24
+    take the stored ones at once, record 25 the next free moment (also 3.2 s; the interval is
+    charged to the one after), then one per 50 ms from there. What it owed beyond a second is
+    not made up (the catch-up that was: every record due since 0 s at once, 5-64)."""
+    from kernel import clock
+
+    class Stamp(ProcessFunction):
+        def process_element(self, value, ctx):
+            yield value, ctx.timer_service().current_processing_time()
+
+    def stall(value):
+        if value == 4:
+            clock.sleep(3)
+        return value
+
+    def build(env):
+        env.from_source(DataGeneratorSource(lambda i: i, count=40, records_per_second=20, type_info=Types.LONG()),
+                        WatermarkStrategy.no_watermarks(), "Numbers") \
+            .map(stall, Types.LONG()).process(Stamp()).print()
+        env.execute()
+
+    job = run_job(build)
+    stamps = [tuple(map(int, line.strip("()").split(","))) for line in job.lines]
+    start = stamps[0][1]
+    times = [(value, time - start) for value, time in stamps]
+    assert times[:5] == [(i, 50 * i) for i in range(5)]
+    assert times[5:26] == [(i, 3200) for i in range(5, 26)]
+    assert times[26:] == [(i, 3200 + 50 * (i - 25)) for i in range(26, 40)]

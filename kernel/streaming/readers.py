@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from kernel import clock
 from kernel.datastream.connectors.datagen import DataGeneratorSource, GeneratorFunction
 from kernel.datastream.connectors.file_system import FileSource
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
+from kernel.streaming.ratelimit import RateLimiter
 from kernel.streaming.runtime import OperatorRuntime
 
 #: the operator list state holding a source reader's splits (split-distributed)
@@ -39,6 +41,10 @@ class SourceReader:
     def available_at(self) -> int | None:
         """Processing time (ms) when more records will be available; None when now or never."""
         return None
+
+    def batch_emitted(self) -> None:
+        """The records of the last ``poll`` went through the operator chain (where Flink's
+        ``RateLimitedSourceReader`` asks its rate limiter for the next record's permit)."""
 
     def close(self) -> None:
         pass
@@ -153,19 +159,16 @@ class DataGeneratorReader(SourceReader):
         else:
             self.generate = function
         rate = self.source.records_per_second
-        self.interval_ms = None if rate is None else info.parallelism * 1000.0 / rate
-        self.started = runtime.now_ms()
-        self.emitted = 0  # since started
+        self.limiter = None if rate is None else RateLimiter(rate / info.parallelism, runtime.now_ms())
 
-    def _due(self) -> int:
-        remaining = sum(last + 1 - first for first, last, _ in self.ranges)
-        if self.interval_ms is None:
+    def _due(self, limit: int) -> int:
+        remaining = min(limit, sum(last + 1 - first for first, last, _ in self.ranges))
+        if self.limiter is None:
             return remaining
-        elapsed = self.runtime.now_ms() - self.started
-        return max(0, min(int(elapsed / self.interval_ms) + 1 - self.emitted, remaining))
+        return self.limiter.take(remaining, self.runtime.now_ms())
 
     def poll(self, limit: int) -> list:
-        n = min(limit, self._due())
+        n = self._due(limit)
         generate, ranges = self.generate, self.ranges
         batch: list = []
         while len(batch) < n:
@@ -177,14 +180,17 @@ class DataGeneratorReader(SourceReader):
                 ranges.pop(0)
                 if ranges and ranges[0][2] is not None:
                     self.context.random.setstate(ranges[0][2])
-        self.emitted += n
         self.finished = not ranges
         return batch
 
     def available_at(self) -> int | None:
-        if self.interval_ms is None or self.finished:
+        if self.limiter is None or self.finished:
             return None
-        return self.started + int(self.emitted * self.interval_ms + 0.999999)
+        return self.limiter.available_at(self.runtime.now_ms())
+
+    def batch_emitted(self) -> None:
+        if self.limiter is not None and not self.finished:  # after the chain's work (simulated: counted after the step)
+            self.limiter.ask(self.runtime.now_ms() + int(clock.deferred_sleep() * 1000))
 
     def snapshot_splits(self) -> list:
         """The splits, the one being read with where the RNG is now."""
@@ -196,7 +202,8 @@ class DataGeneratorReader(SourceReader):
         self.ranges = [[first, last, random_state] for first, last, random_state in splits if first <= last]
         if self.ranges and self.ranges[0][2] is not None:
             self.context.random.setstate(self.ranges[0][2])
-        self.started, self.emitted = self.runtime.now_ms(), 0
+        if self.limiter is not None:
+            self.limiter = RateLimiter(self.limiter.per_second, self.runtime.now_ms())
         self.finished = not self.ranges
 
     def close(self) -> None:

@@ -158,6 +158,7 @@ class SourceOperator(StreamOperator):
             if self.watermarks.idle:
                 self.watermarks.mark_active()
             self.output.collect(values, timestamps)
+            reader.batch_emitted()
         if reader.finished and self._held is None:
             self.end()
             return InputStatus.END_OF_INPUT

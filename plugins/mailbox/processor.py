@@ -168,7 +168,7 @@ class DefaultMailboxProcessor:
             self._wake_at(self._busy_until)
             return
         if self._simulated:
-            previous = kclock.set_sleeper(self.charge)
+            previous = kclock.set_sleeper(self.charge, deferred=True)
         clock = self.clock
         deadline = now + TIME_SLICE_NS
         try:
