@@ -6,11 +6,12 @@ complete frames to ``on_frames`` and, once, the end of the connection to ``on_cl
 for an orderly close, else the error). A sender never waits: what the socket does not take at
 once is queued for a writer thread (started the first time). The reader always reads, so the
 peer's runtime never holds up a sender. A :class:`Server` accepts connections on an accept
-thread.
+thread. A :class:`LineWriter` is a process's ``sys.stdout`` handing whole lines to a connection.
 """
 
 from __future__ import annotations
 
+import io
 import socket
 import threading
 from collections import deque
@@ -173,3 +174,38 @@ class Server:
         except OSError:
             pass
         self._sock.close()
+
+
+class LineWriter(io.TextIOBase):
+    """A text stream (a worker's ``sys.stdout``) that hands on whole lines: each write's complete
+    lines go to ``send`` at once (so the lines of two writers never mix); the rest of a line
+    waits for its end, or for :meth:`close`."""
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        super().__init__()
+        self.send = send
+        self.pending = ""
+        self.lock = threading.Lock()
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            self.pending += text
+            end = self.pending.rfind("\n") + 1
+            if end:
+                self.send(self.pending[:end])
+                self.pending = self.pending[end:]
+        return len(text)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.pending:
+                self.send(self.pending)
+                self.pending = ""
+        super().close()

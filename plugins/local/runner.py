@@ -14,7 +14,6 @@ it (its tasks are cancelled, its last events sent); so does its TaskExecutor giv
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import socket
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kernel.clock import NS_PER_S
 from kernel.remoting import ENCODER, TcpTransport, encode_frame
 from kernel.streaming.committer import SinkCommitter
+from kernel.tcp import LineWriter
 from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
 from plugins.local.faults import FaultInjector
 from plugins.local.network.remote import PartitionRequestClient, PartitionRequestServer
@@ -53,36 +53,6 @@ class EventForwarder:
 
     def close(self, status: str) -> None:
         """The cluster's process closes the run."""
-
-
-class ForwardedStdout(io.TextIOBase):
-    """The worker's ``sys.stdout``: whole lines go to the cluster's process on the connection
-    that carries the worker's messages, so a sink's output committed before the worker answers
-    the JobMaster is printed before whatever the JobMaster has the next worker commit (and two
-    workers' lines never mix)."""
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-        self.pending = ""
-        self.lock = threading.Lock()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        with self.lock:
-            buffered = self.pending + text
-            end = buffered.rfind("\n") + 1
-            self.pending = buffered[end:]
-            if end:
-                self.connection.send(encode_frame("stdout", buffered[:end]))
-        return len(text)
-
-    def close(self) -> None:
-        with self.lock:
-            if self.pending:
-                self.connection.send(encode_frame("stdout", self.pending))
-                self.pending = ""
 
 
 class ForwardedRecords:
@@ -147,7 +117,10 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     transport.on_disconnected = lambda connection, addresses, error: loop.stop()
     connection = transport.connect(spec.rpc_address, [spec.resource_id], os.getpid(), socket.gethostname())
     run.bus.observers = [EventForwarder(connection)]
-    sys.stdout = stdout = ForwardedStdout(connection)
+    # print() goes to the cluster's process as whole lines, on the connection that carries the
+    # worker's messages: output a sink committed before the worker answers the JobMaster is
+    # printed before whatever the JobMaster has the next worker commit
+    sys.stdout = stdout = LineWriter(lambda text: connection.send(encode_frame("stdout", text)))
     run.bus.start()
     options = run.config.section(ClusterOptions)
     services = TaskManagerServices(run, options, connection)

@@ -22,7 +22,6 @@ TaskExecutor serves its partitions at the address its executor reaches the drive
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import signal
@@ -33,7 +32,7 @@ from typing import Any, Iterator
 
 import msgspec
 
-from kernel.tcp import Connection, connect
+from kernel.tcp import Connection, LineWriter, connect
 
 #: what a task yields: its TaskExecutor returned (it was stopped, or it gave up)
 FINISHED = "finished"
@@ -49,40 +48,6 @@ def encode(*frame: Any) -> bytes:
 
 def decode(payload: bytes) -> list:
     return msgspec.msgpack.decode(payload, type=list)
-
-
-class ChannelOutput(io.TextIOBase):
-    """``sys.stdout`` of the task: whole lines go to the driver (so lines of two workers never
-    mix); the rest of a line waits for its end, or for :meth:`close`."""
-
-    def __init__(self, connection: Connection) -> None:
-        super().__init__()
-        self.connection = connection
-        self.pending = ""
-        self.lock = threading.Lock()
-
-    @property
-    def encoding(self) -> str:
-        return "utf-8"
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        with self.lock:
-            self.pending += text
-            end = self.pending.rfind("\n") + 1
-            if end:
-                self.connection.send(encode("out", self.pending[:end]))
-                self.pending = self.pending[end:]
-        return len(text)
-
-    def close(self) -> None:
-        with self.lock:
-            if self.pending:
-                self.connection.send(encode("out", self.pending))
-                self.pending = ""
-        super().close()
 
 
 def _commands(connection: Connection, frames: list[bytes]) -> None:
@@ -130,7 +95,7 @@ def run_task_executor(spec: Any, channel: str) -> str:
         spec = msgspec.structs.replace(spec, cwd="")
     spec = serving_at(spec, connection.sock.getsockname()[0])
     stdout, cwd, on_sigterm = sys.stdout, os.getcwd(), signal.getsignal(signal.SIGTERM)
-    output = sys.stdout = ChannelOutput(connection)
+    output = sys.stdout = LineWriter(lambda text: connection.send(encode("out", text)))  # whole lines to the driver
     try:
         run_worker(spec)
     finally:
