@@ -103,7 +103,6 @@ class InternalTimerService:
         self._wakeup: int | None = None  # when the scheduled wake-up fires
         self._wakeup_handle: Any = None
         self._wakeups = 0  # numbers the wake-ups: one superseded by an earlier one does nothing
-        self.fired = 0
 
     # -- registration (for the current key) ---------------------------------------------------
 
@@ -145,13 +144,14 @@ class InternalTimerService:
 
     # -- firing -------------------------------------------------------------------------------
 
-    def advance_watermark(self, watermark: int) -> None:
+    def advance_watermark(self, watermark: int) -> int:
         """Fire every event-time timer <= ``watermark`` in timestamp order (in BATCH, at the
-        final watermark, every processing-time timer after them)."""
+        final watermark, every processing-time timer after them); how many event-time timers fired."""
         self.current_watermark = watermark
-        self.fired += self._drain(self.event_timers, watermark, self._on_event_time)
+        fired = self._drain(self.event_timers, watermark, self._on_event_time)
         if self.batch and watermark == MAX_LONG:
             self._drain(self.processing_timers, MAX_LONG, self._on_processing_time)
+        return fired
 
     def _drain(self, queue: _TimerQueue, limit: int, fire: Fire) -> int:
         """Fire the timers of ``queue`` up to ``limit``, one by one (a timer may register or delete
@@ -187,7 +187,7 @@ class InternalTimerService:
 
     def fire_processing_time(self, now: int) -> None:
         """Fire every processing-time timer <= ``now`` in timestamp order."""
-        self.fired += self._drain(self.processing_timers, now, self._on_processing_time)
+        self._drain(self.processing_timers, now, self._on_processing_time)
 
     def pending(self) -> int:
         return len(self.event_timers) + len(self.processing_timers)

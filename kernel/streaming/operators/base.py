@@ -222,10 +222,9 @@ class TwoInputStreamOperator(StreamOperator):
         timers = self.timers
         if timers is None:
             return
-        before = timers.fired
-        timers.advance_watermark(MAX_LONG)
-        if timers.fired > before:
-            self.runtime.count("timers_fired", timers.fired - before)
+        fired = timers.advance_watermark(MAX_LONG)
+        if fired:
+            self.runtime.count("timers_fired", fired)
         self.current_watermark = timers.current_watermark = MIN_LONG
 
     def process_watermark_input(self, index: int, timestamp: int) -> None:

@@ -218,9 +218,7 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
 
     def process_watermark(self, timestamp: int) -> None:
         self.current_watermark = timestamp
-        before = self.timers.fired
-        self.timers.advance_watermark(timestamp)
-        fired = self.timers.fired - before
+        fired = self.timers.advance_watermark(timestamp)
         if fired:
             self.runtime.count("timers_fired", fired)
         self.output.emit_watermark(timestamp)

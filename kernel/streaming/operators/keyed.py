@@ -95,9 +95,7 @@ class TimerOperator(StreamOperator):
     def advance_timers(self, timestamp: int) -> None:
         """Fire the timers ``timestamp`` as the watermark is due."""
         self.current_watermark = timestamp
-        before = self.timers.fired
-        self.timers.advance_watermark(timestamp)
-        fired = self.timers.fired - before
+        fired = self.timers.advance_watermark(timestamp)
         if fired:
             self.runtime.count("timers_fired", fired)
 
