@@ -14,6 +14,7 @@ import sys
 import msgspec
 
 from kernel.contracts.workers import TaskExecutorProcessSpec
+from kernel.process_exit import skip_last_collection
 from kernel.session import Session
 
 
@@ -34,8 +35,13 @@ def run_worker(spec: TaskExecutorProcessSpec) -> None:
 
 
 def main() -> None:
+    """The worker's process; it ends without the interpreter's last full collection
+    (:mod:`kernel.process_exit`): a stopped worker's end is what its run waits for last."""
     spec = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=TaskExecutorProcessSpec)
-    run_worker(spec)
+    try:
+        run_worker(spec)
+    finally:
+        skip_last_collection()
 
 
 if __name__ == "__main__":

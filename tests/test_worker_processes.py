@@ -5,11 +5,14 @@ released, one event log written by the cluster's process, print() of user code o
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import os
 import re
 import runpy
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -364,6 +367,34 @@ def test_the_workers_stop_with_sigterm_and_send_their_last_events():
     assert len(final) == 4
     assert sum(len(e.text.splitlines()) for e in job.events(SinkOutputPrinted)) == len(job.lines) == 300
     assert {e.reason for e in job.events(WorkerStopped)} == {"cluster shut down"}
+
+
+def report_the_collector_at_exit(value):
+    """A map function that has its worker process say, at exit, whether the collector's
+    generations are frozen (once per process)."""
+    if not hasattr(sys, "rill_test_exit_report"):
+        sys.rill_test_exit_report = True
+        atexit.register(lambda: print(f"worker {os.getpid()} frozen: {gc.get_freeze_count() > 0}",
+                                      file=sys.__stderr__, flush=True))
+    return value
+
+
+def test_a_worker_process_ends_without_a_last_collection(capfd):
+    """A stopped worker's process freezes the collector before the interpreter's exit (its
+    last full collection is what the run waited for last); its output and events are complete."""
+    def build(env):
+        env.set_parallelism(2)
+        env.from_collection(list(range(10)), Types.INT()).rebalance().map(report_the_collector_at_exit, Types.INT()) \
+            .key_by(lambda v: v % 2, Types.INT()).reduce(lambda a, b: a + b).print()
+        env.execute("frozen")
+
+    job = run_job(build, *PROCESSES)
+    assert job.outcome.status == "FINISHED"
+    assert sorted(int(line.split("> ")[1]) for line in job.lines) == sorted([0, 2, 6, 12, 20, 1, 4, 9, 16, 25])
+    pids = pids_of(job)
+    assert all(gone(pid) for pid in pids.values())
+    reported = sorted(line for line in capfd.readouterr().err.splitlines() if " frozen: " in line)
+    assert reported == sorted(f"worker {pid} frozen: True" for pid in pids.values())
 
 
 def test_execute_and_collect_gets_the_records_of_collect_sinks_in_worker_processes():

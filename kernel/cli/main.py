@@ -6,7 +6,6 @@ files), 1 for failed runs and operations. ``--debug`` (or ``RILL_DEBUG=1``) show
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import sys
@@ -17,6 +16,7 @@ import click
 from kernel import __version__
 from kernel.errors import RillError
 from kernel.eventbus import drain_buses
+from kernel.process_exit import skip_last_collection
 
 #: the built-in commands, imported when used (a command imports only what it needs)
 BUILTIN_COMMANDS: dict[str, str] = {
@@ -138,15 +138,11 @@ def main(argv: list[str] | None = None) -> Any:
 
 def console_main() -> None:
     """The ``rill`` command: :func:`main`, then the interpreter's exit without a last full
-    collection over every object of the command (``gc.freeze``): 20-30 ms spent freeing memory
-    the OS takes back at once. Everything rill opens it closes itself before the command ends
-    (not in finalizers), and what atexit handlers create is collected as usual. Not after a
-    command that loaded DuckDB: its bindings report every object of theirs still alive at exit."""
+    collection (:mod:`kernel.process_exit`)."""
     try:
         main()
     finally:
-        if "duckdb" not in sys.modules:
-            gc.freeze()
+        skip_last_collection()
 
 
 if __name__ == "__main__":
