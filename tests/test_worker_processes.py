@@ -374,8 +374,8 @@ def report_the_collector_at_exit(value):
     generations are frozen (once per process)."""
     if not hasattr(sys, "rill_test_exit_report"):
         sys.rill_test_exit_report = True
-        atexit.register(lambda: print(f"worker {os.getpid()} frozen: {gc.get_freeze_count() > 0}",
-                                      file=sys.__stderr__, flush=True))
+        # one write per line: the two workers' lines do not interleave
+        atexit.register(lambda: os.write(2, f"worker {os.getpid()} frozen: {gc.get_freeze_count() > 0}\n".encode()))
     return value
 
 
