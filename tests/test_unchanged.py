@@ -69,3 +69,22 @@ def test_the_kinds_the_tests_keep():
     assert strings(["a", "b"]) and not strings(["a", Text("b")]) and not strings(["a", None])
     longs = batch_test(Types.LONG(), coder_kept)
     assert longs([0, 2**63 - 1, -(2**63)]) and not longs([2**63]) and not longs([1, True]) and not longs([Number(1)])
+
+
+def test_a_compiled_test_is_pickled_by_value_from_its_module():
+    """A compiled function belongs to this module, which does not have it: cloudpickle sends it
+    by value without searching every loaded module for a function of its name (a search it
+    made for each such function of a task it deployed to another process), and the copy tests
+    as the original does."""
+    import pickle
+
+    import cloudpickle
+
+    from kernel.common.coders import coder_conversion
+
+    convert = coder_conversion(Types.TUPLE([Types.STRING(), Types.INT()]))
+    unchanged = batch_test(Types.TUPLE([Types.STRING(), Types.INT()]), coder_kept)
+    assert (convert.__module__, unchanged.__module__) == ("kernel.common.unchanged", "kernel.common.unchanged")
+    copies = pickle.loads(cloudpickle.dumps((convert, unchanged)))
+    assert copies[0] is not convert and copies[0](("a", 1)) == ("a", 1) and copies[0](("a", True)) == ("a", 1)
+    assert copies[1]([("a", 1), ("b", 2)]) is True and copies[1]([("a", 1), ("b", 2**40)]) is False

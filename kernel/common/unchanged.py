@@ -27,8 +27,10 @@ __all__ = ["Kind", "KindOf", "batch_test", "compiled", "expression"]
 
 def compiled(name: str, source: str, **names: Any) -> Callable[..., Any]:
     """The function ``name`` defined by ``source``, which may use :func:`expression`'s tests
-    (built once per declared type, so the tests run inline on the per-record path)."""
-    namespace = {**_TYPES, **names}
+    (built once per declared type, so the tests run inline on the per-record path). Its
+    ``__module__`` is this module's, which does not have it: pickled for another process it goes
+    by value, found without a search through every loaded module for a function of its name."""
+    namespace = {"__name__": __name__, **_TYPES, **names}
     exec(source, namespace)
     return namespace[name]
 
