@@ -1,6 +1,6 @@
 """Benchmark of TaskExecutor processes (``plugins.workers=processes``) against embedded ones.
 
-    python scripts/bench_workers.py [--records 1000000]
+    python scripts/bench_workers.py [--records 1000000] [--rounds 5]
 
 1. The WindowWordCount shape fed by a parallel source: ``NumberSequenceSource`` numbers mapped
    to (word, timestamp) — 1,000 words, event time 1 ms per number with up to 2 s of disorder —
@@ -8,7 +8,7 @@
    event-time windows. Parallelism 2 on ``processes`` (two TaskExecutor processes, the keyed
    exchange crossing between them) against parallelism 1 embedded, realtime clock; records
    per second over the whole run (workers' start included), and the CPU seconds all processes
-   spent; both results compared.
+   spent; both results compared. ``--rounds`` runs per side, alternating; the median counts.
 2. A channel's throughput: a source and a sink in different slot sharing groups, so with
    ``processes`` the records cross a TCP channel between two processes, embedded an
    in-process one; over the whole run and while the tasks run (from the first task running to
@@ -119,6 +119,15 @@ def channel(count: int):
     return build
 
 
+def median_run(runs: list[Run]) -> Run:
+    """The run of median wall time (of an even number, the faster of the middle two)."""
+    return sorted(runs, key=lambda run: run.seconds)[(len(runs) - 1) // 2]
+
+
+def walls(runs: list[Run]) -> str:
+    return ", ".join(f"{run.seconds:.3f}" for run in runs)
+
+
 def start_times(events: list) -> list[float]:
     started = {e.resource_id: e.time for e in events if isinstance(e, WorkerStarted)}
     return [(e.time - started[e.resource_id]) / 1e9 for e in events
@@ -128,19 +137,25 @@ def start_times(events: list) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=5, help="alternating runs per side (the median counts)")
     args = parser.parse_args()
     for package in ("kernel", "plugins"):  # bytecode as an installed rill has it: workers do not compile rill first
         compileall.compile_dir(ROOT / package, quiet=1)
     n = args.records
     with_processes = ["plugins.workers=processes"]
     Run([], window_word_count(10_000, 1))  # warm up imports
-    embedded = Run([], window_word_count(n, 1))
-    processes = Run(with_processes, window_word_count(n, 2))
+    embedded_runs, processes_runs = [], []
+    for round_ in range(args.rounds):  # alternating: embedded first in odd rounds, processes first in even ones
+        sides = [(embedded_runs, [], 1), (processes_runs, with_processes, 2)]
+        for runs, sets, parallelism in sides if round_ % 2 == 0 else reversed(sides):
+            runs.append(Run(sets, window_word_count(n, parallelism)))
+    embedded, processes = median_run(embedded_runs), median_run(processes_runs)
     found = [line.split("> ", 1)[-1] for line in processes.lines]  # p=2 prints the subtask first
     assert sorted(found) == sorted(embedded.lines), "processes counted differently"
-    print(f"WindowWordCount, {n:,} records, {len(found):,} window results")
-    print(f"  embedded  p=1  {embedded.rate(n)}")
-    print(f"  processes p=2  {processes.rate(n)}  {embedded.seconds / processes.seconds:4.2f}x embedded p=1")
+    print(f"WindowWordCount, {n:,} records, {len(found):,} window results, median of {args.rounds} alternating runs")
+    print(f"  embedded  p=1  {embedded.rate(n)}  (wall: {walls(embedded_runs)})")
+    print(f"  processes p=2  {processes.rate(n)}  {embedded.seconds / processes.seconds:4.2f}x embedded p=1  "
+          f"(wall: {walls(processes_runs)})")
     local = Run([], channel(n))
     remote = Run(with_processes, channel(n))
     print(f"one channel, {n:,} records: whole run; tasks running")
