@@ -369,32 +369,44 @@ def test_the_workers_stop_with_sigterm_and_send_their_last_events():
     assert {e.reason for e in job.events(WorkerStopped)} == {"cluster shut down"}
 
 
-def report_the_collector_at_exit(value):
+CLUSTER_SIDE = ("plugins.local.minicluster", "plugins.local.dispatcher", "plugins.local.jobmaster.jobmaster",
+                "plugins.local.resourcemanager")
+
+
+def report_at_exit(value):
     """A map function that has its worker process say, at exit, whether the collector's
-    generations are frozen (once per process)."""
+    generations are frozen and which modules of the cluster's side it loaded (once per process)."""
     if not hasattr(sys, "rill_test_exit_report"):
         sys.rill_test_exit_report = True
-        # one write per line: the two workers' lines do not interleave
-        atexit.register(lambda: os.write(2, f"worker {os.getpid()} frozen: {gc.get_freeze_count() > 0}\n".encode()))
+
+        def report() -> None:
+            loaded = [name for name in CLUSTER_SIDE if name in sys.modules]
+            # one write per line: the two workers' lines do not interleave
+            os.write(2, f"worker {os.getpid()} frozen: {gc.get_freeze_count() > 0}, loaded: {loaded}\n".encode())
+
+        atexit.register(report)
     return value
 
 
-def test_a_worker_process_ends_without_a_last_collection(capfd):
+def test_a_worker_process_ends_without_a_last_collection_having_loaded_no_cluster_side(capfd):
     """A stopped worker's process freezes the collector before the interpreter's exit (its
-    last full collection is what the run waited for last); its output and events are complete."""
+    last full collection is what the run waited for last); a task's end loads none of the
+    MiniCluster, Dispatcher, JobMaster or ResourceManager. Its output and events are complete."""
     def build(env):
         env.set_parallelism(2)
-        env.from_collection(list(range(10)), Types.INT()).rebalance().map(report_the_collector_at_exit, Types.INT()) \
+        env.from_collection(list(range(10)), Types.INT()).rebalance().map(report_at_exit, Types.INT()) \
             .key_by(lambda v: v % 2, Types.INT()).reduce(lambda a, b: a + b).print()
         env.execute("frozen")
 
     job = run_job(build, *PROCESSES)
     assert job.outcome.status == "FINISHED"
     assert sorted(int(line.split("> ")[1]) for line in job.lines) == sorted([0, 2, 6, 12, 20, 1, 4, 9, 16, 25])
+    # the tasks' summaries (sent as each ended) reached the outcome
+    assert [(v.records_in, v.records_out) for v in job.outcome.vertices] == [(0, 10), (10, 10), (10, 0)]
     pids = pids_of(job)
     assert all(gone(pid) for pid in pids.values())
     reported = sorted(line for line in capfd.readouterr().err.splitlines() if " frozen: " in line)
-    assert reported == sorted(f"worker {pid} frozen: True" for pid in pids.values())
+    assert reported == sorted(f"worker {pid} frozen: True, loaded: []" for pid in pids.values())
 
 
 def test_execute_and_collect_gets_the_records_of_collect_sinks_in_worker_processes():

@@ -8,6 +8,7 @@ Requests that need an answer are sent with ``ask``: the handler's return value i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -21,6 +22,21 @@ RESOURCE_MANAGER = "resourcemanager"
 
 class Message(msgspec.Struct, frozen=True):
     pass
+
+
+@dataclass
+class TaskSummary:
+    """How a task ended, for the job's outcome: a TaskExecutor in another process sends it to
+    the cluster's process when the task ends."""
+
+    vertex_id: str
+    vertex_name: str
+    subtask: int
+    attempt: int
+    state: str
+    records_in: int
+    records_out: int
+    totals: dict[str, float]
 
 
 # -- Dispatcher ---------------------------------------------------------------------------------

@@ -49,22 +49,10 @@ STALLED = "the job stalled: nothing left to run and it did not end"
 
 
 @dataclass
-class TaskSummary:
-    vertex_id: str
-    vertex_name: str
-    subtask: int
-    attempt: int
-    state: str
-    records_in: int
-    records_out: int
-    totals: dict[str, float]
-
-
-@dataclass
 class JobOutcome:
     status: str
     failure: str
-    tasks: list[TaskSummary] = field(default_factory=list)
+    tasks: list[m.TaskSummary] = field(default_factory=list)
     workers_started: int = 0
     recovery: list[str] = field(default_factory=list)
     back_pressure: m.BackPressureJudgement | None = None  # a back-pressure monitor's judgement
@@ -99,7 +87,7 @@ class MiniCluster:
         self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated, self.tracker)
         self.outcome: JobOutcome | None = None
         self.job_graph: JobGraph | None = None
-        self.summaries: list[TaskSummary] = []
+        self.summaries: list[m.TaskSummary] = []
         self._sampler: Any = None
         self._quiet: list[int] | None = None  # how far the tasks' loops got when last seen quiescent
 
@@ -173,7 +161,7 @@ class MiniCluster:
 
     def task_ended(self, task: StreamTask) -> None:
         d = task.deployment
-        self.summaries.append(TaskSummary(
+        self.summaries.append(m.TaskSummary(
             d.vertex.id, d.vertex.name, d.subtask, d.attempt, task.state, task.metrics.records_in,
             task.metrics.records_out, task.metrics.totals(self.run.clock.now()),
         ))

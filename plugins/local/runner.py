@@ -25,6 +25,7 @@ from kernel.clock import NS_PER_S
 from kernel.remoting import ENCODER, TcpTransport, encode_frame
 from kernel.streaming.committer import SinkCommitter
 from kernel.tcp import LineWriter
+from plugins.local import messages as m
 from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
 from plugins.local.faults import FaultInjector
 from plugins.local.network.remote import PartitionRequestClient, PartitionRequestServer
@@ -101,10 +102,8 @@ class TaskManagerServices:
         self.run.loop.stop()
 
     def task_ended(self, task: StreamTask) -> None:
-        from plugins.local.minicluster import TaskSummary
-
         d = task.deployment
-        summary = TaskSummary(d.vertex.id, d.vertex.name, d.subtask, d.attempt, task.state, task.metrics.records_in,
+        summary = m.TaskSummary(d.vertex.id, d.vertex.name, d.subtask, d.attempt, task.state, task.metrics.records_in,
                               task.metrics.records_out, task.metrics.totals(self.run.clock.now()))
         self.connection.send(encode_frame("summary", summary))
 
