@@ -438,3 +438,62 @@ def test_batch_connected_keyed_inputs_merge_by_key_as_pyflink():
     # each key's timers fire before the next key's records go in
     assert co == ["1:a:2", "2:a:4", "2:a:6", "1:a:7", *PYFLINK_BATCH_CO_TIMERS["a"], "2:b:1", "1:b:5", "1:b:9",
                   *PYFLINK_BATCH_CO_TIMERS["b"], "1:c:1", "2:c:8", *PYFLINK_BATCH_CO_TIMERS["c"], "2:d:3"]
+
+
+#: recorded on PyFlink 2.3.0: the keys whose timers (and windows) fire at each second's end, in
+#: the order PyFlink printed them — the order of Flink's timer heap, not of registration
+PYFLINK_TIMER_ORDER = {
+    999: "k19 k8 k11 k0 k12 k17 k14 k18 k6 k22 k24 k13 k7 k2 k9 k21 k10 k4 k23 k20 k1 k5 k16 k3 k15",
+    1999: "k10 k15 k17 k21 k20 k22 k8 k5 k24 k13 k1 k12 k23 k18 k3 k2 k4 k19 k14 k7 k0 k11 k6 k9",
+    2999: "k2 k10 k19 k1 k5 k22 k6 k12 k20 k9 k0 k11 k13 k4 k8 k14 k3 k21 k15 k23 k17 k18 k16 k7",
+    3999: "k19 k8 k18 k14 k4 k3 k24 k10 k6 k21 k0 k23 k13 k2 k9 k20 k22 k17 k12 k5 k15 k1 k11",
+    4999: "k23 k1 k7 k14 k3 k11 k22 k20 k24 k21 k16 k10 k9 k8 k18 k12 k5 k15 k6 k13 k17 k4 k2 k19",
+}
+
+
+class SecondEnd(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(value[1] - value[1] % 1000 + 999)
+
+    def on_timer(self, timestamp, ctx):
+        yield f"{timestamp} {ctx.get_current_key()}"
+
+
+class CountPerWindow(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield f"{context.window().start} {key} {len(list(elements))}"
+
+
+class Second(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+def test_timers_of_many_keys_at_one_time_fire_in_the_order_of_flinks_timer_heap():
+    """25 keys register timers (a KeyedProcessFunction's, and tumbling windows') for the same
+    five instants; PyFlink fires each instant's timers in the order of Flink's timer heap
+    (HeapPriorityQueueSet: a binary heap ordered by timestamp only), which is neither the order
+    of registration nor of keys."""
+    import random
+
+    rng = random.Random(5)
+    data = [(f"k{rng.randrange(25)}", i * 37 % 5000) for i in range(400)]
+
+    def build(env):
+        env.set_parallelism(1)
+        timed = env.from_collection(data, Types.TUPLE([Types.STRING(), Types.LONG()])).assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(100)).with_timestamp_assigner(Second()))
+        keyed = timed.key_by(lambda t: t[0], Types.STRING())
+        keyed.process(SecondEnd(), Types.STRING()).print("timer")
+        keyed.window(TumblingEventTimeWindows.of(Time.seconds(1))).process(CountPerWindow(), Types.STRING()).print("win")
+        env.execute("ties")
+
+    job = run_job(build)
+    counts: dict[tuple[int, str], int] = {}
+    for key, ts in data:
+        counts[(ts - ts % 1000, key)] = counts.get((ts - ts % 1000, key), 0) + 1
+    order = [(end, key) for end, keys in PYFLINK_TIMER_ORDER.items() for key in keys.split()]
+    assert by_sink(job.lines) == {
+        "timer": [f"{end} {key}" for end, key in order],
+        "win": [f"{end - 999} {key} {counts[(end - 999, key)]}" for end, key in order],
+    }

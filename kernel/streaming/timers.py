@@ -3,8 +3,8 @@
 Timers are unique per (key, namespace, timestamp). Event-time timers fire when a watermark
 reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
 fire from a task mail when the processing clock reaches them (one wake-up scheduled at a time,
-for the earliest). Deleting a timer removes it from the set; its heap entry is skipped when
-reached, or dropped earlier when such entries make up most of the heap.
+for the earliest). Timers with the same timestamp fire in the order of Flink's timer heap
+(:mod:`kernel.streaming.timer_heap`); deleting a timer removes it from the heap at once.
 
 In BATCH execution (Flink's ``BatchExecutionInternalTimeService``) processing time does not
 advance: processing-time timers are not scheduled, and all of them fire when the final
@@ -14,11 +14,11 @@ ignored (the service is quiesced, so a timer re-registering itself cannot loop f
 
 from __future__ import annotations
 
-import heapq
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.streaming.state import KeyedStateBackend
+from kernel.streaming.timer_heap import TimerHeap
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import Entry, OperatorSnapshot
@@ -29,61 +29,19 @@ EVENT_TIMERS = "_timer_state/event_timers"
 PROCESSING_TIMERS = "_timer_state/processing_timers"
 
 
-class _TimerQueue:
-    def __init__(self) -> None:
-        self.heap: list[tuple[int, int, Any, Any]] = []
-        self.live: set[tuple[int, Any, Any]] = set()
-        self.seq = 0
+class _TimerQueue(TimerHeap):
+    """One kind of timers (:class:`~kernel.streaming.timer_heap.TimerHeap`, Flink's order)."""
 
-    def add(self, timestamp: int, key: Any, namespace: Any) -> bool:
-        entry = (timestamp, key, namespace)
-        if entry in self.live:
-            return False
-        self.live.add(entry)
-        self.seq += 1
-        heapq.heappush(self.heap, (timestamp, self.seq, key, namespace))
-        return True
-
-    def delete(self, timestamp: int, key: Any, namespace: Any) -> None:
-        live = self.live
-        live.discard((timestamp, key, namespace))
-        if len(self.heap) > 2 * len(live) + 64:
-            self._compact()
-
-    def _compact(self) -> None:
-        """Drop the entries of deleted timers; of a timer deleted and registered again, keep
-        the entry that would fire (the first one), so the firing order does not change."""
-        first: dict[tuple[int, Any, Any], int] = {}
-        for timestamp, seq, key, namespace in self.heap:
-            entry = (timestamp, key, namespace)
-            if entry in self.live and seq < first.get(entry, seq + 1):
-                first[entry] = seq
-        self.heap[:] = [(timestamp, seq, key, namespace) for (timestamp, key, namespace), seq in first.items()]
-        heapq.heapify(self.heap)  # in place: a drain going on holds the list
-
-    def earliest(self) -> int | None:
-        heap, live = self.heap, self.live
-        while heap and (heap[0][0], heap[0][2], heap[0][3]) not in live:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
-
-    def __len__(self) -> int:
-        return len(self.live)
+    __slots__ = ()
 
     def entries(self) -> list[Entry]:
-        """The live timers as checkpoint entries (key, namespace, (timestamp, order)): ``order``
-        numbers them in the order they fire (timestamp, then registration)."""
-        live, seen, entries = self.live, set(), []
-        for timestamp, _, key, namespace in sorted(self.heap, key=lambda e: (e[0], e[1])):
-            timer = (timestamp, key, namespace)
-            if timer in live and timer not in seen:
-                seen.add(timer)
-                entries.append((key, namespace, (timestamp, len(entries))))
-        return entries
+        """The timers as checkpoint entries (key, namespace, (timestamp, position)), in heap
+        array order: restored in that order they rebuild the same heap."""
+        return [(key, namespace, (timestamp, position)) for timestamp, key, namespace, position in self]
 
     def restore(self, entries: list[Entry]) -> None:
-        """Register restored timers in their firing order."""
-        for key, namespace, (timestamp, _) in sorted(entries, key=lambda e: e[2]):
+        """Register restored timers in the order of their positions."""
+        for key, namespace, (timestamp, _) in sorted(entries, key=lambda e: e[2][1]):
             self.add(timestamp, key, namespace)
 
 
@@ -116,21 +74,15 @@ class InternalTimerService:
         for a user function registering timers per record."""
         if self.batch:
             return lambda timestamp: self.register_event_time_timer(namespace, timestamp)
-        queue, backend = self.event_timers, self.backend
-        live, heap, push = queue.live, queue.heap, heapq.heappush
+        add, backend = self.event_timers.add, self.backend
 
         def register(timestamp: int) -> None:
-            key = backend.current_key
-            entry = (timestamp, key, namespace)
-            if entry not in live:
-                live.add(entry)
-                queue.seq += 1
-                push(heap, (timestamp, queue.seq, key, namespace))
+            add(timestamp, backend.current_key, namespace)
 
         return register
 
     def delete_event_time_timer(self, namespace: Any, timestamp: int) -> None:
-        self.event_timers.delete(timestamp, self.backend.current_key, namespace)
+        self.event_timers.remove(timestamp, self.backend.current_key, namespace)
 
     def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
         if self.batch and self.current_watermark == MAX_LONG:
@@ -140,7 +92,7 @@ class InternalTimerService:
                 self._wake_at(timestamp)
 
     def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
-        self.processing_timers.delete(timestamp, self.backend.current_key, namespace)
+        self.processing_timers.remove(timestamp, self.backend.current_key, namespace)
 
     # -- firing -------------------------------------------------------------------------------
 
@@ -154,18 +106,15 @@ class InternalTimerService:
         return fired
 
     def _drain(self, queue: _TimerQueue, limit: int, fire: Fire) -> int:
-        """Fire the timers of ``queue`` up to ``limit``, one by one (a timer may register or delete
-        others; the heap is compacted in place)."""
-        backend, heap, live, pop = self.backend, queue.heap, queue.live, heapq.heappop
+        """Fire the timers of ``queue`` up to ``limit``, one by one, each taken from the queue
+        before it fires (a timer may register or delete others)."""
+        backend, heap, poll = self.backend, queue.heap, queue.poll
         fired = 0
-        while heap and heap[0][0] <= limit:
-            timestamp, _, key, namespace = pop(heap)
-            entry = (timestamp, key, namespace)
-            if entry in live:
-                live.discard(entry)
-                backend.current_key = key
-                fired += 1
-                fire(timestamp, key, namespace)
+        while len(heap) > 1 and heap[1][0] <= limit:
+            timestamp, key, namespace, _ = poll()
+            backend.current_key = key
+            fired += 1
+            fire(timestamp, key, namespace)
         return fired
 
     def _wake_at(self, timestamp: int) -> None:
@@ -181,7 +130,7 @@ class InternalTimerService:
             return  # superseded (it fired before it could be cancelled)
         self._wakeup = self._wakeup_handle = None
         self.fire_processing_time(self._now_ms())
-        earliest = self.processing_timers.earliest()
+        earliest = self.processing_timers.head_time()
         if earliest is not None:
             self._wake_at(earliest)
 
@@ -196,7 +145,7 @@ class InternalTimerService:
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
         for name, queue in ((EVENT_TIMERS, self.event_timers), (PROCESSING_TIMERS, self.processing_timers)):
-            if queue.live:
+            if len(queue):
                 snapshot.add_keyed(name, "timers", queue.entries())
 
     def restore(self, event_timers: list[Entry], processing_timers: list[Entry]) -> None:
@@ -204,6 +153,6 @@ class InternalTimerService:
         processing-time ones get their wake-up (at once when already due)."""
         self.event_timers.restore(event_timers)
         self.processing_timers.restore(processing_timers)
-        earliest = self.processing_timers.earliest()
+        earliest = self.processing_timers.head_time()
         if earliest is not None and not self.batch and (self._wakeup is None or earliest < self._wakeup):
             self._wake_at(earliest)

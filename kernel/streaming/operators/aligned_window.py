@@ -4,14 +4,14 @@ Tumbling and sliding event-time windows under the default trigger are the common
 for them everything the generic operator asks the assigner, trigger and timer service per
 element is arithmetic: a window is its start, its contents live under ``(key, start)``, and
 its two timers (fire at ``max_timestamp``, clean up at ``max_timestamp + allowed_lateness``)
-are registered once, when its contents are created. The behaviour is exactly the generic
-operator's: same results, timestamps, firing order (timestamp, then registration order),
-late-element handling, side output and counters.
+are registered once, when its contents are created, in the timer heap Flink keeps
+(:mod:`kernel.streaming.timer_heap`, the namespace a window's start). The behaviour is exactly
+the generic operator's: same results, timestamps, firing order (the heap's), late-element
+handling, side output and counters.
 """
 
 from __future__ import annotations
 
-import heapq
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
@@ -23,6 +23,7 @@ from kernel.datastream.window import (
     check_time_record,
 )
 from kernel.streaming.operators.window import WINDOW_CONTENTS, WindowOperator
+from kernel.streaming.timer_heap import TimerHeap
 from kernel.streaming.timers import EVENT_TIMERS
 
 if TYPE_CHECKING:
@@ -46,8 +47,7 @@ class AlignedWindowOperator(WindowOperator):
         self.slide = getattr(assigner, "_slide", assigner._size)
         self.offset = assigner._offset
         self.windows: dict[tuple[Any, int], Any] = {}  # (key, window start) -> contents
-        self.due: dict[int, list[tuple[Any, int]]] = {}  # timer time -> windows, in registration order
-        self.due_times: list[int] = []  # heap of the keys of ``due``
+        self.due = TimerHeap()  # the windows' timers: (time, key, window start)
         function = self.spec.function
         if self.contents_kind == "reduce":
             self._reduce = getattr(function, "reduce", function)
@@ -125,8 +125,7 @@ class AlignedWindowOperator(WindowOperator):
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         add, create = (self._add, self._create) if kind == "aggregate" else (None, None)
-        due, due_times = self.due, self.due_times
-        get, due_get, push = windows.get, due.get, heapq.heappush
+        get, register = windows.get, self.due.add
         fired: tuple[list, list, dict] | None = None
         late_values: list = []
         late_ts: list = []
@@ -142,14 +141,9 @@ class AlignedWindowOperator(WindowOperator):
             if contents is None:
                 last = start + size_1
                 if last > watermark:
-                    slots = due_get(last)
-                    if slots is None:
-                        due[last] = [slot]
-                        push(due_times, last)
-                    else:
-                        slots.append(slot)
+                    register(last, key, start)
                 if lateness and last + lateness < MAX_LONG:
-                    self._register(last + lateness, slot)
+                    register(last + lateness, key, start)
                 windows[slot] = value if reduce is not None else add(value, create()) if add is not None else [value]
             elif reduce is not None:
                 windows[slot] = reduce(contents, value)
@@ -167,12 +161,7 @@ class AlignedWindowOperator(WindowOperator):
             self.flush_results(*fired)
 
     def _register(self, time: int, slot: tuple[Any, int]) -> None:
-        slots = self.due.get(time)
-        if slots is None:
-            self.due[time] = [slot]
-            heapq.heappush(self.due_times, time)
-        else:
-            slots.append(slot)
+        self.due.add(time, *slot)
 
     # -- checkpoints --------------------------------------------------------------------------
 
@@ -195,27 +184,24 @@ class AlignedWindowOperator(WindowOperator):
             else:
                 found.append((key, window, value))
         snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], contents)
-        due, order = self.due, 0
         timers: dict[int, list] = {}
-        for time in sorted(due):
-            for key, start in due[time]:
-                window = windows.get(start)
-                if window is None:
-                    window = windows[start] = TimeWindow(start, start + size)
-                group = group_of(key)
-                found = timers.get(group)
-                if found is None:
-                    timers[group] = [(key, window, (time, order))]
-                else:
-                    found.append((key, window, (time, order)))
-                order += 1
+        for time, key, start, position in self.due:
+            window = windows.get(start)
+            if window is None:
+                window = windows[start] = TimeWindow(start, start + size)
+            group = group_of(key)
+            found = timers.get(group)
+            if found is None:
+                timers[group] = [(key, window, (time, position))]
+            else:
+                found.append((key, window, (time, position)))
         snapshot.add_keyed_groups(EVENT_TIMERS, "timers", timers)
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
             self.windows[(key, window.start)] = contents
-        for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2]):
-            self._register(time, (key, window.start))
+        for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2][1]):
+            self.due.add(time, key, window.start)
         super().initialize_state(restored)
 
     # -- firing -------------------------------------------------------------------------------
@@ -223,8 +209,8 @@ class AlignedWindowOperator(WindowOperator):
     def advance_timers(self, timestamp: int) -> None:
         self.current_watermark = timestamp
         self.timers.current_watermark = timestamp
-        due_times = self.due_times
-        if due_times and due_times[0] <= timestamp:
+        heap = self.due.heap
+        if len(heap) > 1 and heap[1][0] <= timestamp:
             self._fire_due(timestamp)
 
     def _fire_due(self, timestamp: int) -> None:
@@ -233,46 +219,45 @@ class AlignedWindowOperator(WindowOperator):
         out_values: list = []
         out_ts: list = []
         side: dict = {}
-        due, due_times, windows, backend = self.due, self.due_times, self.windows, self.backend
+        heap, poll, windows, backend = self.due.heap, self.due.poll, self.windows, self.backend
         size, lateness, clearing = self.size, self.allowed_lateness, self.clearing_function
         direct = self.window_function is None and not self.requested_side_outputs
         result = self.spec.function.get_result if self.contents_kind == "aggregate" else None
-        get, pop, emit = windows.get, heapq.heappop, self._emit_window
+        get, emit = windows.get, self._emit_window
         timers = fired = 0
         try:
             if direct and not lateness and clearing is None:  # each timer fires its window and clears it
                 take, append, append_ts = windows.pop, out_values.append, out_ts.append
-                while due_times and due_times[0] <= timestamp:
-                    time = pop(due_times)
-                    for slot in due.pop(time):
-                        timers += 1
-                        contents = take(slot)
+                while len(heap) > 1 and heap[1][0] <= timestamp:
+                    time, key, start, _ = poll()
+                    timers += 1
+                    contents = take((key, start), None)
+                    if contents is not None:
+                        fired += 1
+                        backend.current_key = key
+                        append(contents if result is None else result(contents))
+                        append_ts(time)
+            else:
+                while len(heap) > 1 and heap[1][0] <= timestamp:
+                    time, key, start, _ = poll()
+                    slot = (key, start)
+                    timers += 1
+                    last = start + size - 1
+                    if time == last:
+                        contents = get(slot)
                         if contents is not None:
                             fired += 1
-                            backend.current_key = slot[0]
-                            append(contents if result is None else result(contents))
-                            append_ts(time)
-            else:
-                while due_times and due_times[0] <= timestamp:
-                    time = pop(due_times)
-                    for slot in due.pop(time):
-                        timers += 1
-                        last = slot[1] + size - 1
-                        if time == last:
-                            contents = get(slot)
-                            if contents is not None:
-                                fired += 1
-                                if direct:
-                                    backend.current_key = slot[0]
-                                    out_values.append(contents if result is None else result(contents))
-                                    out_ts.append(last)
-                                else:
-                                    emit(slot, contents, out_values, out_ts, side)
-                        if time == last + lateness or time == MAX_LONG:
-                            if clearing is None:
-                                del windows[slot]
+                            if direct:
+                                backend.current_key = key
+                                out_values.append(contents if result is None else result(contents))
+                                out_ts.append(last)
                             else:
-                                self._clean_up(slot)
+                                emit(slot, contents, out_values, out_ts, side)
+                    if time == last + lateness or time == MAX_LONG:
+                        if clearing is None:
+                            del windows[slot]
+                        else:
+                            self._clean_up(slot)
         finally:
             runtime = self.runtime
             if fired:
