@@ -63,10 +63,31 @@ class TimerHeap:
         return True
 
     def poll(self) -> Timer:
-        """Take the head timer (the heap must not be empty)."""
-        timer = self._remove_at(1)
-        del self.timers[(timer[0], timer[1], timer[2])]
-        return timer
+        """Take the head timer (the heap must not be empty): the last timer takes its place and
+        sifts down (at the head there is nothing to sift up to)."""
+        heap = self.heap
+        head = heap[1]
+        last = heap.pop()
+        if last is not head:
+            size = len(heap) - 1
+            timestamp = last[0]
+            index, child = 1, 2
+            while child <= size:
+                smaller = heap[child]
+                if child < size:
+                    second = heap[child + 1]
+                    if second[0] < smaller[0]:
+                        child += 1
+                        smaller = second
+                if not smaller[0] < timestamp:
+                    break
+                heap[index] = smaller
+                smaller[3] = index
+                index, child = child, child << 1
+            heap[index] = last
+            last[3] = index
+        del self.timers[(head[0], head[1], head[2])]
+        return head
 
     def _remove_at(self, index: int) -> Timer:
         heap = self.heap
