@@ -9,6 +9,10 @@ up, the head polled by moving the last timer into its place and sifting it down 
 smaller child chosen, the first one on a tie; a timer moves only past a strictly later one), a
 removed timer's place filled the same way at once. Restoring the timers in array order rebuilds
 the same heap.
+
+:func:`push` and :func:`pop` are the same heap for a user that never deletes a timer nor
+registers one twice (the aligned window operator: one timer per window and time): tuples whose
+first field is the timestamp, no set, no positions kept.
 """
 
 from __future__ import annotations
@@ -137,3 +141,38 @@ class TimerHeap:
     def __iter__(self) -> Iterator[Timer]:
         """The timers in array order (adding them in this order to an empty heap rebuilds it)."""
         return iter(self.heap[1:])
+
+
+def push(heap: list, timer: tuple) -> None:
+    """Add ``timer`` (its timestamp first) to ``heap`` (a list whose item 0 is unused)."""
+    timestamp = timer[0]
+    index = len(heap)
+    heap.append(timer)
+    parent = index >> 1
+    while parent and timestamp < heap[parent][0]:
+        heap[index] = heap[parent]
+        index, parent = parent, parent >> 1
+    heap[index] = timer
+
+
+def pop(heap: list) -> tuple:
+    """Take the head of ``heap`` (not empty), as :meth:`TimerHeap.poll` does."""
+    head = heap[1]
+    last = heap.pop()
+    if last is not head:
+        size = len(heap) - 1
+        timestamp = last[0]
+        index, child = 1, 2
+        while child <= size:
+            smaller = heap[child]
+            if child < size:
+                second = heap[child + 1]
+                if second[0] < smaller[0]:
+                    child += 1
+                    smaller = second
+            if not smaller[0] < timestamp:
+                break
+            heap[index] = smaller
+            index, child = child, child << 1
+        heap[index] = last
+    return head

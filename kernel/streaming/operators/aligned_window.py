@@ -23,7 +23,7 @@ from kernel.datastream.window import (
     check_time_record,
 )
 from kernel.streaming.operators.window import WINDOW_CONTENTS, WindowOperator
-from kernel.streaming.timer_heap import TimerHeap
+from kernel.streaming.timer_heap import pop, push
 from kernel.streaming.timers import EVENT_TIMERS
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class AlignedWindowOperator(WindowOperator):
         self.slide = getattr(assigner, "_slide", assigner._size)
         self.offset = assigner._offset
         self.windows: dict[tuple[Any, int], Any] = {}  # (key, window start) -> contents
-        self.due = TimerHeap()  # the windows' timers: (time, key, window start)
+        self.due: list = [None]  # the windows' timers, a timer heap of (time, key, window start)
         function = self.spec.function
         if self.contents_kind == "reduce":
             self._reduce = getattr(function, "reduce", function)
@@ -125,7 +125,7 @@ class AlignedWindowOperator(WindowOperator):
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         add, create = (self._add, self._create) if kind == "aggregate" else (None, None)
-        get, register = windows.get, self.due.add
+        get, due = windows.get, self.due
         fired: tuple[list, list, dict] | None = None
         late_values: list = []
         late_ts: list = []
@@ -141,9 +141,9 @@ class AlignedWindowOperator(WindowOperator):
             if contents is None:
                 last = start + size_1
                 if last > watermark:
-                    register(last, key, start)
+                    push(due, (last, key, start))
                 if lateness and last + lateness < MAX_LONG:
-                    register(last + lateness, key, start)
+                    push(due, (last + lateness, key, start))
                 windows[slot] = value if reduce is not None else add(value, create()) if add is not None else [value]
             elif reduce is not None:
                 windows[slot] = reduce(contents, value)
@@ -161,7 +161,7 @@ class AlignedWindowOperator(WindowOperator):
             self.flush_results(*fired)
 
     def _register(self, time: int, slot: tuple[Any, int]) -> None:
-        self.due.add(time, *slot)
+        push(self.due, (time, *slot))
 
     # -- checkpoints --------------------------------------------------------------------------
 
@@ -185,7 +185,7 @@ class AlignedWindowOperator(WindowOperator):
                 found.append((key, window, value))
         snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], contents)
         timers: dict[int, list] = {}
-        for time, key, start, position in self.due:
+        for position, (time, key, start) in enumerate(self.due[1:], 1):
             window = windows.get(start)
             if window is None:
                 window = windows[start] = TimeWindow(start, start + size)
@@ -201,7 +201,7 @@ class AlignedWindowOperator(WindowOperator):
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
             self.windows[(key, window.start)] = contents
         for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2][1]):
-            self.due.add(time, key, window.start)
+            push(self.due, (time, key, window.start))
         super().initialize_state(restored)
 
     # -- firing -------------------------------------------------------------------------------
@@ -209,7 +209,7 @@ class AlignedWindowOperator(WindowOperator):
     def advance_timers(self, timestamp: int) -> None:
         self.current_watermark = timestamp
         self.timers.current_watermark = timestamp
-        heap = self.due.heap
+        heap = self.due
         if len(heap) > 1 and heap[1][0] <= timestamp:
             self._fire_due(timestamp)
 
@@ -219,7 +219,7 @@ class AlignedWindowOperator(WindowOperator):
         out_values: list = []
         out_ts: list = []
         side: dict = {}
-        heap, poll, windows, backend = self.due.heap, self.due.poll, self.windows, self.backend
+        heap, windows, backend = self.due, self.windows, self.backend
         size, lateness, clearing = self.size, self.allowed_lateness, self.clearing_function
         direct = self.window_function is None and not self.requested_side_outputs
         result = self.spec.function.get_result if self.contents_kind == "aggregate" else None
@@ -229,7 +229,7 @@ class AlignedWindowOperator(WindowOperator):
             if direct and not lateness and clearing is None:  # each timer fires its window and clears it
                 take, append, append_ts = windows.pop, out_values.append, out_ts.append
                 while len(heap) > 1 and heap[1][0] <= timestamp:
-                    time, key, start, _ = poll()
+                    time, key, start = pop(heap)
                     timers += 1
                     contents = take((key, start), None)
                     if contents is not None:
@@ -239,7 +239,7 @@ class AlignedWindowOperator(WindowOperator):
                         append_ts(time)
             else:
                 while len(heap) > 1 and heap[1][0] <= timestamp:
-                    time, key, start, _ = poll()
+                    time, key, start = pop(heap)
                     slot = (key, start)
                     timers += 1
                     last = start + size - 1
