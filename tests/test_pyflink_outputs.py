@@ -497,3 +497,64 @@ def test_timers_of_many_keys_at_one_time_fire_in_the_order_of_flinks_timer_heap(
         "timer": [f"{end} {key}" for end, key in order],
         "win": [f"{end - 999} {key} {counts[(end - 999, key)]}" for end, key in order],
     }
+
+
+#: recorded on PyFlink 2.3.0: each sink's line count and the SHA-256 of its lines joined by
+#: newlines, in PyFlink's order (745 lines in all)
+PYFLINK_MERGING_AND_DELETED_TIMERS = {
+    "del": (210, "4003032f33b36b090ece34e6d28cf34fafaabe831dcad585be799394476a8e24"),
+    "slide": (261, "e2c48718217b39217d0a64162dedb60e944efbd9b62cfb0e69c0c53c8e3323db"),
+    "session": (274, "4bbb46c0af9922ba9de6d09091c377f48f4d455d6df9757e2b9bac9966293efe"),
+}
+
+
+class WindowLine(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield f"{context.window().start}-{context.window().end} {key} {len(list(elements))}"
+
+
+class MovedTimers(KeyedProcessFunction):
+    """Registers a timer at its record's second's end and one a second later, deleting the first
+    again for every third record."""
+
+    def process_element(self, value, ctx):
+        end = value[1] - value[1] % 1000 + 999
+        ctx.timer_service().register_event_time_timer(end)
+        if value[2] % 3 == 0:
+            ctx.timer_service().delete_event_time_timer(end)
+        ctx.timer_service().register_event_time_timer(end + 1000)
+
+    def on_timer(self, timestamp, ctx):
+        yield f"{timestamp} {ctx.get_current_key()}"
+
+
+def test_merging_windows_late_windows_and_deleted_timers_fire_in_pyflinks_order():
+    """Session windows (merging: the merged windows' timers deleted, the result's registered),
+    sliding windows with allowed lateness (a fire and a clean-up timer per window) and a
+    KeyedProcessFunction deleting timers, 30 keys: each sink's lines in PyFlink's order, which
+    depends on every registration and deletion having moved Flink's heap as it did there."""
+    import hashlib
+    import random
+
+    from kernel.datastream.window import EventTimeSessionWindows, SlidingEventTimeWindows
+
+    rng = random.Random(11)
+    data = [(f"k{rng.randrange(30)}", i * 53 % 8000, i) for i in range(500)]
+
+    def build(env):
+        env.set_parallelism(1)
+        timed = env.from_collection(data, Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()])) \
+            .assign_timestamps_and_watermarks(
+                WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(100)).with_timestamp_assigner(Second()))
+        keyed = timed.key_by(lambda t: t[0], Types.STRING())
+        keyed.window(EventTimeSessionWindows.with_gap(Time.milliseconds(300))).process(WindowLine(), Types.STRING()) \
+            .print("session")
+        keyed.window(SlidingEventTimeWindows.of(Time.seconds(2), Time.seconds(1))).allowed_lateness(1500) \
+            .process(WindowLine(), Types.STRING()).print("slide")
+        keyed.process(MovedTimers(), Types.STRING()).print("del")
+        env.execute("ties")
+
+    job = run_job(build)
+    printed = {sink: (len(lines), hashlib.sha256("\n".join(lines).encode()).hexdigest())
+               for sink, lines in by_sink(job.lines).items()}
+    assert printed == PYFLINK_MERGING_AND_DELETED_TIMERS
