@@ -73,23 +73,8 @@ class TimerHeap:
         head = heap[1]
         last = heap.pop()
         if last is not head:
-            size = len(heap) - 1
-            timestamp = last[0]
-            index, child = 1, 2
-            while child <= size:
-                smaller = heap[child]
-                if child < size:
-                    second = heap[child + 1]
-                    if second[0] < smaller[0]:
-                        child += 1
-                        smaller = second
-                if not smaller[0] < timestamp:
-                    break
-                heap[index] = smaller
-                smaller[3] = index
-                index, child = child, child << 1
-            heap[index] = last
-            last[3] = index
+            heap[1] = last
+            self._sift_down(1)
         del self.timers[(head[0], head[1], head[2])]
         return head
 
@@ -118,23 +103,32 @@ class TimerHeap:
         timer[3] = index
 
     def _sift_down(self, index: int) -> None:
+        """Move the timer at ``index`` down past every child strictly earlier than it, to the
+        earlier child each time (the first on a tie)."""
         heap = self.heap
         size = len(heap) - 1
         timer = heap[index]
         timestamp = timer[0]
         child = index << 1
-        while child <= size:
+        while child < size:  # both children there
             smaller = heap[child]
-            if child < size:
-                second = heap[child + 1]
-                if second[0] < smaller[0]:
-                    child += 1
-                    smaller = second
-            if not smaller[0] < timestamp:
+            second = heap[child + 1]
+            if second[0] < smaller[0]:
+                child += 1
+                smaller = second
+            if smaller[0] >= timestamp:
                 break
             heap[index] = smaller
             smaller[3] = index
-            index, child = child, child << 1
+            index = child
+            child <<= 1
+        else:
+            if child == size:  # a first child only
+                smaller = heap[child]
+                if smaller[0] < timestamp:
+                    heap[index] = smaller
+                    smaller[3] = index
+                    index = child
         heap[index] = timer
         timer[3] = index
 
@@ -163,16 +157,20 @@ def pop(heap: list) -> tuple:
         size = len(heap) - 1
         timestamp = last[0]
         index, child = 1, 2
-        while child <= size:
+        while child < size:  # both children there
             smaller = heap[child]
-            if child < size:
-                second = heap[child + 1]
-                if second[0] < smaller[0]:
-                    child += 1
-                    smaller = second
-            if not smaller[0] < timestamp:
+            second = heap[child + 1]
+            if second[0] < smaller[0]:
+                child += 1
+                smaller = second
+            if smaller[0] >= timestamp:
                 break
             heap[index] = smaller
-            index, child = child, child << 1
+            index = child
+            child <<= 1
+        else:
+            if child == size and heap[child][0] < timestamp:  # a first child only
+                heap[index] = heap[child]
+                index = child
         heap[index] = last
     return head
