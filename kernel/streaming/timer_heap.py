@@ -45,17 +45,9 @@ class TimerHeap:
         if identity in timers:
             return False
         heap = self.heap
-        index = len(heap)
-        timer = [timestamp, key, namespace, index]
-        timers[identity] = timer
+        timer = timers[identity] = [timestamp, key, namespace, len(heap)]
         heap.append(timer)
-        parent = index >> 1
-        while parent and timestamp < heap[parent][0]:  # sift up
-            moved = heap[index] = heap[parent]
-            moved[3] = index
-            index, parent = parent, parent >> 1
-        heap[index] = timer
-        timer[3] = index
+        self._sift_up(timer[3])
         return True
 
     def remove(self, timestamp: int, key: Any, namespace: Any) -> bool:
