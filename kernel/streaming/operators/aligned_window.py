@@ -172,30 +172,26 @@ class AlignedWindowOperator(WindowOperator):
         super().snapshot_state(snapshot)
         size, group_of = self.size, snapshot.key_group_of
         windows: dict[int, TimeWindow] = {}
-        contents: dict[int, list] = {}
-        for (key, start), value in self.windows.items():
-            window = windows.get(start)
-            if window is None:
-                window = windows[start] = TimeWindow(start, start + size)
-            group = group_of(key)
-            found = contents.get(group)
-            if found is None:
-                contents[group] = [(key, window, value)]
-            else:
-                found.append((key, window, value))
-        snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], contents)
-        timers: dict[int, list] = {}
-        for position, (time, key, start) in enumerate(self.due[1:], 1):
-            window = windows.get(start)
-            if window is None:
-                window = windows[start] = TimeWindow(start, start + size)
-            group = group_of(key)
-            found = timers.get(group)
-            if found is None:
-                timers[group] = [(key, window, (time, position))]
-            else:
-                found.append((key, window, (time, position)))
-        snapshot.add_keyed_groups(EVENT_TIMERS, "timers", timers)
+
+        def by_key_group(entries: Any) -> dict[int, list]:
+            """(key, window start, value) entries as (key, TimeWindow, value) per key group."""
+            grouped: dict[int, list] = {}
+            for key, start, value in entries:
+                window = windows.get(start)
+                if window is None:
+                    window = windows[start] = TimeWindow(start, start + size)
+                group = group_of(key)
+                found = grouped.get(group)
+                if found is None:
+                    grouped[group] = [(key, window, value)]
+                else:
+                    found.append((key, window, value))
+            return grouped
+
+        snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], by_key_group(
+            (key, start, value) for (key, start), value in self.windows.items()))
+        snapshot.add_keyed_groups(EVENT_TIMERS, "timers", by_key_group(
+            (key, start, (time, position)) for position, (time, key, start) in enumerate(self.due[1:], 1)))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
