@@ -8,7 +8,9 @@ it; a Python operator reads it with the type's coder. Integers are cut to the ty
 Java's ``intValue()`` does (2**31 as INT is -2147483648), a value of another kind becomes null
 (a null field of a row stays None; a null element fails the job when the collection is read,
 or for a BIG_DEC ends the collection there; a CHAR or LIST type, which the conversion cannot
-produce, fails too). :func:`collection_elements`
+produce, fails too). A LIST inside a row, tuple, map or array is the one thing not converted:
+its serializer casts the ArrayList Pyrolite made and each element as it is (:func:`_unconverted`).
+:func:`collection_elements`
 gives the elements a Python operator receives, or raises the failure as a JobDefinitionError
 when ``from_collection`` is called.
 
@@ -49,7 +51,6 @@ from kernel.errors import JobDefinitionError
 
 __all__ = ["collected_conversion", "collection_elements", "engineering_string"]
 
-_CAST = "class {0} cannot be cast to class {1} ({0} and {1} are in module java.base of loader 'bootstrap')"
 _BOXES = {
     BasicType.BYTE: ("Byte", "byte", 8), BasicType.SHORT: ("Short", "short", 16),
     BasicType.INT: ("Integer", "int", 32), BasicType.LONG: ("Long", "long", 64),
@@ -74,7 +75,24 @@ def _java_class(value: Any) -> str:
             "java.lang.Long" if -(1 << 63) <= value < (1 << 63) else "java.math.BigInteger"
     return {bool: "java.lang.Boolean", float: "java.lang.Double", str: "java.lang.String", bytes: "[B",
             list: "java.util.ArrayList", dict: "java.util.HashMap", decimal.Decimal: "java.math.BigDecimal",
+            datetime.date: "java.util.GregorianCalendar", datetime.datetime: "java.util.GregorianCalendar",
             }.get(type(value), "[Ljava.lang.Object;")
+
+
+def _module(java_class: str) -> str:
+    if java_class.startswith("java.sql."):
+        return "module java.sql of loader 'platform'"
+    if java_class.startswith(("java.", "[")):
+        return "module java.base of loader 'bootstrap'"
+    return "unnamed module of loader 'app'"
+
+
+def _cast(source: str, target: str) -> str:
+    """The message of Java's ClassCastException casting a ``source`` object to ``target``."""
+    source_module, target_module = _module(source), _module(target)
+    where = f"{source} and {target} are in {source_module}" if source_module == target_module \
+        else f"{source} is in {source_module}; {target} is in {target_module}"
+    return f"class {source} cannot be cast to class {target} ({where})"
 
 
 def _fail(element: Any, type_info: TypeInformation, java_error: str) -> JobDefinitionError:
@@ -141,7 +159,7 @@ def _java(type_info: TypeInformation) -> Conversion:
     if isinstance(type_info, BasicTypeInfo):
         return _java_basic(type_info)
     if isinstance(type_info, RowTypeInfo):
-        fields = [_java(t) for t in type_info.get_field_types()]
+        fields = [_nested(t) for t in type_info.get_field_types()]
 
         def row(value: Any) -> Row:
             shaped = type_info.to_internal_type(value)
@@ -152,31 +170,101 @@ def _java(type_info: TypeInformation) -> Conversion:
 
         return row
     if isinstance(type_info, TupleTypeInfo):
-        fields = [_java(t) for t in type_info.get_field_types()]
+        fields = [_nested(t) for t in type_info.get_field_types()]
         return lambda value: tuple(_tuple_field(i, f, v)
                                    for i, (f, v) in enumerate(zip(fields, type_info.to_internal_type(value))))
     if isinstance(type_info, PrimitiveArrayTypeInfo):
         if _is_bytes(type_info):
             return _cast_failure("[B", "[Ljava.lang.Object;")
-        element_conversion = _java(type_info.elem_type)
+        element_conversion = _nested(type_info.elem_type)
         return lambda value: [_primitive(element_conversion, v) for v in value]
     if isinstance(type_info, (BasicArrayTypeInfo, ObjectArrayTypeInfo)):
-        element_conversion = _java(type_info.elem_type)
+        element_conversion = _nested(type_info.elem_type)
         return lambda value: [_nullable(element_conversion, v) for v in value]
-    if isinstance(type_info, ListTypeInfo):
+    if isinstance(type_info, ListTypeInfo):  # an element itself: the JVM reads it as an Object[]
         return _cast_failure("[Ljava.lang.Object;", "java.util.List")
     if isinstance(type_info, MapTypeInfo):
-        keys, values = _java(type_info._key_type_info), _java(type_info._value_type_info)
+        keys, values = _nested(type_info._key_type_info), _nested(type_info._value_type_info)
         return lambda value: {keys(k): _map_value(values, v) for k, v in value.items()}
     if isinstance(type_info, PickledBytesTypeInfo):
         def pickled(value: Any) -> Any:
             raise JobDefinitionError(f"from_collection: {value!r} cannot be read as {type_info!r}: "
-                                     f"java.lang.ClassCastException: {_CAST.format(_java_class(value), '[B')}")
+                                     f"java.lang.ClassCastException: {_cast(_java_class(value), '[B')}")
 
         return pickled
     if isinstance(type_info, SqlTimeTypeInfo):
         return _same
     raise JobDefinitionError(f"from_collection: rill cannot read elements of {type_info!r} as PyFlink does")
+
+
+def _nested(type_info: TypeInformation) -> Conversion:
+    """The JVM's conversion of a field, a map's key or value or an array's element: as of an
+    element, but a LIST there is not converted (:func:`_unconverted`)."""
+    if type(type_info) is ListTypeInfo:
+        return _unconverted(type_info)
+    return _java(type_info)
+
+
+#: the class a basic type's serializer casts its value to
+_SERIALIZED = {kind: f"java.lang.{kind.value}" for kind in BasicType} | {
+    BasicType.CHAR: "java.lang.Character", BasicType.BIG_INT: "java.math.BigInteger",
+    BasicType.BIG_DEC: "java.math.BigDecimal", BasicType.INSTANT: "java.time.Instant"}
+_SQL_TIME = {"DateTypeInfo": "java.sql.Date", "TimeTypeInfo": "java.sql.Time", "TimestampTypeInfo": "java.sql.Timestamp"}
+_PICKLED_ROW = ("org.apache.flink.api.python.shaded.net.razorvine.pickle.PickleException: expected zero arguments "
+                "for construction of ClassDict (for pyflink.common.types.RowKind)")
+
+
+def _unconverted(type_info: TypeInformation) -> Conversion:
+    """A value the JVM does not convert (a LIST below the top level, and what it holds): the
+    object Pyrolite unpickled, which the type's serializer casts to its class. A list stays an
+    ArrayList, so a LIST(INT) takes ints of 32 bits only, a LIST(LONG) only ints beyond them, a
+    LIST(FLOAT) nothing (Pyrolite gives Doubles); a null element fails a boxed type's serializer
+    (and a STRING's Python coder). A Row inside cannot be unpickled there (PyFlink converts
+    only the rows its type declares); a tuple is an Object[], which no ROW or TUPLE takes."""
+    if isinstance(type_info, BasicTypeInfo):
+        kind = type_info._basic_type
+        target = _SERIALIZED[kind]
+
+        def basic(value: Any) -> Any:
+            if value is None:
+                if kind in _BOXES:
+                    box, primitive, _ = _BOXES[kind]
+                    raise _fail(value, type_info, f'java.lang.NullPointerException: Cannot invoke '
+                                                  f'"java.lang.{box}.{primitive}Value()" because "record" is null')
+                if kind is BasicType.STRING:
+                    raise _fail(value, type_info, "java.lang.IllegalArgumentException: The String record must not "
+                                                  "be null.")
+                return None
+            return _cast_as(value, type_info, target)
+
+        return basic
+    if type(type_info) is ListTypeInfo:
+        element = _unconverted(type_info.elem_type)
+        return lambda value: [element(v) for v in _cast_as(value, type_info, "java.util.List", list)]
+    if isinstance(type_info, MapTypeInfo):
+        keys, values = _unconverted(type_info._key_type_info), _unconverted(type_info._value_type_info)
+        return lambda value: {keys(k): None if v is None else values(v)
+                              for k, v in _cast_as(value, type_info, "java.util.Map", dict).items()}
+    if isinstance(type_info, (BasicArrayTypeInfo, ObjectArrayTypeInfo)):
+        element = _unconverted(type_info.elem_type)
+        return lambda value: [element(v) for v in _cast_as(value, type_info, "[Ljava.lang.Object;", tuple)]
+    target = {RowTypeInfo: "org.apache.flink.types.Row", TupleTypeInfo: "org.apache.flink.api.java.tuple.Tuple",
+              SqlTimeTypeInfo: _SQL_TIME.get(repr(type_info))}.get(type(type_info))
+    if target is None:
+        raise JobDefinitionError(f"from_collection: rill cannot read elements of {type_info!r} inside a LIST as "
+                                 "PyFlink does")
+    return lambda value: None if value is None else _cast_as(value, type_info, target)
+
+
+def _cast_as(value: Any, type_info: TypeInformation, target: str, kept: type | None = None) -> Any:
+    """``value`` when Pyrolite's object for it is a ``target`` (or a Python ``kept``), else the
+    serializer's ClassCastException."""
+    if isinstance(value, Row):
+        raise _fail(value, type_info, _PICKLED_ROW)
+    source = _java_class(value)
+    if (type(value) is kept) if kept is not None else source == target:
+        return value
+    raise _fail(value, type_info, f"java.lang.ClassCastException: {_cast(source, target)}")
 
 
 def _nullable(conversion: Conversion, value: Any) -> Any:
@@ -218,7 +306,7 @@ def _map_value(conversion: Conversion, value: Any) -> Any:
 def _cast_failure(source: str, target: str) -> Conversion:
     def fail(value: Any) -> Any:
         raise JobDefinitionError(f"from_collection: {value!r} cannot be read: java.lang.ClassCastException: "
-                                 f"{_CAST.format(source, target)} (PyFlink fails the same way)")
+                                 f"{_cast(source, target)} (PyFlink fails the same way)")
 
     return fail
 
@@ -249,7 +337,7 @@ def _java_basic(type_info: BasicTypeInfo) -> Conversion:
         def big_integer(value: Any) -> int:
             if type(value) is int and -(1 << 63) <= value < (1 << 63) or type(value) is not int:
                 raise JobDefinitionError(f"from_collection: {value!r} cannot be read as BigInteger: java.lang."
-                                         f"ClassCastException: {_CAST.format(_java_class(value), 'java.math.BigInteger')}")
+                                         f"ClassCastException: {_cast(_java_class(value), 'java.math.BigInteger')}")
             return value
 
         return big_integer
@@ -278,7 +366,7 @@ def _big_decimal(value: Any) -> decimal.Decimal:
 def _character(value: Any) -> str:
     """Pyrolite gives a String, which the conversion casts to a Character."""
     raise JobDefinitionError(f"from_collection: {value!r} cannot be read as Char: java.lang.ClassCastException: "
-                             f"{_CAST.format(_java_class(value), 'java.lang.Character')}")
+                             f"{_cast(_java_class(value), 'java.lang.Character')}")
 
 
 def _java_string(value: Any) -> str:

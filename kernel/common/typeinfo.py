@@ -221,9 +221,6 @@ class ListTypeInfo(TypeInformation):
     def __init__(self, element_type: TypeInformation) -> None:
         self.elem_type = element_type
 
-    def to_internal_type(self, obj: Any) -> Any:
-        return None if obj is None else [self.elem_type.to_internal_type(v) for v in obj]
-
     def java_string(self, value: Any) -> str:
         if value is None:
             return "null"
@@ -245,9 +242,7 @@ class ObjectArrayTypeInfo(ListTypeInfo):
 
 class PrimitiveArrayTypeInfo(ListTypeInfo):
     def to_internal_type(self, obj: Any) -> Any:
-        if isinstance(obj, (bytes, bytearray)):
-            return bytes(obj)
-        return ListTypeInfo.to_internal_type(self, obj)
+        return bytes(obj) if isinstance(obj, bytearray) else obj
 
     def __repr__(self) -> str:
         return f"PrimitiveArrayTypeInfo<{self.elem_type!r}>"
@@ -257,11 +252,6 @@ class MapTypeInfo(TypeInformation):
     def __init__(self, key_type_info: TypeInformation, value_type_info: TypeInformation) -> None:
         self._key_type_info = key_type_info
         self._value_type_info = value_type_info
-
-    def to_internal_type(self, obj: Any) -> Any:
-        if obj is None:
-            return None
-        return {self._key_type_info.to_internal_type(k): self._value_type_info.to_internal_type(v) for k, v in obj.items()}
 
     def java_string(self, value: Any) -> str:
         if value is None:
