@@ -106,15 +106,21 @@ class InternalTimerService:
         return fired
 
     def _drain(self, queue: _TimerQueue, limit: int, fire: Fire) -> int:
-        """Fire the timers of ``queue`` up to ``limit``, one by one, each taken from the queue
-        before it fires (a timer may register or delete others)."""
+        """Fire the timers of ``queue`` up to ``limit`` in rounds, as PyFlink's Python operators
+        get them: the JVM takes every due timer from its queue (in heap order) and hands them to
+        Python before the registrations and deletions their callbacks make come back. So a timer
+        a callback registers at or before ``limit`` fires in the next round, and a timer taken
+        in this round fires even when an earlier callback of the round deleted it."""
         backend, heap, poll = self.backend, queue.heap, queue.poll
         fired = 0
         while len(heap) > 1 and heap[1][0] <= limit:
-            timestamp, key, namespace, _ = poll()
-            backend.current_key = key
-            fired += 1
-            fire(timestamp, key, namespace)
+            due = []
+            while len(heap) > 1 and heap[1][0] <= limit:
+                due.append(poll())
+            fired += len(due)
+            for timestamp, key, namespace, _ in due:
+                backend.current_key = key
+                fire(timestamp, key, namespace)
         return fired
 
     def _wake_at(self, timestamp: int) -> None:
