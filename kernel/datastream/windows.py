@@ -11,6 +11,15 @@ from kernel.clock import MAX_LONG
 from kernel.common.serializer import TypeSerializer
 
 
+def _mod_inverse(x: int) -> int:
+    """PyFlink's ``mod_inverse`` (Java's ``MathUtils``, on unbounded ints) for TimeWindow's hash."""
+    inverse = x * x * x
+    inverse *= 2 - x * inverse
+    inverse *= 2 - x * inverse
+    inverse *= 2 - x * inverse
+    return inverse
+
+
 class Window(ABC):
     @abstractmethod
     def max_timestamp(self) -> int:
@@ -18,13 +27,16 @@ class Window(ABC):
 
 
 class TimeWindow(Window):
-    """The interval ``[start, end)`` of event or processing time."""
+    """The interval ``[start, end)`` of event or processing time. Its hash is PyFlink's (so a
+    set of windows iterates in PyFlink's order: which merged session keeps the state depends
+    on it), computed once."""
 
-    __slots__ = ("start", "end")
+    __slots__ = ("start", "end", "_hash")
 
     def __init__(self, start: int, end: int) -> None:
         self.start = start
         self.end = end
+        self._hash: int | None = None
 
     def max_timestamp(self) -> int:
         return self.end - 1
@@ -42,20 +54,25 @@ class TimeWindow(Window):
 
     @staticmethod
     def merge_windows(windows: Iterable[TimeWindow], callback: Any) -> None:
-        """Merge overlapping (or touching) windows; ``callback.merge(to_merge, result)`` per merge."""
-        ordered = sorted(windows)
+        """Merge overlapping (or touching) windows; ``callback.merge(to_merge, result)`` per
+        merge, ``to_merge`` a set built as PyFlink builds it (its order is PyFlink's)."""
         merged: list[tuple[TimeWindow, set[TimeWindow]]] = []
-        current: tuple[TimeWindow, set[TimeWindow]] | None = None
-        for window in ordered:
+        current: TimeWindow | None = None
+        current_set: set[TimeWindow] = set()
+        for window in sorted(windows):
             if current is None:
-                current = (window, {window})
-            elif current[0].intersects(window):
-                current = (current[0].cover(window), current[1] | {window})
+                current = window
+                current_set.add(window)
+            elif current.intersects(window):
+                current = current.cover(window)
+                current_set.add(window)
             else:
-                merged.append(current)
-                current = (window, {window})
+                merged.append((current, current_set))
+                current = window
+                current_set = set()
+                current_set.add(window)
         if current is not None:
-            merged.append(current)
+            merged.append((current, current_set))
         for result, sources in merged:
             if len(sources) > 1:
                 callback.merge(sources, result)
@@ -64,7 +81,17 @@ class TimeWindow(Window):
         return isinstance(other, TimeWindow) and self.start == other.start and self.end == other.end
 
     def __hash__(self) -> int:
-        return hash((self.start, self.end))
+        if self._hash is None:
+            self._hash = hash(self.start + _mod_inverse((self.end << 1) + 1))
+        return self._hash
+
+    def __getstate__(self) -> tuple[None, dict[str, int]]:
+        """Pickled as its start and end (the hash is computed again where it is read)."""
+        return None, {"start": self.start, "end": self.end}
+
+    def __setstate__(self, state: tuple[None, dict[str, int]]) -> None:
+        fields = state[1]
+        self.start, self.end, self._hash = fields["start"], fields["end"], None
 
     def __lt__(self, other: TimeWindow) -> bool:
         return (self.start, self.end) < (other.start, other.end)

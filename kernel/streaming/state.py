@@ -222,6 +222,23 @@ class ListStateImpl(_KeyedState, api.ListState):
             self.table.pop((key, target), None)
 
 
+def _merge_one_value_bags(state: _KeyedState, target: Any, sources: Iterable[Any]) -> None:
+    """``merge`` of a reducing or aggregating state, as PyFlink's: each namespace's value is a
+    bag of one value, the JVM merges namespaces by appending the sources' bags to the target's,
+    and the state reads (and reduces further) the first value of the bag. So the target keeps
+    its own value, or takes the first source's when it has none; the other sources' values are
+    dropped (Java's operators reduce them; PyFlink's window operator does not)."""
+    key, table = state.backend.current_key, state.table
+    result = table.get((key, target))
+    for source in sources:
+        if source != target:
+            value = table.pop((key, source), None)
+            if result is None:
+                result = value
+    if result is not None:
+        table[(key, target)] = result
+
+
 class ReducingStateImpl(_KeyedState, api.ReducingState):
     __slots__ = ()
 
@@ -234,18 +251,7 @@ class ReducingStateImpl(_KeyedState, api.ReducingState):
         current = self.table.get(slot)
         self.table[slot] = value if current is None else self.descriptor.get_reduce_function()(current, value)
 
-    def merge(self, target: Any, sources: Iterable[Any]) -> None:
-        key = self.backend.current_key
-        reduce = self.descriptor.get_reduce_function()
-        result = self.table.get((key, target))
-        for source in sources:
-            if source == target:
-                continue
-            value = self.table.pop((key, source), None)
-            if value is not None:
-                result = value if result is None else reduce(result, value)
-        if result is not None:
-            self.table[(key, target)] = result
+    merge = _merge_one_value_bags
 
 
 class AggregatingStateImpl(_KeyedState, api.AggregatingState):
@@ -266,18 +272,7 @@ class AggregatingStateImpl(_KeyedState, api.AggregatingState):
             accumulator = function.create_accumulator()
         self.table[slot] = function.add(value, accumulator)
 
-    def merge(self, target: Any, sources: Iterable[Any]) -> None:
-        key = self.backend.current_key
-        function = self.descriptor.agg_function
-        result = self.table.get((key, target))
-        for source in sources:
-            if source == target:
-                continue
-            accumulator = self.table.pop((key, source), None)
-            if accumulator is not None:
-                result = accumulator if result is None else function.merge(result, accumulator)
-        if result is not None:
-            self.table[(key, target)] = result
+    merge = _merge_one_value_bags
 
 
 class MapStateImpl(_KeyedState, api.MapState):

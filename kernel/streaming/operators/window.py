@@ -127,28 +127,30 @@ class MergingWindowSet:
             raise RuntimeError(f"Window {window} is not in in-flight window set.")
 
     def add(self, new_window: Any, merge: Any) -> Any:
+        """Add ``new_window``, merging it (and others) as the assigner says; the window it
+        ended up in. As PyFlink's: of the windows merged together, the state window of the
+        first the merge's set yields keeps the state (the others' are merged into it)."""
         windows = list(self.mapping) + [new_window]
-        results: list[tuple[Any, set]] = []
+        results: dict[Any, set] = {}
 
         class Callback(MergingWindowAssigner.MergeCallback):
             def merge(self, to_merge, merge_result):
-                results.append((merge_result, set(to_merge)))
+                results[merge_result] = to_merge
 
         self.assigner.merge_windows(windows, Callback())
         result = new_window
         merged_new = False
-        for merge_result, merged in results:
+        for merge_result, merged in results.items():
             if new_window in merged:
-                merged.discard(new_window)
+                merged.remove(new_window)
                 merged_new = True
                 result = merge_result
-            ordered = sorted(merged)
-            target_state = self.mapping[ordered[0]]
-            merged_states = [self.mapping.pop(w) for w in ordered if w in self.mapping]
+            target_state = self.mapping[next(iter(merged))]
+            merged_states = [self.mapping.pop(w) for w in merged if w in self.mapping]
             self.mapping[merge_result] = target_state
             merged_states.remove(target_state)
             if not (merge_result in merged and len(merged) == 1):
-                merge(merge_result, ordered, target_state, merged_states)
+                merge(merge_result, merged, target_state, merged_states)
         if not results or (result == new_window and not merged_new):
             self.mapping[result] = result
         return result
