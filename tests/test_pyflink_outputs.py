@@ -558,3 +558,178 @@ def test_merging_windows_late_windows_and_deleted_timers_fire_in_pyflinks_order(
     printed = {sink: (len(lines), hashlib.sha256("\n".join(lines).encode()).hexdigest())
                for sink, lines in by_sink(job.lines).items()}
     assert printed == PYFLINK_MERGING_AND_DELETED_TIMERS
+
+
+class ChainedTimers(KeyedProcessFunction):
+    """Timers at 1000 and 1500; the one at 1000 deletes the one at 1500; each timer before 4000
+    registers one a second later."""
+
+    def process_element(self, value, ctx):
+        ctx.timer_service().register_event_time_timer(1000)
+        ctx.timer_service().register_event_time_timer(1500)
+
+    def on_timer(self, timestamp, ctx):
+        yield f"timer {timestamp} wm={ctx.timer_service().current_watermark()}"
+        if timestamp == 1000:
+            ctx.timer_service().delete_event_time_timer(1500)
+        if timestamp < 4000:
+            ctx.timer_service().register_event_time_timer(timestamp + 1000)
+
+
+def test_timers_due_at_one_watermark_fire_in_rounds_as_pyflinks_python_operators():
+    """Recorded on PyFlink 2.3.0: the JVM hands every due timer to Python before the
+    registrations and deletions of their callbacks come back. The timer at 1500 fires although
+    the one at 1000 deleted it, and the timers the callbacks register fire in the next round of
+    the same (final) watermark: 1000 1500 2000 2500 3000 3500 4000 4500."""
+    def build(env):
+        env.set_parallelism(1)
+        env.from_collection([("a", 0)], Types.TUPLE([Types.STRING(), Types.LONG()])) \
+            .assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()
+                                              .with_timestamp_assigner(lambda value, ts: value[1])) \
+            .key_by(lambda t: t[0], Types.STRING()).process(ChainedTimers(), Types.STRING()).print("p")
+        env.execute("rounds")
+
+    assert by_sink(run_job(build).lines) == {
+        "p": [f"timer {t} wm=9223372036854775807" for t in (1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500)]}
+
+
+def sink_digests(lines: list[str]) -> dict[str, tuple[int, str]]:
+    """Each sink's line count and the SHA-256 of its lines joined by newlines."""
+    import hashlib
+
+    return {sink: (len(found), hashlib.sha256("\n".join(found).encode()).hexdigest())
+            for sink, found in by_sink(lines).items()}
+
+
+#: recorded on PyFlink 2.3.0 (390 lines): count and SHA-256 per sink
+PYFLINK_TRIGGERS = {
+    "cont": (38, "0bf1759150f1ae43d56531ada9659e41cc0628f2e36c6f0473dafb01eed07057"),
+    "count": (39, "a595745aa16c3d6c4ef3083641dc0d858d8f0f527cff7701410db10f86fb96f0"),
+    "purge": (54, "91c35042b8a58846af27b7de29e4edcda1baf89aae93f5954a28f3c62f65e364"),
+    "cw": (74, "2dc3684adb889d2c8890ab31b146b7e212484b03eeeafc2c0018a1f84064310b"),
+    "cws": (95, "241dd45fb871c44c7fa9a4817e7dd72b200e66af9f3603d77c093eb588aa30b3"),
+    "dyn": (26, "a60f04e28bba5b78a2aff7f0fc3f8cbbbfdd2aa5060489a529e8497306640445"),
+    "all": (16, "e7d5b7e3e7ee23765121881f2f09c50ba6049470f0369f12b4f33c13a4ba036e"),
+    "glob": (48, "f0cb6a6ab5086a46e742c73cf9f5bc50c66f35269fc141dc3f2a6a1561f6bf6e"),
+}
+
+
+class Described(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        found = list(elements)
+        window = context.window()
+        yield (f"{type(window).__name__} {getattr(window, 'start', '')}-{getattr(window, 'end', '')} {key} "
+               f"n={len(found)} sum={sum(e[2] for e in found)} wm={context.current_watermark()}")
+
+
+def test_triggers_count_windows_dynamic_sessions_and_window_all_print_as_pyflink():
+    """A ContinuousEventTimeTrigger (at the final watermark its next firing, registered while
+    its timers fire, comes in a round the window's end has already cleared: two firings per
+    window), count and purging triggers, count windows, an AggregateFunction over dynamic-gap
+    sessions (a record bridging sessions keeps one session's accumulator, as PyFlink's bag
+    states do), a window_all and a global window."""
+    import random
+
+    from kernel.datastream.functions import AggregateFunction, ProcessAllWindowFunction
+    from kernel.datastream.window import (
+        ContinuousEventTimeTrigger,
+        CountTrigger,
+        EventTimeSessionWindows,
+        GlobalWindows,
+        PurgingTrigger,
+        SessionWindowTimeGapExtractor,
+        SlidingEventTimeWindows,
+    )
+
+    class AllWindow(ProcessAllWindowFunction):
+        def process(self, context, elements):
+            found = list(elements)
+            yield (f"all {context.window().start}-{context.window().end} n={len(found)} "
+                   f"keys={sorted(set(e[0] for e in found))[:3]}")
+
+    class Average(AggregateFunction):
+        def create_accumulator(self):
+            return 0, 0
+
+        def add(self, value, accumulator):
+            return accumulator[0] + value[2], accumulator[1] + 1
+
+        def get_result(self, accumulator):
+            return accumulator[0] / accumulator[1]
+
+        def merge(self, a, b):
+            return a[0] + b[0], a[1] + b[1]
+
+    class Gap(SessionWindowTimeGapExtractor):
+        def extract(self, element):
+            return 200 + (element[2] % 3) * 100
+
+    rng = random.Random(5)
+    data = [(f"k{rng.randrange(6)}", i * 37 % 6000 + rng.randrange(50), i) for i in range(300)]
+
+    def build(env):
+        env.set_parallelism(1)
+        timed = env.from_collection(data, Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()])) \
+            .assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
+                Duration.of_millis(500)).with_timestamp_assigner(lambda value, ts: value[1]))
+        keyed = timed.key_by(lambda t: t[0], Types.STRING())
+        keyed.window(TumblingEventTimeWindows.of(Time.seconds(2))) \
+            .trigger(ContinuousEventTimeTrigger.of(Time.milliseconds(700))).process(Described(), Types.STRING()) \
+            .print("cont")
+        keyed.window(TumblingEventTimeWindows.of(Time.seconds(3))).trigger(CountTrigger.of(7)) \
+            .process(Described(), Types.STRING()).print("count")
+        keyed.window(TumblingEventTimeWindows.of(Time.seconds(3))).trigger(PurgingTrigger.of(CountTrigger.of(5))) \
+            .process(Described(), Types.STRING()).print("purge")
+        keyed.count_window(4).reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2])).print("cw")
+        keyed.count_window(4, 3).process(Described(), Types.STRING()).print("cws")
+        keyed.window(EventTimeSessionWindows.with_dynamic_gap(Gap())).aggregate(Average(), output_type=Types.DOUBLE()) \
+            .print("dyn")
+        timed.window_all(SlidingEventTimeWindows.of(Time.seconds(2), Time.milliseconds(500))) \
+            .process(AllWindow(), Types.STRING()).print("all")
+        keyed.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(6))) \
+            .reduce(lambda a, b: (a[0], b[1], a[2] + b[2])).print("glob")
+        env.execute("triggers")
+
+    assert sink_digests(run_job(build).lines) == PYFLINK_TRIGGERS
+
+
+#: recorded on PyFlink 2.3.0: count and SHA-256 per sink
+PYFLINK_MERGED_SESSIONS = {
+    "order": (14, "1b4d499838d98d1bc7890bf16418747eba009617dd40663e6b604670b148254a"),
+    "reduce": (25, "2ee5c34d7c79cee519fc4e3158040c486cd4726c0b922e09f9f7c7e9a48c45bb"),
+}
+
+
+class ElementOrder(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield f"{context.window().start}-{context.window().end} {key} {[e[2] for e in elements]}"
+
+
+def test_sessions_merged_out_of_order_keep_pyflinks_element_order_and_reduced_value():
+    """Records 10 s out of order bridge sessions: the merged session's elements come in the
+    order of the state windows PyFlink merged (the one its set of windows yields first, then
+    the others), and a reduce keeps that first window's value."""
+    import random
+
+    from kernel.datastream.window import EventTimeSessionWindows, SessionWindowTimeGapExtractor
+
+    class Gap(SessionWindowTimeGapExtractor):
+        def extract(self, element):
+            return 150 + (element[2] % 4) * 80
+
+    rng = random.Random(23)
+    data = [(f"k{rng.randrange(4)}", rng.randrange(4000), i) for i in range(160)]
+
+    def build(env):
+        env.set_parallelism(1)
+        keyed = env.from_collection(data, Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()])) \
+            .assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
+                Duration.of_seconds(10)).with_timestamp_assigner(lambda value, ts: value[1])) \
+            .key_by(lambda t: t[0], Types.STRING())
+        keyed.window(EventTimeSessionWindows.with_dynamic_gap(Gap())).process(ElementOrder(), Types.STRING()) \
+            .print("order")
+        keyed.window(EventTimeSessionWindows.with_gap(Time.milliseconds(200))) \
+            .reduce(lambda a, b: (a[0], max(a[1], b[1]), a[2] + b[2])).print("reduce")
+        env.execute("merging")
+
+    assert sink_digests(run_job(build).lines) == PYFLINK_MERGED_SESSIONS
