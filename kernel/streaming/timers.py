@@ -4,7 +4,9 @@ Timers are unique per (key, namespace, timestamp). Event-time timers fire when a
 reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
 fire from a task mail when the processing clock reaches them (one wake-up scheduled at a time,
 for the earliest). Timers with the same timestamp fire in the order of Flink's timer heap
-(:mod:`kernel.streaming.timer_heap`); deleting a timer removes it from the heap at once.
+(:mod:`kernel.streaming.timer_heap`); deleting a timer removes it from the heap at once. The
+timers due at once fire in rounds, as PyFlink's Python operators get them (``_drain``): within a
+round in timestamp order; what their callbacks register at or before that time, in the next.
 
 In BATCH execution (Flink's ``BatchExecutionInternalTimeService``) processing time does not
 advance: processing-time timers are not scheduled, and all of them fire when the final
