@@ -8,9 +8,10 @@ so its run is recorded to the end).
 
 from __future__ import annotations
 
-import atexit
 import threading
 from typing import Callable
+
+import kernel.eventbus  # noqa: F401 -- its exit callback (the runs' last events) must run after this module's
 
 from kernel.common.completable_future import CompletableFuture
 from kernel.common.job_execution_result import JobExecutionResult
@@ -116,4 +117,6 @@ def end_running_jobs() -> None:
         execution.join()
 
 
-atexit.register(end_running_jobs)
+# with the event bus's, before the interpreter's atexit callbacks (see kernel.eventbus); callbacks
+# registered later run first, so the jobs end before their runs' last events are stored
+threading._register_atexit(end_running_jobs)  # type: ignore[attr-defined]

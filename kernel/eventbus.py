@@ -19,7 +19,7 @@ when this process exits (so the end of a run never waits for it); or, when neith
 
 from __future__ import annotations
 
-import atexit
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -53,7 +53,12 @@ def drain_buses(settle: bool = True, background: bool = False) -> list[tuple[str
     return errors
 
 
-atexit.register(drain_buses, background=True)
+# At exit, before the interpreter's atexit callbacks: DuckDB's own (registered when it was first
+# imported, by the flusher thread during the run, so after this module's) make it refuse to scan
+# Python objects from other threads than the main one, and the runs' last batches are written
+# by their flusher threads. Threads' exit callbacks run before any of them (concurrent.futures
+# waits for its workers there too).
+threading._register_atexit(functools.partial(drain_buses, background=True))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
