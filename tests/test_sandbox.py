@@ -20,8 +20,30 @@ from replay.views import VIEWS
 
 WORDCOUNT = Path(__file__).resolve().parent.parent / "examples" / "wordcount.py"
 
-NO_FILE = ("rill sql is sandboxed: it reads the tables and views of the event log (or of --parquet DIR), no file: "
-           "Permission Error: File system LocalFileSystem has been disabled by configuration")
+class DuckDBError:
+    """An error line DuckDB words after rill's own part: rill's part exactly, DuckDB's by its
+    error class and the names it must mention (DuckDB's wording changes between releases)."""
+
+    def __init__(self, rill_part: str, error_class: str, *mentions: str) -> None:
+        self.rill_part, self.error_class, self.mentions = rill_part, error_class, mentions
+
+    def format(self, **paths: Path) -> DuckDBError:
+        return DuckDBError(self.rill_part.format(**paths), self.error_class, *(m.format(**paths) for m in self.mentions))
+
+    def matches(self, line: str) -> bool:
+        head = f"{self.rill_part}{self.error_class}: "
+        return line.startswith(head) and "\n" not in line and all(m in line[len(head):] for m in self.mentions)
+
+    def __repr__(self) -> str:
+        return f"{self.rill_part}{self.error_class}: ...{' ...'.join(self.mentions)}"
+
+
+def sql_error(error_class: str, *mentions: str) -> DuckDBError:
+    return DuckDBError("SQL error: ", error_class, *mentions)
+
+
+NO_FILE = DuckDBError("rill sql is sandboxed: it reads the tables and views of the event log (or of --parquet DIR), "
+                      "no file: ", "Permission Error", "LocalFileSystem")
 
 
 def refused(kind: str) -> str:
@@ -45,7 +67,7 @@ ATTACKS = [
     ("EXPLAIN COPY (SELECT 1) TO '{base}/stolen.csv'", explained("COPY")),
     ("COPY runs FROM '{base}/secret.csv'", refused("COPY")),
     ("EXPORT DATABASE '{base}/dump'", refused("EXPORT")),
-    ("EXPLAIN ANALYZE EXPORT DATABASE '{base}/dump'", 'SQL error: Parser Error: syntax error at or near "EXPORT"'),
+    ("EXPLAIN ANALYZE EXPORT DATABASE '{base}/dump'", sql_error("Parser Error", "EXPORT")),
     ("IMPORT DATABASE '{base}/dump'", refused("PRAGMA")),
     ("INSERT INTO runs SELECT * FROM runs", refused("INSERT")),
     ("EXPLAIN ANALYZE INSERT INTO runs SELECT * FROM runs", explained("INSERT")),
@@ -80,11 +102,8 @@ ATTACKS = [
     ("PREPARE p AS SELECT 1", refused("PREPARE")),
     ("BEGIN TRANSACTION", refused("TRANSACTION")),
     ("SELECT * FROM enable_logging(storage = 'file', storage_path = '{base}/logs')",
-     ('SQL error: Invalid Input Error: Cannot change configuration option ""enable_logging"" - '
-      "the configuration has been locked")),
-    ("SELECT * FROM read_xlsx('{base}/secret.xlsx')",
-     ('SQL error: Catalog Error: Table Function with name "read_xlsx" is not in the catalog, '
-      "but it exists in the excel extension.")),
+     sql_error("Invalid Input Error", "enable_logging", "locked")),
+    ("SELECT * FROM read_xlsx('{base}/secret.xlsx')", sql_error("Catalog Error", "read_xlsx", "excel")),
     # files: every reader, replacement scans, the log's and the export's own files, the network
     ("SELECT * FROM read_csv('/etc/passwd')", NO_FILE),
     ("SELECT * FROM read_csv_auto('{base}/secret.csv')", NO_FILE),
@@ -98,13 +117,13 @@ ATTACKS = [
     ("SELECT * FROM sniff_csv('{base}/secret.csv')", NO_FILE),
     ("SELECT * FROM '{base}/secret.csv'", NO_FILE),
     ("FROM '{export}/*/run.parquet'", NO_FILE),
-    ("SELECT * FROM '/etc/passwd'", "SQL error: Catalog Error: Table with name /etc/passwd does not exist!"),
+    ("SELECT * FROM '/etc/passwd'", sql_error("Catalog Error", "/etc/passwd")),
     ("SELECT * FROM read_csv('https://example.com/x.csv')", NO_FILE),
     ("WITH x AS (SELECT 1) SELECT * FROM read_csv('/etc/passwd')", NO_FILE),
     ("SELECT (SELECT count(*) FROM read_text('/etc/hostname')) AS n", NO_FILE),
     ("SELECT * FROM query('COPY (SELECT 1) TO ''{base}/stolen.csv''')",
-     "SQL error: Parser Error: Expected a single SELECT statement"),
-    ("SELECT getenv('HOME')", "SQL error: Catalog Error: Scalar Function with name getenv does not exist!"),
+     sql_error("Parser Error", "SELECT")),
+    ("SELECT getenv('HOME')", sql_error("Catalog Error", "getenv")),
     # several statements, and keywords hidden by comments, casing and quoting
     ("SELECT 1; COPY (SELECT 1) TO '{base}/stolen.csv'", ONE),
     ("SELECT 1; SELECT 2", ONE),
@@ -112,7 +131,7 @@ ATTACKS = [
     ("/* SELECT */ COPY (SELECT 1) TO '{base}/stolen.csv'", refused("COPY")),
     ("-- SELECT\nCOPY (SELECT 1) TO '{base}/stolen.csv'", refused("COPY")),
     ("ExPlAiN /* SELECT */ AnAlYzE -- SELECT\n CoPy (SeLeCt 1) To '{base}/stolen.csv'", explained("COPY")),
-    ("EXPLAIN ANALYZE \"COPY\" (SELECT 1) TO '{base}/stolen.csv'", 'SQL error: Parser Error: syntax error at or near ""COPY""'),
+    ("EXPLAIN ANALYZE \"COPY\" (SELECT 1) TO '{base}/stolen.csv'", sql_error("Parser Error", "COPY")),
     ("COPY (SELECT 'SELECT') TO '{base}/stolen.csv';", refused("COPY")),
 ]
 
@@ -161,7 +180,11 @@ def test_an_attack_is_refused_and_changes_nothing(cli, recorded, tmp_path, targe
     query, problem = attack.format(**paths), problem.format(**paths)
     before, log_sha = files_under(base), hashlib.sha256(paths["log"].read_bytes()).hexdigest()
     code, out, err = sql(cli, base, target, query)
-    assert (code, out, err) == (2, "", f"rill: error: {problem}\n")
+    if isinstance(problem, DuckDBError):
+        assert (code, out) == (2, "") and err.startswith("rill: error: ") and err.endswith("\n")
+        assert problem.matches(err[len("rill: error: "):-1]), (err, problem)
+    else:
+        assert (code, out, err) == (2, "", f"rill: error: {problem}\n")
     assert hashlib.sha256(paths["log"].read_bytes()).hexdigest() == log_sha
     assert files_under(base) == before
     assert list(tmp_path.iterdir()) == []

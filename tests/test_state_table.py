@@ -354,8 +354,8 @@ def test_the_state_table_is_sandboxed_like_every_rill_sql(cli, all_kinds, tmp_pa
         "rill sql is read-only: COPY statements are refused (use SELECT)"
     message = refused(cli, all_kinds, "SELECT * FROM read_text('/etc/passwd')")
     assert message.startswith("rill sql is sandboxed") and not (tmp_path / "out.csv").exists()
-    assert refused(cli, all_kinds, "SELECT * FROM rill.runs").startswith(
-        "SQL error: Catalog Error: Table with name runs does not exist!")
+    message = refused(cli, all_kinds, "SELECT * FROM rill.runs")
+    assert message.startswith("SQL error: Catalog Error: ") and "runs" in message
     assert refused(cli, all_kinds, "SET enable_external_access = true").startswith("rill sql is read-only")
     code, out, err = cli("sql", "--checkpoint", all_kinds, "--parquet", str(tmp_path), "SELECT 1")
     assert (code, out, err) == (2, "", "rill: error: --checkpoint reads one checkpoint with DuckDB: give neither "

@@ -158,8 +158,8 @@ def test_a_plugins_view_reads_its_events_on_the_log_and_on_an_export(cli, demo, 
     for target in ((), ("--parquet", str(tmp_path / "export"))):  # left out: it reads a kind nobody registers
         for view in ("demo_lost", "demo_lost_too"):
             code, out, err = cli("sql", *target, f"SELECT * FROM {view}")
-            assert (code, out) == (2, "") and err.startswith(
-                f"rill: error: SQL error: Catalog Error: Table with name {view} does not exist!"), err
+            assert (code, out) == (2, "") and err.startswith("rill: error: SQL error: Catalog Error: ") \
+                and view in err, err
 
 
 def test_without_its_plugin_the_view_is_gone_and_the_rest_reads_as_before(cli, demo):
@@ -169,8 +169,8 @@ def test_without_its_plugin_the_view_is_gone_and_the_rest_reads_as_before(cli, d
     assert cli("sql", "--format", "csv", "SELECT count(*) AS n, sum(count) AS total FROM ev_demo_ticked") == \
         (0, "n,total\n1,5\n", "")
     code, out, err = cli("sql", "SELECT * FROM demo_ticks")
-    assert (code, out) == (2, "") and err.startswith(
-        "rill: error: SQL error: Catalog Error: Table with name demo_ticks does not exist!"), err
+    assert (code, out) == (2, "") and err.startswith("rill: error: SQL error: Catalog Error: ") \
+        and "demo_ticks" in err, err
     assert cli("sql", "--format", "csv", "SELECT count(*) AS n FROM failures") == (0, "n\n0\n", "")
     code, out, err = cli("metrics", "last")
     assert code == 0 and out.startswith("run ") and "failures 0, restarts 0" in out, err
