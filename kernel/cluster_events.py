@@ -35,6 +35,8 @@ class WorkerStarted(Event, tag="worker_started"):
     """The ResourceManager started a TaskExecutor: the workers plugin placed it in process
     ``pid`` on ``host`` (and, on a cluster, in executor ``executor_id``)."""
 
+    environment = ("pid", "host", "executor_id")
+
     resource_id: str = ""
     slots: int = 0
     pid: int = 0

@@ -27,6 +27,10 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", gc=Fals
 
     #: "default" events are always recorded; "debug" ones only with ``eventlog.level = "debug"``.
     level: ClassVar[str] = "default"
+    #: fields that describe where the run happened rather than what it did (process ids, hosts,
+    #: the directories its state went to): recorded like any other, but a re-execution of the
+    #: run is not expected to repeat them (``rill replay --rerun`` leaves them out)
+    environment: ClassVar[tuple[str, ...]] = ()
 
 
 def tag_of(event_type: type[Event]) -> str:
@@ -88,6 +92,12 @@ class EventRegistry:
             module = msgspec.msgpack if protocol == "msgpack" else msgspec.json
             self._decoders[protocol] = module.Decoder(union)
         return self._decoders[protocol]
+
+
+def environment_fields(types: Iterable[type[Event]]) -> dict[str, tuple[str, ...]]:
+    """Tag -> the fields of that event type that describe the environment, for the types that
+    have any."""
+    return {tag_of(t): t.environment for t in types if t.environment}
 
 
 def _union(types: list[type[Event]]) -> Any:

@@ -3,9 +3,12 @@ problem into an error that names the file and line."""
 
 from __future__ import annotations
 
+import builtins
+import linecache
 import os
 import runpy
 import sys
+import types
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
@@ -24,8 +27,8 @@ def _where(exc: BaseException, path: str) -> str:
 
 
 @contextmanager
-def _script(path: str, arguments: Sequence[str]) -> Iterator[str]:
-    if not os.path.isfile(path):
+def _script(path: str, arguments: Sequence[str], recorded: bool = False) -> Iterator[str]:
+    if not recorded and not os.path.isfile(path):
         raise JobDefinitionError(f"job file {path!r} does not exist")
     if not path.endswith(".py"):
         raise JobDefinitionError(f"job file {path!r} is not a Python file")
@@ -41,16 +44,39 @@ def _script(path: str, arguments: Sequence[str]) -> Iterator[str]:
         sys.argv, sys.path = saved_argv, saved_path
 
 
-def run_script(path: str, executor: PipelineExecutor, arguments: Sequence[str] = ()) -> None:
+def _run_source(source: str, absolute: str) -> None:
+    """Run ``source`` as the ``__main__`` module of a script at ``absolute`` (its code, its
+    tracebacks and its ``__file__`` name that path), as ``runpy.run_path`` runs a file."""
+    lines = source.splitlines(keepends=True)
+    linecache.cache[absolute] = (len(source), None, lines, absolute)
+    module = types.ModuleType("__main__")
+    module.__file__ = absolute
+    module.__builtins__ = builtins
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(compile(source, absolute, "exec"), module.__dict__)
+    finally:
+        if saved is None:
+            sys.modules.pop("__main__", None)
+        else:
+            sys.modules["__main__"] = saved
+
+
+def run_script(path: str, executor: PipelineExecutor, arguments: Sequence[str] = (), source: str | None = None) -> None:
     """Run a job script with ``executor`` handling its ``execute()`` calls (the programs it
     executes know their script and arguments); ``sys.argv`` is the script's path followed by
     ``arguments``, as ``python JOB ARGS...`` (and ``flink run``) give them. When the script
-    ends, wait for the jobs it submitted asynchronously."""
-    with _script(path, arguments) as absolute, use_executor(executor):
+    ends, wait for the jobs it submitted asynchronously. ``source``: the script's recorded text,
+    run as the script at ``path`` (which may no longer exist)."""
+    with _script(path, arguments, recorded=source is not None) as absolute, use_executor(executor):
         executor.source_file = absolute
         executor.arguments = list(arguments)
         try:
-            runpy.run_path(absolute, run_name="__main__")
+            if source is None:
+                runpy.run_path(absolute, run_name="__main__")
+            else:
+                _run_source(source, absolute)
         except JobDefinitionError as exc:
             exc.args = (f"{exc}{_where(exc, absolute)}",)  # where in the job the definition went wrong
             raise

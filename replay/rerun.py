@@ -7,7 +7,11 @@ job file again with that configuration — the recorded copy of an input that ch
 disappeared replaces it — and, for a simulated run without changes, checks that the new run's
 event sequence equals the recorded one: both are cut into windows of ``WINDOW`` events whose
 hashes are chained (a rolling fingerprint computed inside DuckDB, so neither log is held in
-memory); at the first differing window the two windows are compared event by event. With
+memory); at the first differing window the two windows are compared event by event. Fields
+that describe where a run happened rather than what it did (``Event.environment``: process
+ids, hosts, executor ids, the directories state went to) are recorded but left out of the
+comparison, which names them; the job file's recorded copy runs under its recorded path, so
+tracebacks name the same file. With
 ``--set`` changes (a what-if) or for a realtime run (timing is not reproduced: the re-execution
 uses the simulated clock), a comparison of outputs and figures is printed instead.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -27,15 +32,30 @@ from kernel.errors import UsageError
 
 WINDOW = 4096
 
-FINGERPRINT = f"""
-SELECT seq // {WINDOW} AS w, count(*) AS n,
-       md5(string_agg(concat_ws(' ', seq, time, kind, payload::VARCHAR), chr(10) ORDER BY seq)) AS h
+FINGERPRINT = """
+SELECT seq // {window} AS w, count(*) AS n,
+       md5(string_agg(concat_ws(' ', seq, time, kind, {payload}), chr(10) ORDER BY seq)) AS h
 FROM rill.events WHERE run_id = $run GROUP BY w ORDER BY w
 """
 
-WINDOW_EVENTS = f"""
-SELECT seq, time, kind, payload::VARCHAR FROM rill.events WHERE run_id = $run AND seq // {WINDOW} = $w ORDER BY seq
+WINDOW_EVENTS = """
+SELECT seq, time, kind, {payload} FROM rill.events WHERE run_id = $run AND seq // {window} = $w ORDER BY seq
 """
+
+
+def compared_payload(environment: dict[str, tuple[str, ...]]) -> str:
+    """The SQL of an event's payload as a re-execution is compared: without the fields that
+    describe the environment (``Event.environment``: process ids, hosts, state directories)."""
+    if not environment:
+        return "payload::VARCHAR"
+    cases = " ".join(f"WHEN '{tag}' THEN json_merge_patch(payload, '{json.dumps(dict.fromkeys(fields))}')"
+                     for tag, fields in sorted(environment.items()))
+    return f"(CASE kind {cases} ELSE payload END)::VARCHAR"
+
+
+def left_out(environment: dict[str, tuple[str, ...]]) -> list[str]:
+    """``tag.field`` of every field the comparison leaves out."""
+    return [f"{tag}.{name}" for tag, fields in sorted(environment.items()) for name in fields]
 
 
 @dataclass
@@ -52,23 +72,28 @@ class Rerun:
     notes: list[str] = field(default_factory=list)
 
 
-def fingerprint(con: Any, run_id: str) -> list[tuple[int, int, str]]:
+def fingerprint(con: Any, run_id: str, payload: str = "payload::VARCHAR") -> list[tuple[int, int, str]]:
     """(window, events, chained hash) per window of the run's event sequence."""
     chained, out = "", []
-    for window, count, digest in con.execute(FINGERPRINT, {"run": run_id}).fetchall():
+    query = FINGERPRINT.format(window=WINDOW, payload=payload)
+    for window, count, digest in con.execute(query, {"run": run_id}).fetchall():
         chained = hashlib.sha256((chained + digest).encode()).hexdigest()
         out.append((window, count, chained))
     return out
 
 
-def first_divergence(con: Any, recorded: str, rerun: str) -> Divergence | None:
-    old, new = fingerprint(con, recorded), fingerprint(con, rerun)
+def first_divergence(con: Any, recorded: str, rerun: str,
+                     environment: dict[str, tuple[str, ...]] | None = None) -> Divergence | None:
+    """The first event at which the two runs differ, the ``environment`` fields left out."""
+    payload = compared_payload(environment or {})
+    old, new = fingerprint(con, recorded, payload), fingerprint(con, rerun, payload)
+    window_events = WINDOW_EVENTS.format(window=WINDOW, payload=payload)
     for index in range(max(len(old), len(new))):
         if index < len(old) and index < len(new) and old[index] == new[index]:
             continue
         window = (old[index] if index < len(old) else new[index])[0]
-        expected = con.execute(WINDOW_EVENTS, {"run": recorded, "w": window}).fetchall()
-        found = con.execute(WINDOW_EVENTS, {"run": rerun, "w": window}).fetchall()
+        expected = con.execute(window_events, {"run": recorded, "w": window}).fetchall()
+        found = con.execute(window_events, {"run": rerun, "w": window}).fetchall()
         for position in range(max(len(expected), len(found))):
             a = expected[position] if position < len(expected) else None
             b = found[position] if position < len(found) else None
@@ -96,8 +121,9 @@ def recorded_config(run: Any, sets: tuple[str, ...]) -> tuple[RawConfig, list[st
     return RawConfig(values, sources, {}).with_sets(sets), notes
 
 
-def job_file(run: Any, allow_changed: bool, scratch: str) -> tuple[str, list[str]]:
-    """The job file to execute: the recorded path, or its recorded copy if it is gone."""
+def job_file(run: Any, allow_changed: bool) -> tuple[str, str | None, list[str]]:
+    """The job file to execute at its recorded path: the file, or the text recorded with the run
+    if the file is gone (its code still names the recorded path)."""
     path, digest, source = (run.metadata.get(k) for k in ("job_file", "job_sha256", "job_source"))
     if not path or digest is None:
         raise UsageError(f"run {run.run_id} did not come from a job file: there is nothing to re-execute")
@@ -108,12 +134,9 @@ def job_file(run: Any, allow_changed: bool, scratch: str) -> tuple[str, list[str
                 raise UsageError(f"job file {path} changed since run {run.run_id} was recorded (sha256 "
                                  f"{digest[:12]} recorded, {current[:12]} now); use --allow-changed to re-execute it "
                                  "anyway")
-            return path, [f"job file {path} changed since the recording: re-executing the current version"]
-        return path, []
-    copy = os.path.join(scratch, os.path.basename(path))
-    with open(copy, "w", encoding="utf-8") as handle:
-        handle.write(source)
-    return copy, [f"job file {path} no longer exists: re-executing the copy recorded with the run"]
+            return path, None, [f"job file {path} changed since the recording: re-executing the current version"]
+        return path, None, []
+    return path, source, [f"job file {path} no longer exists: re-executing the copy recorded with the run"]
 
 
 def input_overrides(con: Any, run: Any, scratch: str) -> tuple[dict[str, str], list[str]]:
@@ -136,36 +159,45 @@ def input_overrides(con: Any, run: Any, scratch: str) -> tuple[dict[str, str], l
     return overrides, notes
 
 
-def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> tuple[str, RawConfig, dict[str, str], list[str]]:
+@dataclass
+class Preparation:
     """Everything a re-execution needs from the log (read before the log is written again)."""
-    scratch = tempfile.mkdtemp(prefix=f"rill-rerun-{run.run_id}-")
-    path, notes = job_file(run, allow_changed, scratch)
+
+    path: str
+    source: str | None  # the recorded text of a job file that is gone
+    raw: RawConfig
+    overrides: dict[str, str]
+    notes: list[str]
+
+
+def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> Preparation:
+    path, source, notes = job_file(run, allow_changed)
     raw, config_notes = recorded_config(run, sets)
+    scratch = tempfile.mkdtemp(prefix=f"rill-rerun-{run.run_id}-")
     overrides, input_notes = input_overrides(con, run, scratch)
-    return path, raw, overrides, notes + config_notes + input_notes
+    return Preparation(path, source, raw, overrides, notes + config_notes + input_notes)
 
 
-def execute(path: str, raw: RawConfig, overrides: dict[str, str], notes: list[str],
-            arguments: list[str] | None = None) -> Rerun:
+def execute(prepared: Preparation, arguments: list[str] | None = None) -> Rerun:
     """Run the job again with the ``arguments`` it was given (its print output is recorded in
     the log, not shown)."""
     from kernel.execution import SessionExecutor
     from kernel.jobfile import run_script
     from kernel.session import Session
 
-    notes = list(notes)
-    session = Session.from_raw(raw)
-    session.input_overrides = overrides
+    notes = list(prepared.notes)
+    session = Session.from_raw(prepared.raw)
+    session.input_overrides = prepared.overrides
     executor = SessionExecutor(session, quiet=True)
     with contextlib.redirect_stdout(io.StringIO()):
         try:
-            run_script(path, executor, arguments or [])
+            run_script(prepared.path, executor, arguments or [], prepared.source)
             executor.wait_for_jobs()  # jobs started with execute_async, as under rill run
         except Exception as exc:
             if not executor.outcomes:
                 raise
             notes.append(f"the re-execution raised {type(exc).__name__}: {exc}")
     if not executor.outcomes:
-        raise UsageError(f"job file {path} defined no job when re-executed")
+        raise UsageError(f"job file {prepared.path} defined no job when re-executed")
     outcome = executor.outcomes[0]
     return Rerun(outcome.run_id, outcome.status, notes)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -46,6 +48,34 @@ def cli(capsys):
         return code, out, err
 
     return invoke
+
+
+def rill_command() -> list[str]:
+    """The installed ``rill`` command of the Python running the tests, as a user's shell finds it."""
+    beside = os.path.join(os.path.dirname(sys.executable), "rill")
+    found = beside if os.path.isfile(beside) else shutil.which("rill")
+    if found is None:
+        raise RuntimeError("the rill command is not installed (pip install -e '.[test]')")
+    return [found]
+
+
+@pytest.fixture
+def shell(isolated):
+    """Run the real ``rill`` command in a process of its own, in the test's directory, as a
+    user's shell does: ``shell(*args, hash_seed=None, timeout=300, env=None)`` returns (exit
+    code, stdout, stderr). ``hash_seed`` sets ``PYTHONHASHSEED``, so two commands can be made to
+    differ in everything a process randomises."""
+
+    def run(*args: str, hash_seed: int | None = None, timeout: float = 300,
+            env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        environment = {**os.environ, **(env or {})}
+        if hash_seed is not None:
+            environment["PYTHONHASHSEED"] = str(hash_seed)
+        done = subprocess.run([*rill_command(), *args], capture_output=True, text=True, cwd=os.getcwd(),
+                              env=environment, timeout=timeout)
+        return done.returncode, done.stdout, done.stderr
+
+    return run
 
 
 PY = sys.executable

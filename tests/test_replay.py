@@ -256,21 +256,82 @@ def test_export_writes_parquet(cli, fault_run, tmp_path):
 # -- re-execution -------------------------------------------------------------------------------
 
 
+ENVIRONMENT = ("compared without the fields that describe the environment: checkpoint_completed.external_path, "
+               "checkpoint_state_restored.external_path, worker_started.pid, worker_started.host, "
+               "worker_started.executor_id")
+
+FAILING_JOB = """
+import tempfile
+from kernel.common import Configuration, Types, WatermarkStrategy
+from kernel.datastream import StreamExecutionEnvironment
+from kernel.datastream.connectors.datagen import DataGeneratorSource
+
+config = Configuration()
+config.set_string("execution.checkpointing.dir", "file://" + tempfile.mkdtemp(prefix="rill-test-"))
+env = StreamExecutionEnvironment.get_execution_environment(config)
+env.set_parallelism(2)
+env.enable_checkpointing(1000)
+
+def check(value):
+    if value == (3, 1) and not done:
+        done.append(1)
+        raise ValueError(f"refused {value} at {object()}"[:20])
+    return value
+
+done = []
+env.from_source(DataGeneratorSource(lambda i: (i % 7, 1), count=400, records_per_second=20),
+                WatermarkStrategy.no_watermarks(), "Numbers") \\
+    .map(check).key_by(lambda pair: pair[0], Types.INT()).reduce(lambda a, b: (a[0], a[1] + b[1])).print()
+env.execute("failing once")
+"""
+
+
+def run_in_a_process(shell, path: str, *options: str) -> None:
+    code, _, err = shell("run", "--quiet", "--clock", "simulated", *options, path, hash_seed=1)
+    assert code == 0, err
+
+
+def rerun_in_another_process(shell, *options: str) -> tuple[int, str, str]:
+    """``rill replay last --rerun`` as a user runs it: a process of its own, whose hash seed (so
+    its set and dict orders of strings, its object addresses, its pid) differs from the run's."""
+    return shell("replay", "last", "--rerun", *options, hash_seed=2)
+
+
 @pytest.mark.parametrize("example", ["window_wordcount.py", "wordcount.py"])
-def test_rerun_of_every_example_reproduces_the_event_sequence(cli, example):
+def test_rerun_of_every_example_reproduces_the_event_sequence(shell, example):
     path = os.path.join(os.path.dirname(__file__), "..", "examples", example)
-    code, _, err = cli("run", "--clock", "simulated", path)
-    assert code == 0, err
-    code, out, err = cli("replay", "last", "--rerun")
-    assert code == 0, err
-    assert "identical sequence" in out
+    run_in_a_process(shell, path, "--seed", "11")
+    code, out, err = rerun_in_another_process(shell)
+    assert code == 0, out + err
+    assert "identical sequence" in out and out.splitlines()[-1] == ENVIRONMENT
 
 
-def test_rerun_of_a_fault_run_reproduces_it(cli, fault_run):
-    code, out, err = cli("replay", "last", "--rerun", "--json")
-    assert code == 0, err
+def test_rerun_of_a_fault_run_reproduces_it(shell, tmp_path):
+    path = job_file(tmp_path, "fault.py", FAULT_JOB)
+    run_in_a_process(shell, path, "--set", "restart-strategy.type=fixed-delay", "--inject", "kill:target=taskexecutor-2,at=30s")
+    code, out, err = rerun_in_another_process(shell, "--json")
+    assert code == 0, out + err
     report = json.loads(out)
     assert report["identical"] and report["status"] == "finished"
+    assert report["left_out"] == ["checkpoint_completed.external_path", "checkpoint_state_restored.external_path",
+                                  "worker_started.pid", "worker_started.host", "worker_started.executor_id"]
+
+
+def test_a_run_restored_from_checkpoints_in_a_temporary_directory_reruns_identically(shell, tmp_path):
+    """The job writes its checkpoints into a directory of its own each time it runs, and a user
+    function fails once: the restore, the failure's traceback and the state's sizes repeat; only
+    where the state went does not."""
+    path = job_file(tmp_path, "failing.py", FAILING_JOB)
+    run_in_a_process(shell, path, "--seed", "3", "--set", "restart-strategy.type=fixed-delay")
+    code, out, err = shell("sql", "--format", "json", "SELECT count(*) AS n FROM rill.ev_checkpoint_state_restored")
+    assert code == 0 and json.loads(out)[0]["n"] > 0, out + err
+    code, out, err = rerun_in_another_process(shell)
+    assert code == 0, out + err
+    assert "identical sequence" in out
+    os.remove(path)
+    code, out, err = rerun_in_another_process(shell)
+    assert code == 0, out + err
+    assert "no longer exists: re-executing the copy recorded with the run" in out and "identical sequence" in out
 
 
 def test_a_nondeterministic_job_is_caught_at_its_first_divergence(cli, tmp_path):
@@ -380,10 +441,12 @@ def test_a_changed_job_file_is_refused_unless_allowed(cli, fault_run):
     assert "re-executing the current version" in out
 
 
-def test_a_deleted_job_file_reruns_from_its_recorded_copy(cli, fault_run):
-    os.remove(fault_run)
-    code, out, err = cli("replay", "last", "--rerun")
-    assert code == 0, err
+def test_a_deleted_job_file_reruns_from_its_recorded_copy(shell, tmp_path):
+    path = job_file(tmp_path, "fault.py", FAULT_JOB)
+    run_in_a_process(shell, path, "--set", "restart-strategy.type=fixed-delay", "--inject", "kill:target=taskexecutor-2,at=30s")
+    os.remove(path)
+    code, out, err = rerun_in_another_process(shell)
+    assert code == 0, out + err
     assert "no longer exists: re-executing the copy recorded with the run" in out and "identical sequence" in out
 
 

@@ -69,6 +69,8 @@ class CheckpointCompleted(Event, tag="checkpoint_completed"):
     """Every task acknowledged: ``state_size`` bytes, ``duration_ms`` since triggered,
     ``external_path`` its directory ("" when kept in memory), ``subsumed`` the ids it deleted."""
 
+    environment = ("external_path",)
+
     job_id: str = ""
     checkpoint_id: int = 0
     checkpoint_kind: str = "checkpoint"
@@ -96,6 +98,8 @@ class CheckpointStateRestored(TaskEvent, tag="checkpoint_state_restored"):
     ``state_size`` bytes of checkpoint ``checkpoint_id`` (``checkpoint_kind`` checkpoint or
     savepoint, at ``external_path``: "" in memory); ``finished``: it had ended its input then
     and reads nothing more."""
+
+    environment = ("external_path",)
 
     checkpoint_id: int = 0
     state_size: int = 0

@@ -74,22 +74,25 @@ def replay_command(run_ref: str, at: str | None, events: bool, kinds: tuple[str,
 
 
 def _rerun(run_ref: str, sets: tuple[str, ...], allow_changed: bool, as_json: bool, config_path: str | None) -> None:
+    from kernel.events import environment_fields
     from replay.compare import compare, figures, render_comparison
-    from replay.rerun import execute, first_divergence, prepare
+    from replay.rerun import execute, first_divergence, left_out, prepare
 
     session = open_session(config_path, ())
     with read_log(session) as con:
         run = find_run(con, run_ref)
-        path, raw, overrides, notes = prepare(con, run, sets, allow_changed)
-    result = execute(path, raw, overrides, notes, run.metadata.get("job_args", []))
+        prepared = prepare(con, run, sets, allow_changed)
+    result = execute(prepared, run.metadata.get("job_args", []))
     with read_log(session) as con:
         new = find_run(con, result.run_id)
         check = run.clock == "simulated" and not sets
-        divergence = first_divergence(con, run.run_id, new.run_id) if check else None
+        environment = environment_fields(session.events.types())
+        divergence = first_divergence(con, run.run_id, new.run_id, environment) if check else None
         comparison = None if check else compare(figures(con, run), figures(con, new))
     report = {"recorded": run.run_id, "rerun": new.run_id, "status": new.status, "notes": result.notes}
     if check:
         report["identical"] = divergence is None
+        report["left_out"] = left_out(environment)
         if divergence is not None:
             report["divergence"] = {"seq": divergence.seq, "expected": divergence.expected, "found": divergence.found}
     else:
@@ -106,5 +109,7 @@ def _rerun(run_ref: str, sets: tuple[str, ...], allow_changed: bool, as_json: bo
         else:
             click.echo(f"re-execution {new.run_id} diverged from run {run.run_id} at event {divergence.seq}:\n"
                        f"  expected: {divergence.expected}\n  found:    {divergence.found}")
+        if check:
+            click.echo(f"compared without the fields that describe the environment: {', '.join(left_out(environment))}")
     if check and divergence is not None:
         raise SystemExit(1)
