@@ -68,8 +68,11 @@ def replay_command(run_ref: str, at: str | None, events: bool, kinds: tuple[str,
         if unknown:
             raise UsageError(f"unknown event kind(s) {', '.join(unknown)} (kinds in this log: "
                              f"{', '.join(sorted(event_tables(con)))})")
+        first, last = _seconds(start, "--from"), _seconds(end, "--to")
+        if first is not None and last is not None and first > last:
+            raise UsageError(f"--from {start!r} is after --to {end!r}: nothing lies between them")
         sys.stdout.flush()
-        play(con, run, sys.stdout.buffer, kinds, task, _seconds(start, "--from"), _seconds(end, "--to"))
+        play(con, run, sys.stdout.buffer, kinds, task, first, last)
         sys.stdout.buffer.flush()
 
 
