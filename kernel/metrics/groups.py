@@ -13,16 +13,16 @@ metric is an error.
 
 :meth:`TaskMetricGroup.sample` reads every metric at one instant: a counter's count, a gauge's
 value (its callable is called then), a meter's rate and count, a distribution's sum, count,
-minimum, maximum and last value. Meters are updated (Flink's ``MeterView.update``) every 5 s of
-the task's life, at the first sample at or after each multiple of 5 s since the group was
-created: on the simulated clock exactly at those instants.
+minimum, maximum and last value. Meters are updated (Flink's ``MeterView.update``, which
+Flink's view updater runs every 5 s) at every fifth periodic sample — the task's metrics are
+sampled every second — before the values are read; a backend that does not sample
+periodically updates them itself (:meth:`TaskMetricGroup.update_meters`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from kernel.clock import NS_PER_S
 from kernel.metrics.metricbase import MetricGroup
 from kernel.metrics.metrics import (
     UPDATE_INTERVAL_SECONDS,
@@ -131,11 +131,11 @@ class TaskMetricGroup:
     Operators register from the task's thread (in ``open`` or later); the sampler reads from
     its own thread under the realtime clock, over a copy of the list (appending is atomic)."""
 
-    def __init__(self, started: int) -> None:
+    def __init__(self) -> None:
         self._registered: list[_Registered] = []
         self._by_key: dict[tuple[str, str, str, str], _Registered] = {}
         self._operators: dict[OperatorKey, GenericMetricGroup] = {}
-        self._next_update = started + UPDATE_INTERVAL_SECONDS * NS_PER_S
+        self._samples = 0  # periodic samples taken
         #: the rows of the latest sample
         self.previous: list[dict[str, Any]] = []
 
@@ -158,21 +158,19 @@ class TaskMetricGroup:
             raise ValueError(_clash(scope, name, registered.metric_type, metric_type))
         return registered.metric
 
-    def update_meters(self, now: int) -> None:
-        """Update the meters once for every multiple of 5 s since the group's creation passed
-        by ``now`` and not updated for yet."""
-        if now < self._next_update:
-            return
-        meters = [entry.metric for entry in list(self._registered) if entry.metric_type == METER]
-        while now >= self._next_update:
-            self._next_update += UPDATE_INTERVAL_SECONDS * NS_PER_S
-            for meter in meters:
-                meter.update()
+    def update_meters(self) -> None:
+        """Update every meter's rate (Flink's view updater, every 5 s)."""
+        for entry in list(self._registered):
+            if entry.metric_type == METER:
+                entry.metric.update()
 
-    def sample(self, now: int) -> list[dict[str, Any]]:
-        """Every metric's values at ``now`` (the fields of a ``UserMetricSampled`` event, but the
-        task's), after updating the meters."""
-        self.update_meters(now)
+    def sample(self, final: bool = False) -> list[dict[str, Any]]:
+        """Every metric's values now (the fields of a ``UserMetricSampled`` event, but the
+        task's); a periodic sample (not ``final``) updates the meters first every fifth time."""
+        if not final:
+            self._samples += 1
+            if self._samples % UPDATE_INTERVAL_SECONDS == 0:
+                self.update_meters()
         rows = [_row(entry) for entry in list(self._registered)]
         self.previous = rows
         return rows

@@ -77,7 +77,7 @@ class OperatorRuntime:
         #: the task's user metrics, which the operators' runtime contexts hand out (a backend
         #: samples those it gives; by default they work unsampled); None when
         #: ``python.metric.enabled`` is false
-        self.user_metrics = (user_metrics if user_metrics is not None else TaskMetricGroup(0)) \
+        self.user_metrics = (user_metrics if user_metrics is not None else TaskMetricGroup()) \
             if metrics_enabled else None
         #: copies of KeySelectors computing the keys of this task's keyed outputs (the chain
         #: opens and closes them)

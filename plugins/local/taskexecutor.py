@@ -448,7 +448,7 @@ class TaskExecutor(Component):
         values: dict[str, Any] = task.metrics.sample(now)
         user = task.metrics.user
         previous = user.previous if user is not None else []
-        rows = user.sample(now) if user is not None else []
+        rows = user.sample(final) if user is not None else []
         # nothing happened since the last sample (a task that ran no clock time still counts)
         idle = final and values["interval_ms"] <= 0 and not any(
             values[name] for name in ("records_in", "records_out", *COUNTERS))

@@ -48,8 +48,9 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any, Callable, Iterator
 
-from kernel.clock import MAX_LONG, NS_PER_MS
+from kernel.clock import MAX_LONG, NS_PER_MS, NS_PER_S
 from kernel.metrics.groups import TaskMetricGroup
+from kernel.metrics.metrics import UPDATE_INTERVAL_SECONDS
 from kernel.rng import SeededRandom
 from kernel.streaming.async_io import BlockingAsyncExecutor
 from kernel.streaming.chain import OperatorChain
@@ -97,7 +98,9 @@ class BatchRuntime(OperatorRuntime):
     def __init__(self, info: TaskInfo, seed: int, metrics_enabled: bool) -> None:
         rng = SeededRandom(seed)
         super().__init__(info, rng.stream, batch=True, auto_watermark_interval=0,
-                         user_metrics=TaskMetricGroup(time.time_ns()), metrics_enabled=metrics_enabled)
+                         user_metrics=TaskMetricGroup(), metrics_enabled=metrics_enabled)
+        #: when the user metrics' meters are updated next (every 5 s of wall-clock time)
+        self.meters_due = time.time_ns() + UPDATE_INTERVAL_SECONDS * NS_PER_S
         self.skipped_ms = 0
         self.counters: dict[str, int] = {}
         self.scheduled: list[tuple[int, int, Callable[[], None]]] = []  # a heap: (time, order, callback)
@@ -119,8 +122,9 @@ class BatchRuntime(OperatorRuntime):
     def run_due(self) -> None:
         """Run the scheduled callbacks whose time has come (and update the user metrics' meters
         every 5 s of the task's wall-clock life)."""
-        if self.user_metrics is not None:
-            self.user_metrics.update_meters(time.time_ns())
+        if self.user_metrics is not None and time.time_ns() >= self.meters_due:
+            self.meters_due += UPDATE_INTERVAL_SECONDS * NS_PER_S
+            self.user_metrics.update_meters()
         scheduled = self.scheduled
         if scheduled:
             now = self.now_ms()
@@ -254,7 +258,7 @@ class SubtaskRunner:
         yield from self.out
         self.out = []
         ended = time.time_ns()
-        user_metrics = runtime.user_metrics.sample(ended) if runtime.user_metrics is not None else []
+        user_metrics = runtime.user_metrics.sample(final=True) if runtime.user_metrics is not None else []
         self.to_driver("m", {"started": started, "ended": ended, "records_in": records_in,
                              "records_out": counter.records_out, "user_metrics": user_metrics, **runtime.counters})
 

@@ -83,7 +83,7 @@ class TaskIOMetrics:
         #: TaskMetricGroup holds the IO metrics and the operators' groups); None when
         #: ``python.metric.enabled`` is false
         enabled = config is None or config.section(PythonOptions).metric_enabled
-        self.user = TaskMetricGroup(started) if enabled else None
+        self.user = TaskMetricGroup() if enabled else None
         self.back_pressured = TimerGauge()
         self.busy_time_enabled = busy_time_enabled
         self.records_in = 0
