@@ -126,7 +126,7 @@ class UserMetricSampled(TaskEvent, tag="user_metric_sampled"):
     or distribution. ``value``: a counter's count, a gauge's value, a meter's rate (events per
     second over its time span), a distribution's last value; ``count``: a counter's count, the
     events a meter marked, the values a distribution took; ``sum``/``min``/``max``: a
-    distribution's. ``error``: why a gauge has no value (its callable raised, or returned no
+    distribution's; NULL what a kind has not. ``error``: why a gauge has no value (its callable raised, or returned no
     number)."""
 
     operator: str = ""
@@ -135,7 +135,7 @@ class UserMetricSampled(TaskEvent, tag="user_metric_sampled"):
     name: str = ""
     metric_type: str = ""
     value: float | None = None
-    count: int = 0
+    count: int | None = None
     sum: float | None = None
     min: float | None = None
     max: float | None = None

@@ -42,14 +42,12 @@ def user_metrics_at(con: Any, run_id: str, seconds: float = math.inf) -> list[di
     """Every user metric of every subtask at ``seconds`` after the run's start (by default at
     its end): vertex, subtask, attempt, operator, metric (scope.name), kind, value, count, sum,
     min, max, error, sampled_s. What a kind has not is None (a gauge's count, a counter's sum,
-    ...); the count of a counter or meter, and a counter's value, are ints."""
+    ...); a counter's value is an int."""
     rows = _rows(con, LATEST, {"run": run_id, "t_s": seconds if math.isfinite(seconds) else 1e18})
     for row in rows:
         kind = row["kind"]
         if kind == "counter" and row["value"] is not None and float(row["value"]).is_integer():
             row["value"] = int(row["value"])
-        if kind == "gauge":
-            row["count"] = None
         row["error"] = row["error"] or None
     return rows
 

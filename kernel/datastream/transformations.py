@@ -29,7 +29,8 @@ class KeySpec:
     ``selector`` gives one record's key, ``keys_of`` the keys of a batch of records (as
     ``selector`` would, record by record; by default it maps ``selector`` over them).
     ``function``: the ``KeySelector`` whose ``get_key`` they call, when ``key_by`` was given one
-    (each task that computes keys opens a copy of its own)."""
+    with an ``open`` or ``close`` of its own (each task that computes keys opens a copy of its
+    own)."""
 
     selector: Callable[[Any], Any]
     key_type: TypeInformation | None = None
@@ -49,8 +50,10 @@ class KeySpec:
         from kernel.common.coders import batch_results, converted_results
         from kernel.datastream.functions import KeySelector
 
-        function = selector if isinstance(selector, KeySelector) else None
-        get_key = selector.get_key if function is not None else selector
+        opened = isinstance(selector, KeySelector) and (
+            type(selector).open is not KeySelector.open or type(selector).close is not KeySelector.close)
+        function = selector if opened else None
+        get_key = selector.get_key if isinstance(selector, KeySelector) else selector
         return cls(converted_results(get_key, key_type), key_type, batch_results(get_key, key_type), function)
 
 

@@ -199,7 +199,7 @@ def channel_selector(partitioner: p.StreamPartitioner, num_channels: int, max_pa
         return Shuffle(num_channels, rng)
     if isinstance(partitioner, p.KeyGroupStreamPartitioner):
         if partitioner.key_function is not None and runtime is not None:
-            key = runtime.key_selector(partitioner.key_function, partitioner.key_type)
+            key = runtime.key_selector(partitioner)
             return KeyGroupChannels(num_channels, max_parallelism, key.selector, key.key_type, key.keys_of, always=True)
         return KeyGroupChannels(num_channels, max_parallelism, partitioner.key_selector, partitioner.key_type,
                                 partitioner.keys_of)

@@ -80,8 +80,9 @@ class OperatorRuntime:
         self.user_metrics = (user_metrics if user_metrics is not None else TaskMetricGroup()) \
             if metrics_enabled else None
         #: copies of KeySelectors computing the keys of this task's keyed outputs (the chain
-        #: opens and closes them)
+        #: opens and closes them), and their keys by partitioner
         self.key_selectors: list[Any] = []
+        self._keys: dict[int, tuple[Any, KeySpec]] = {}
 
     def now_ms(self) -> int:
         """Processing time in ms."""
@@ -126,13 +127,31 @@ class OperatorRuntime:
     def record_latency(self, marker: Any) -> None:
         """A latency marker reached a sink."""
 
-    def key_selector(self, function: Any, key_type: Any) -> KeySpec:
-        """The keys of a keyed output of this task, from a copy of the user's KeySelector
-        ``function`` of its own (PyFlink runs it in an operator of the producing task)."""
+    def key_selector(self, partitioner: Any) -> KeySpec:
+        """The keys of this task's keyed outputs of ``partitioner`` (a ``key_by``'s, whose
+        KeySelector the user gave), from a copy of the KeySelector of the task's own: PyFlink runs
+        it once per record, in an operator after the one producing the keyed stream. Every
+        keyed output of one ``key_by`` (a keyed stream several operators consume) shares it, and
+        the keys of a batch (which a fan-out hands to every output as one list, never modified)
+        are computed once."""
         from kernel.datastream.transformations import KeySpec
         from kernel.streaming.operators import own_copy
 
-        key = KeySpec.of(own_copy(function), key_type)
+        found = self._keys.get(id(partitioner))
+        if found is not None:
+            return found[1]
+        key = KeySpec.of(own_copy(partitioner.key_function), partitioner.key_type)
+        computed = key.keys_of
+        last: list[Any] = [None, None]  # the latest batch and its keys
+
+        def keys_of(values: list) -> list:
+            if values is not last[0]:
+                last[1] = computed(values)
+                last[0] = values
+            return last[1]
+
+        key.keys_of = keys_of
+        self._keys[id(partitioner)] = (partitioner, key)
         self.key_selectors.append(key.function)
         return key
 
