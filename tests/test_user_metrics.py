@@ -54,6 +54,8 @@ def test_a_meters_rate_is_the_count_over_its_span_updated_every_5_seconds():
 
 
 def test_groups_nest_and_give_the_metric_registered_first():
+    """As PyFlink 2.3 (recorded): ``add_group("x").counter("n")`` twice is one counter (``inc()``
+    on one and ``inc(10)`` on the other: both ``get_count()`` 11)."""
     metrics = TaskMetricGroup()
     operator = metrics.operator_group("Map", "ab12")
     value = operator.add_group("shop").add_group("region", "eu")
@@ -398,6 +400,8 @@ def test_user_metrics_are_sampled_with_the_task_metrics_and_the_gauge_read_then(
 
 
 def test_python_metric_enabled_false_gives_no_group_as_pyflink():
+    """PyFlink 2.3 (recorded, with the key in the job's Configuration): ``get_metrics_group()``
+    is None."""
     groups = []
 
     class Ask(fn.MapFunction):
@@ -444,3 +448,45 @@ def test_a_restarted_attempt_counts_from_zero():
     assert job.outcome.status == "FINISHED"
     ends = {e.attempt: e.count for e in job.events(UserMetricSampled) if e.final}
     assert ends == {0: 6, 1: 10}
+
+
+def test_a_key_selector_counts_once_per_record_in_the_producing_task_as_pyflink():
+    """Recorded with PyFlink 2.3 (the counts read with ``get_count()``): the KeySelector opened
+    once, in ``Source: Collection Source -> _stream_key_by_map_operator``, counting 20 for 20
+    records although two operators consume the keyed stream; the reduce's subtasks 11 and 6
+    reductions (meter: 3 events each)."""
+
+    class Sel(fn.KeySelector):
+        def open(self, runtime_context):
+            self.keys = runtime_context.get_metrics_group().counter("keys")
+
+        def get_key(self, value):
+            self.keys.inc()
+            return value % 3
+
+    class Add(fn.ReduceFunction):
+        def open(self, runtime_context):
+            self.reduced = runtime_context.get_metrics_group().add_group("r").counter("reduced")
+            self.events = runtime_context.get_metrics_group().meter("m", 7)
+
+        def reduce(self, a, b):
+            self.reduced.inc()
+            self.events.mark_event(3)
+            return a + b
+
+    def build(env):
+        env.set_parallelism(2)
+        keyed = env.from_collection(list(range(1, 21)), Types.INT()).key_by(Sel(), Types.INT())
+        keyed.reduce(Add()).print()
+        keyed.map(lambda x: x * 10, Types.INT()).print()
+        env.execute("ks")
+
+    job = run_job(build)
+    ends = {(e.vertex_name, e.subtask, e.operator, e.name): e.count for e in job.events(UserMetricSampled) if e.final}
+    assert ends == {
+        ("Source: Collection Source", 0, "_stream_key_by_map_operator", "keys"): 20,
+        ("Keyed Reduce -> Sink: Print to Std. Out", 0, "Keyed Reduce", "reduced"): 11,
+        ("Keyed Reduce -> Sink: Print to Std. Out", 1, "Keyed Reduce", "reduced"): 6,
+        ("Keyed Reduce -> Sink: Print to Std. Out", 0, "Keyed Reduce", "m"): 33,
+        ("Keyed Reduce -> Sink: Print to Std. Out", 1, "Keyed Reduce", "m"): 18,
+    }
