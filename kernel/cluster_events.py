@@ -1,5 +1,5 @@
 """The events of Flink's runtime model that more than one room needs: what every execution
-backend records (job status, execution states, task metrics, print output) and what the
+backend records (job status, execution states, task and user metrics, print output) and what the
 kernel's live status line and replay's views and state read (watermarks, input files,
 TaskExecutors, slots, heartbeats, faults, failures and restarts).
 
@@ -120,6 +120,32 @@ class TaskMetricsSampled(TaskEvent, tag="task_metrics_sampled"):
     windows_fired: int = 0  # window results (trigger FIREs with contents) in the interval
 
 
+class UserMetricSampled(TaskEvent, tag="user_metric_sampled"):
+    """One user metric of one task (PyFlink's ``MetricGroup`` API), sampled with the task's
+    metrics (``TaskMetricsSampled`` of the same time and ``interval_ms``). ``operator`` and
+    ``operator_id`` name the operator whose runtime context registered it, ``scope`` the user
+    groups below the operator's group (joined by ``.``), ``metric_type`` counter, gauge, meter
+    or distribution. ``value``: a counter's count, a gauge's value, a meter's rate (events per
+    second over its time span), a distribution's last value; ``count``: a counter's count, the
+    events a meter marked, the values a distribution took; ``sum``/``min``/``max``: a
+    distribution's; NULL what a kind has not. ``error``: why a gauge has no value (its callable raised, or returned no
+    number)."""
+
+    operator: str = ""
+    operator_id: str = ""
+    scope: str = ""
+    name: str = ""
+    metric_type: str = ""
+    value: float | None = None
+    count: int | None = None
+    sum: float | None = None
+    min: float | None = None
+    max: float | None = None
+    interval_ms: float = 0.0
+    final: bool = False
+    error: str = ""
+
+
 class WatermarkAdvanced(TaskEvent, tag="watermark_advanced"):
     """A task's watermark advanced. ``direction`` "input": the StatusWatermarkValve of input gate
     ``input`` passed it to the head operator; "output": it left the chain, into the network or
@@ -226,7 +252,7 @@ class TasksRestarted(Event, tag="tasks_restarted"):
 
 CLUSTER_EVENT_TYPES: tuple[type[Event], ...] = (
     JobSubmitted, JobStatusChanged, WorkerStarted, WorkerRegistered, WorkerStopped, SlotAllocated,
-    SlotReleased, ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced, WatermarkStatusChanged,
-    SinkOutputPrinted, SourceFileOpened, HeartbeatRequested, HeartbeatReceived, HeartbeatTimedOut,
-    HeartbeatTargetMarkedUnreachable, FaultInjected, TaskFailureHandled, TasksRestarted,
+    SlotReleased, ExecutionStateChanged, TaskMetricsSampled, UserMetricSampled, WatermarkAdvanced,
+    WatermarkStatusChanged, SinkOutputPrinted, SourceFileOpened, HeartbeatRequested, HeartbeatReceived,
+    HeartbeatTimedOut, HeartbeatTargetMarkedUnreachable, FaultInjected, TaskFailureHandled, TasksRestarted,
 )

@@ -99,6 +99,15 @@ class ExecutionOptions(Section):
     )
 
 
+class PythonOptions(Section):
+    """PyFlink's PythonOptions that rill honours (a job's Configuration may set them too)."""
+
+    metric_enabled: Annotated[
+        bool, msgspec.Meta(description="user metrics: false makes RuntimeContext.get_metrics_group() return None, "
+                                       "as PyFlink's")
+    ] = msgspec.field(name="python.metric.enabled", default=True)
+
+
 class WorkerOptions(Section):
     """What every workers plugin's ResourceManager driver honours."""
 
@@ -110,4 +119,5 @@ class WorkerOptions(Section):
 
 
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
-                                              CheckpointingOptions, StateRecoveryOptions, WorkerOptions)
+                                              PythonOptions, CheckpointingOptions, StateRecoveryOptions,
+                                              WorkerOptions)

@@ -27,6 +27,8 @@ DEFAULT_STREAMING_JOB_NAME = "Flink Streaming Job"
 DEFAULT_BATCH_JOB_NAME = "Flink Batch Job"
 #: keys a job's Configuration may set that only matter to PyFlink's Python/Java bridge
 BRIDGE_KEY_PREFIXES = ("python.", "pipeline.jars", "pipeline.classpaths")
+#: bridge keys rill honours: a job's Configuration sets them like any other key
+HONOURED_BRIDGE_KEYS = frozenset({"python.metric.enabled"})
 
 
 class JobCancellation:
@@ -140,7 +142,8 @@ class Program:
     savepoints: SavepointRequests = field(default_factory=SavepointRequests)
 
     def sets(self) -> list[str]:
-        return [f"{k}={v}" for k, v in self.config_overrides.items() if not k.startswith(BRIDGE_KEY_PREFIXES)]
+        return [f"{k}={v}" for k, v in self.config_overrides.items()
+                if k in HONOURED_BRIDGE_KEYS or not k.startswith(BRIDGE_KEY_PREFIXES)]
 
 
 class ProgramCaptured(Exception):

@@ -139,12 +139,6 @@ DISTRIBUTED_CACHE = UnsupportedGroup(
         SEE: ("StreamExecutionEnvironment.register_cached_file",),
     })
 
-USER_METRICS = UnsupportedGroup(
-    "user metrics", "rill records every task's metrics itself; user-defined metric groups are not supported yet", {
-        f"{DS}.functions": ("RuntimeContext.get_metrics_group",),
-        f"{DS}.window": ("Trigger.TriggerContext.get_metric_group",),
-    })
-
 CACHED_STREAMS = UnsupportedGroup(
     "cached streams", "rill does not keep intermediate results between jobs yet", {
         f"{DS}.data_stream": ("DataStream.cache",),
@@ -158,5 +152,5 @@ PYTHON_ARCHIVES = UnsupportedGroup(
 
 GROUPS: tuple[UnsupportedGroup, ...] = (
     STATE_BACKEND_OBJECTS, CHANGELOG, EXTERNAL_CONNECTORS, FILE_CONNECTOR,
-    FORMAT_LIBRARIES, JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, USER_METRICS, PYTHON_ARCHIVES, CACHED_STREAMS,
+    FORMAT_LIBRARIES, JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, PYTHON_ARCHIVES, CACHED_STREAMS,
 )

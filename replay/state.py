@@ -6,8 +6,9 @@ watermarks and watermark status of each subtask's current attempt, the back-pres
 of each job vertex (from its subtasks' latest metric samples; for a run judged by sampling, its
 latest request's by then), and the health of every
 heartbeat pair of live components (when each side last heard from the other, and whether it
-gave up on it), and the checkpoints by then (how many were triggered, completed, failed or in
-progress; the last completed checkpoint and savepoint, the last failure and restore).
+gave up on it), the checkpoints by then (how many were triggered, completed, failed or in
+progress; the last completed checkpoint and savepoint, the last failure and restore), and the
+user metrics' values (each subtask's latest sample by then).
 Every part is the latest event of its kind at or before the instant, so it works for runs
 that crashed or are still running (partial logs).
 """
@@ -20,6 +21,7 @@ from kernel.backpressure import MAILBOX_TIMING, back_pressure_level
 from kernel.clock import MAX_LONG
 from replay.backpressure import judgement, request_levels
 from replay.checkpoints import checkpoints_at, describe_completed
+from replay.user_metrics import describe_values, user_metrics_at
 
 
 def _rows(con: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,7 +143,8 @@ def state_at(con: Any, run: Any, seconds: float) -> dict[str, Any]:
     }
     return {"run_id": run.run_id, "at_s": seconds, "task_executors": workers, "subtasks": subtasks,
             "watermarks": watermarks, "back_pressure_measure": judged.measure, "back_pressure": back_pressure,
-            "heartbeats": heartbeats, "checkpoints": checkpoints_at(con, run.run_id, t)}
+            "heartbeats": heartbeats, "checkpoints": checkpoints_at(con, run.run_id, t),
+            "user_metrics": user_metrics_at(con, run.run_id, seconds)}
 
 
 def _watermark(value: Any) -> str:
@@ -169,6 +172,12 @@ def render_state(state: dict[str, Any]) -> str:
     for vertex, entry in state["back_pressure"].items():
         lines.append(f"  {vertex:<50} {entry['level'] or '-':<5} {entry['back_pressured_ms']:.0f} ms/s "
                      f"(worst subtask {entry['worst_subtask']})")
+    if state["user_metrics"]:
+        lines.append("User metrics")
+        for row in state["user_metrics"]:
+            where = f"{row['vertex']}/{row['subtask']}"
+            lines.append(f"  {where:<50} {row['operator']}: {row['metric']} ({row['kind']}) {describe_values(row)} "
+                         f"at {row['sampled_s']:.3f} s")
     lines.append("Heartbeats")
     for pair, health in state["heartbeats"].items():
         status = f"lost at {health['lost_s']:.3f} s" if health["lost_s"] is not None else "ok"

@@ -40,6 +40,13 @@ VIEWS: dict[str, str] = {
                m.records_out_per_second, m.latency_ms, m.late_records_dropped, m.timers_fired, m.windows_fired,
                m.final
         FROM rill.ev_task_metrics_sampled m JOIN rill.runs r ON r.run_id = m.run_id""",
+    "user_metrics": """
+        SELECT u.run_id, u.seq, u.job_id, u.vertex_id, u.vertex_name, u.subtask, u.attempt, u.operator, u.operator_id,
+               u.scope, u.name, CASE WHEN u.scope = '' THEN u.name ELSE u.scope || '.' || u.name END AS metric,
+               u.metric_type AS kind, (u.time - r.clock_start) / 1e9 AS t_s,
+               CAST(greatest(floor((u.time - u.interval_ms * 1e6 - r.clock_start) / 1e9), 0) AS BIGINT) AS second,
+               u.interval_ms, u.value, u.count, u.sum, u.min, u.max, u.final, u.error
+        FROM rill.ev_user_metric_sampled u JOIN rill.runs r ON r.run_id = u.run_id""",
     "backpressure": f"""
         SELECT run_id, vertex_id, any_value(vertex_name) AS vertex_name, second,
                max(back_pressured_ms) AS back_pressured_ms,

@@ -131,8 +131,8 @@ def test_views_reading_each_other_in_a_cycle_are_refused():
 
 def test_the_session_collects_the_views_of_its_plugins():
     assert [view.name for view in Session.open().views.views()] == [
-        "task_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots", "failures",
-        "checkpoints", "checkpoint_subtasks", "backpressure_sampling"]
+        "task_metrics", "user_metrics", "backpressure", "watermarks", "heartbeats", "task_timeline", "slots",
+        "failures", "checkpoints", "checkpoint_subtasks", "backpressure_sampling"]
     disabled = Session.open(sets=["plugins.disabled=replay.sql"])
     assert [view.name for view in disabled.views.views()] == ["checkpoints", "checkpoint_subtasks", "backpressure_sampling"]
     alone = Session.open(sets=["plugins.disabled=replay.sql,backpressure-stats.sampling,checkpointing.default"])
@@ -150,8 +150,9 @@ def test_a_plugins_view_reads_its_events_on_the_log_and_on_an_export(cli, demo, 
     code, out, err = cli("export", "last", "--parquet", str(tmp_path / "export"))
     assert code == 0, err
     views = sorted(path.name for path in (tmp_path / "export" / run_id / "views").iterdir())
-    assert views == sorted(f"{name}.parquet" for name in ("task_metrics", "backpressure", "watermarks", "heartbeats",
-                                                          "task_timeline", "slots", "failures", "demo_ticks",
+    assert views == sorted(f"{name}.parquet" for name in ("task_metrics", "user_metrics", "backpressure",
+                                                          "watermarks", "heartbeats", "task_timeline", "slots",
+                                                          "failures", "demo_ticks",
                                                           "backpressure_sampling", "checkpoints", "checkpoint_subtasks"))
     assert cli("sql", "--format", "csv", "--parquet", str(tmp_path / "export"), query) == \
         (0, "job_name,ticks,total\nticking,3,9\n", "")

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel import unsupported
-from kernel.common.coders import batch_results, converted_results
 from kernel.common.keyhash import check_key_type
 from kernel.common.typeinfo import TupleTypeInfo, TypeInformation, resolve_type
 from kernel.datastream import functions as fn
@@ -191,16 +190,13 @@ class DataStream:
     def key_by(self, key_selector: Callable | fn.KeySelector, key_type: TypeInformation | None = None) -> KeyedStream:
         from kernel.datastream.keyed_stream import KeyedStream
 
-        selector = as_key_selector(key_selector)
+        as_key_selector(key_selector)
         if key_type is not None and not isinstance(key_type, TypeInformation):
             raise TypeError("key_type must be a TypeInformation")
         check_key_type(key_type)
-        # the key as PyFlink's keyed operators see it: written by the key type's coder and read
-        # back (key_type=Types.INT() makes 1.7 the key 1; a key the coder cannot write fails);
-        # operators take the keys of a batch at once, converted once per batch
-        spec = KeySpec(converted_results(selector, key_type), key_type, batch_results(selector, key_type))
+        spec = KeySpec.of(key_selector, key_type)
         t = PartitionTransformation(self._env, self._transformation,
-                                    p.KeyGroupStreamPartitioner(spec.selector, key_type, spec.keys_of))
+                                    p.KeyGroupStreamPartitioner(spec.selector, key_type, spec.keys_of, spec.function))
         return KeyedStream(self._env, t, spec, origin=self)
 
     def shuffle(self) -> DataStream:

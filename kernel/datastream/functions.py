@@ -17,6 +17,7 @@ from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
 
 if TYPE_CHECKING:
+    from kernel.metrics import MetricGroup
     from kernel.datastream.state import BroadcastState, MapStateDescriptor, ReadOnlyBroadcastState, StateDescriptor
 
 W = TypeVar("W")
@@ -74,6 +75,11 @@ class RuntimeContext(KeyedStateStore):
 
     @abstractmethod
     def get_job_parameter(self, key: str, default_value: str) -> str: ...
+
+    @abstractmethod
+    def get_metrics_group(self) -> MetricGroup:
+        """The metric group of the operator running the function (:mod:`kernel.metrics`);
+        None when ``python.metric.enabled`` is false."""
 
 
 class Function(ABC):

@@ -27,16 +27,34 @@ _UID_HASH = re.compile(r"^[0-9A-Fa-f]{32}$")
 class KeySpec:
     """How a keyed operator finds the key of a record (and which Java type the key has):
     ``selector`` gives one record's key, ``keys_of`` the keys of a batch of records (as
-    ``selector`` would, record by record; by default it maps ``selector`` over them)."""
+    ``selector`` would, record by record; by default it maps ``selector`` over them).
+    ``function``: the ``KeySelector`` whose ``get_key`` they call, when ``key_by`` was given one
+    with an ``open`` or ``close`` of its own (each task that computes keys opens a copy of its
+    own)."""
 
     selector: Callable[[Any], Any]
     key_type: TypeInformation | None = None
     keys_of: Callable[[list], list] | None = None
+    function: Any = None
 
     def __post_init__(self) -> None:
         if self.keys_of is None:
             selector = self.selector
             self.keys_of = lambda values: list(map(selector, values))
+
+    @classmethod
+    def of(cls, selector: Any, key_type: TypeInformation | None) -> KeySpec:
+        """The key of ``key_by(selector, key_type)``: the key as PyFlink's keyed operators see
+        it, written by the key type's coder and read back (``key_type=Types.INT()`` makes 1.7 the
+        key 1; a key the coder cannot write fails), a batch's keys converted at once."""
+        from kernel.common.coders import batch_results, converted_results
+        from kernel.datastream.functions import KeySelector
+
+        opened = isinstance(selector, KeySelector) and (
+            type(selector).open is not KeySelector.open or type(selector).close is not KeySelector.close)
+        function = selector if opened else None
+        get_key = selector.get_key if isinstance(selector, KeySelector) else selector
+        return cls(converted_results(get_key, key_type), key_type, batch_results(get_key, key_type), function)
 
 
 @dataclass

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kernel import unsupported
 from kernel.common.time import Time, to_millis
 from kernel.common.typeinfo import Types
 from kernel.datastream.state import ReducingStateDescriptor
 from kernel.datastream.windows import CountWindow, GlobalWindow, TimeWindow, Window
+
+if TYPE_CHECKING:
+    from kernel.metrics import MetricGroup
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -52,6 +55,10 @@ class Trigger(ABC, Generic[T, W]):
 
         @abstractmethod
         def get_partitioned_state(self, state_descriptor: Any) -> Any: ...
+
+        @abstractmethod
+        def get_metric_group(self) -> MetricGroup:
+            """The window operator's metric group, as its functions' runtime context gives it."""
 
     class OnMergeContext(TriggerContext):
         @abstractmethod

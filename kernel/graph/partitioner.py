@@ -57,11 +57,14 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
     name = "HASH"
 
     def __init__(self, key_selector: Callable[[Any], Any], key_type: Any = None,
-                 keys_of: Callable[[list], list] | None = None) -> None:
-        """``keys_of``: the keys of a batch of records, as ``key_selector`` gives them one by one."""
+                 keys_of: Callable[[list], list] | None = None, key_function: Any = None) -> None:
+        """``keys_of``: the keys of a batch of records, as ``key_selector`` gives them one by one;
+        ``key_function``: the user's ``KeySelector`` they call, if any (each producing task runs a
+        copy of its own: ``OperatorRuntime.key_selector``)."""
         self.key_selector = key_selector
         self.key_type = key_type
         self.keys_of = keys_of or (lambda values: list(map(key_selector, values)))
+        self.key_function = key_function
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, KeyGroupStreamPartitioner) and other.key_selector is self.key_selector

@@ -25,7 +25,7 @@ from kernel.streaming.outputs import (
     blame,
     combine,
 )
-from kernel.streaming.runtime import OperatorRuntime
+from kernel.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
 
 
 def _serialized(output: Output, type_info: Any) -> Output:
@@ -52,7 +52,9 @@ class OperatorChain:
         at operators with no output (sinks). ``create`` makes each node's operator (a backend
         may substitute some, e.g. sinks that run elsewhere)."""
         self.vertex = vertex
+        self.runtime = runtime
         runtime.info.job_parameters = dict(graph.job_parameters)
+        runtime.info.operator_ids = dict(vertex.operator_ids)
         nodes = [graph.nodes[nid] for nid in vertex.chained_node_ids]
         self.operators: list[StreamOperator] = [create(node, runtime) for node in nodes]
         self.node_ids = [node.id for node in nodes]
@@ -79,7 +81,18 @@ class OperatorChain:
         self.head = by_node[vertex.head_node_id]
 
     def open(self) -> None:
-        """Open operators from the tail towards the head (downstream ready first)."""
+        """Open operators from the tail towards the head (downstream ready first); the key
+        selectors of keyed outputs (PyFlink's operators after the chain's) first."""
+        runtime = self.runtime
+        if runtime.key_selectors:
+            context = StreamingRuntimeContext(runtime.info, None,
+                                              lambda: runtime.operator_metric_group(KEY_BY_OPERATOR))
+            for function in runtime.key_selectors:
+                try:
+                    function.open(context)
+                except BaseException as exc:
+                    blame(exc, KEY_BY_OPERATOR)
+                    raise
         for operator in reversed(self.operators):
             try:
                 operator.open()
@@ -140,6 +153,12 @@ class OperatorChain:
                 operator.close()
             except BaseException as exc:  # close every operator; report the first failure
                 blame(exc, operator.name)
+                errors.append(exc)
+        for function in self.runtime.key_selectors:
+            try:
+                function.close()
+            except BaseException as exc:
+                blame(exc, KEY_BY_OPERATOR)
                 errors.append(exc)
         if errors:
             raise errors[0]

@@ -103,9 +103,12 @@ class KeyGroupChannels(ChannelSelector):
     """keyBy: the subtask owning the key's key group, as PyFlink routes ``key_by``."""
 
     def __init__(self, num_channels: int, max_parallelism: int, key_selector: Callable[[Any], Any], key_type: Any,
-                 keys_of: Callable[[list], list] | None = None) -> None:
-        """``keys_of``: the keys of a batch of records, as ``key_selector`` gives them one by one."""
+                 keys_of: Callable[[list], list] | None = None, always: bool = False) -> None:
+        """``keys_of``: the keys of a batch of records, as ``key_selector`` gives them one by one;
+        ``always``: compute them for one channel too (a user's KeySelector runs for every record,
+        as in PyFlink)."""
         self.num_channels = num_channels
+        self.always = always
         self.max_parallelism = max_parallelism
         self.keys_of = keys_of or (lambda values: list(map(key_selector, values)))
         self.key_hash = key_hasher(key_type)
@@ -119,6 +122,8 @@ class KeyGroupChannels(ChannelSelector):
     def route(self, values, timestamps):
         n = self.num_channels
         if n == 1:
+            if self.always:
+                self.keys_of(values)
             return [(0, values, timestamps)]
         keys = self.keys_of(values)
         if self.cache_any_key or _PLAIN_KEYS.issuperset(map(type, keys)):
@@ -178,7 +183,10 @@ class Custom(ChannelSelector):
         return _split(channels, values, timestamps, n)
 
 
-def channel_selector(partitioner: p.StreamPartitioner, num_channels: int, max_parallelism: int, rng: Random) -> ChannelSelector:
+def channel_selector(partitioner: p.StreamPartitioner, num_channels: int, max_parallelism: int, rng: Random,
+                     runtime: Any = None) -> ChannelSelector:
+    """The channel selection of ``partitioner``; a user's KeySelector runs in a copy the task
+    ``runtime`` opens (without one, the partitioner's own)."""
     if isinstance(partitioner, (p.ForwardPartitioner, p.GlobalPartitioner)):
         return SingleChannel(num_channels)
     if isinstance(partitioner, p.BroadcastPartitioner):
@@ -190,6 +198,9 @@ def channel_selector(partitioner: p.StreamPartitioner, num_channels: int, max_pa
     if isinstance(partitioner, p.ShufflePartitioner):
         return Shuffle(num_channels, rng)
     if isinstance(partitioner, p.KeyGroupStreamPartitioner):
+        if partitioner.key_function is not None and runtime is not None:
+            key = runtime.key_selector(partitioner)
+            return KeyGroupChannels(num_channels, max_parallelism, key.selector, key.key_type, key.keys_of, always=True)
         return KeyGroupChannels(num_channels, max_parallelism, partitioner.key_selector, partitioner.key_type,
                                 partitioner.keys_of)
     if isinstance(partitioner, p.CustomPartitionerWrapper):

@@ -6,10 +6,19 @@ import os
 import sys
 from dataclasses import dataclass, field
 from random import Random
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.datastream.functions import RuntimeContext
+from kernel.metrics.groups import GenericMetricGroup, TaskMetricGroup
 from kernel.streaming.state import KeyedStateBackend
+
+if TYPE_CHECKING:
+    from kernel.datastream.transformations import KeySpec
+
+
+#: the operator PyFlink runs a ``key_by``'s KeySelector in, in the task producing the keyed
+#: stream (chained after the operator producing it): the name its metrics are reported under
+KEY_BY_OPERATOR = "_stream_key_by_map_operator"
 
 
 def print_to_stdout(text: str) -> None:
@@ -33,6 +42,8 @@ class TaskInfo:
     attempt: int = 0
     job_parameters: dict[str, str] = field(default_factory=dict)
     vertex_id: str = ""  # the job vertex's id
+    #: the operator id (hex) of each stream node of the chain
+    operator_ids: dict[int, str] = field(default_factory=dict)
 
     @property
     def attempt_key(self) -> tuple[str, int, int]:
@@ -51,7 +62,8 @@ class OperatorRuntime:
     """
 
     def __init__(self, info: TaskInfo, rng_factory: Callable[[str], Random], batch: bool = False,
-                 auto_watermark_interval: int = 200) -> None:
+                 auto_watermark_interval: int = 200, user_metrics: TaskMetricGroup | None = None,
+                 metrics_enabled: bool = True) -> None:
         self.info = info
         self.rng_factory = rng_factory
         #: BATCH execution: no watermarks but the final one (timers fire at the end of input),
@@ -62,6 +74,15 @@ class OperatorRuntime:
         self.sink_committer: Any = None
         #: the task takes checkpoints: two-phase-commit sinks commit when checkpoints complete
         self.checkpointing = False
+        #: the task's user metrics, which the operators' runtime contexts hand out (a backend
+        #: samples those it gives; by default they work unsampled); None when
+        #: ``python.metric.enabled`` is false
+        self.user_metrics = (user_metrics if user_metrics is not None else TaskMetricGroup()) \
+            if metrics_enabled else None
+        #: copies of KeySelectors computing the keys of this task's keyed outputs (the chain
+        #: opens and closes them), and their keys by partitioner
+        self.key_selectors: list[Any] = []
+        self._keys: dict[int, tuple[Any, KeySpec]] = {}
 
     def now_ms(self) -> int:
         """Processing time in ms."""
@@ -106,13 +127,59 @@ class OperatorRuntime:
     def record_latency(self, marker: Any) -> None:
         """A latency marker reached a sink."""
 
+    def key_selector(self, partitioner: Any) -> KeySpec:
+        """The keys of this task's keyed outputs of ``partitioner`` (a ``key_by``'s, whose
+        KeySelector the user gave), from a copy of the KeySelector of the task's own: PyFlink runs
+        it once per record, in an operator after the one producing the keyed stream. Every
+        keyed output of one ``key_by`` (a keyed stream several operators consume) shares it, and
+        the keys of a batch (which a fan-out hands to every output as one list, never modified)
+        are computed once."""
+        from kernel.datastream.transformations import KeySpec
+        from kernel.streaming.operators import own_copy
+
+        found = self._keys.get(id(partitioner))
+        if found is not None:
+            return found[1]
+        key = KeySpec.of(own_copy(partitioner.key_function), partitioner.key_type)
+        computed = key.keys_of
+        last: list[Any] = [None, None]  # the latest batch and its keys
+
+        def keys_of(values: list) -> list:
+            if values is not last[0]:
+                last[1] = computed(values)
+                last[0] = values
+            return last[1]
+
+        key.keys_of = keys_of
+        self._keys[id(partitioner)] = (partitioner, key)
+        self.key_selectors.append(key.function)
+        return key
+
+    def operator_metric_group(self, operator: str, node_id: int | None = None) -> GenericMetricGroup | None:
+        """The metric group of operator ``operator`` (stream node ``node_id``) of this task; None
+        when user metrics are off."""
+        metrics = self.user_metrics
+        if metrics is None:
+            return None
+        return metrics.operator_group(operator, self.info.operator_ids.get(node_id, "") if node_id is not None else "")
+
 
 class StreamingRuntimeContext(RuntimeContext):
-    """``RuntimeContext`` given to ``open``: subtask info and, on keyed streams, keyed state."""
+    """``RuntimeContext`` given to ``open``: subtask info, the operator's metric group (made
+    when first asked for) and, on keyed streams, keyed state."""
 
-    def __init__(self, info: TaskInfo, backend: KeyedStateBackend | None) -> None:
+    def __init__(self, info: TaskInfo, backend: KeyedStateBackend | None,
+                 metric_group: Callable[[], GenericMetricGroup | None] = lambda: None) -> None:
         self._info = info
         self._backend = backend
+        self._metric_group = metric_group
+        self._group: GenericMetricGroup | None = None
+
+    def get_metrics_group(self) -> GenericMetricGroup | None:
+        """The operator's metric group; None when ``python.metric.enabled`` is false (as PyFlink's)."""
+        if self._group is None:
+            self._group = self._metric_group()
+        return self._group
 
     def get_task_name(self) -> str:
         return self._info.task_name

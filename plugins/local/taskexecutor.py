@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kernel.checkpointing.failures import CheckpointFailureReason
 from kernel.checkpointing.messages import DeclineCheckpoint
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import TaskMetricsSampled, WorkerStopped
+from kernel.cluster_events import TaskMetricsSampled, UserMetricSampled, WorkerStopped
 from kernel.messaging import AskTimeout, Component, MessagingService, RecipientUnreachable
 from plugins.local import messages as m
 from plugins.local.backpressure import BackPressureSampleService
@@ -442,15 +442,27 @@ class TaskExecutor(Component):
     # -- metrics ------------------------------------------------------------------------------
 
     def sample(self, task: StreamTask, final: bool = False) -> None:
+        """The task's metrics since the last sample, then its user metrics at the same instant."""
         d = task.deployment
-        values: dict[str, Any] = task.metrics.sample(self.clock.now())
-        if final and values["interval_ms"] <= 0 and not any(values[name] for name in ("records_in", "records_out", *COUNTERS)):
-            return  # nothing happened since the last sample (a task that ran no clock time still counts)
-        task.last_sample = values
-        self._emit(TaskMetricsSampled(
-            time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
-            subtask=d.subtask, attempt=d.attempt, final=final, **values,
-        ))
+        now = self.clock.now()
+        values: dict[str, Any] = task.metrics.sample(now)
+        user = task.metrics.user
+        previous = user.previous if user is not None else []
+        rows = user.sample(final) if user is not None else []
+        # nothing happened since the last sample (a task that ran no clock time still counts)
+        idle = final and values["interval_ms"] <= 0 and not any(
+            values[name] for name in ("records_in", "records_out", *COUNTERS))
+        if not idle:
+            task.last_sample = values
+            self._emit(TaskMetricsSampled(
+                time=now, job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
+                subtask=d.subtask, attempt=d.attempt, final=final, **values,
+            ))
+        if rows and (not idle or rows != previous):
+            for row in rows:
+                self._emit(UserMetricSampled(
+                    time=now, job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name, subtask=d.subtask,
+                    attempt=d.attempt, interval_ms=values["interval_ms"], final=final, **row))
 
     def sample_running(self) -> None:
         for task in list(self.tasks.values()):

@@ -13,7 +13,8 @@ FileSink parts are committed; a failed job commits nothing.
 
 The run is recorded like any other: compilation, job status, each subtask's execution states
 with the times its Spark task ran, a final metrics sample per subtask (records in/out,
-duration), the Spark job and stages of each vertex, and what print sinks wrote.
+duration, and its user metrics as its Spark task ended), the Spark job and stages of each
+vertex, and what print sinks wrote.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ from kernel.cluster_events import (
     JobSubmitted,
     SinkOutputPrinted,
     TaskMetricsSampled,
+    UserMetricSampled,
 )
 from kernel.compiler import CompiledJob
 from kernel.contracts.backend import JobResult
 from kernel.errors import UsageError
 from kernel.graph.job import DistributionPattern
+from kernel.options import PythonOptions
 from kernel.streaming.operators import create_operator
 from kernel.streaming.outputs import DiscardingOutput
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
@@ -170,7 +173,8 @@ class SparkBackend:
         shuffled: dict[int, Any] = {}  # job edge index -> its records, partitioned by consumer subtask
         for vertex in job_graph.topological_order():
             runner = SubtaskRunner(vertex, compiled.stream_graph, wiring,
-                                   graph.job_vertex(vertex.id).max_parallelism, run.seed, driver)
+                                   graph.job_vertex(vertex.id).max_parallelism, run.seed, driver,
+                                   run.config.section(PythonOptions).metric_enabled)
             if not vertex.inputs:
                 rdd = context.parallelize(range(vertex.parallelism), vertex.parallelism)
             else:
@@ -287,6 +291,9 @@ class SparkBackend:
             records_in_per_second=values["records_in"] / seconds, records_out_per_second=values["records_out"] / seconds,
             final=True, late_records_dropped=values.get("late_records_dropped", 0),
             timers_fired=values.get("timers_fired", 0), windows_fired=values.get("windows_fired", 0)))
+        for row in values.get("user_metrics", ()):
+            run.bus.emit(UserMetricSampled(time=ended, job_id=job_id, vertex_id=vertex.id, vertex_name=vertex.name,
+                                           subtask=subtask, interval_ms=interval, final=True, **row))
 
     def _summaries(self, compiled: CompiledJob, metrics: dict) -> list[VertexSummary]:
         summaries = []

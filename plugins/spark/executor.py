@@ -15,7 +15,7 @@ of this computation of it:
 * ``("c", vertex, subtask, token, node, committables)``: a FileSink writer's pending parts,
   which the driver commits once the job succeeded;
 * ``("m", vertex, subtask, token, metrics)``: records in/out, counters, the subtask's start
-  and end (wall clock).
+  and end (wall clock), and its user metrics sampled at its end.
 
 The subtask's attempt number (``RuntimeContext.get_attempt_number``) is its Spark task's.
 A subtask that fails closes its operators (a FileSink discards its parts) and raises.
@@ -48,7 +48,9 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any, Callable, Iterator
 
-from kernel.clock import MAX_LONG, NS_PER_MS
+from kernel.clock import MAX_LONG, NS_PER_MS, NS_PER_S
+from kernel.metrics.groups import TaskMetricGroup
+from kernel.metrics.metrics import UPDATE_INTERVAL_SECONDS
 from kernel.rng import SeededRandom
 from kernel.streaming.async_io import BlockingAsyncExecutor
 from kernel.streaming.chain import OperatorChain
@@ -93,9 +95,12 @@ class BatchRuntime(OperatorRuntime):
     but the final one — so no watermark generator, valve or alignment is ever asked for (the
     watermarking plugin has nothing to do in BATCH execution, as in Flink)."""
 
-    def __init__(self, info: TaskInfo, seed: int) -> None:
+    def __init__(self, info: TaskInfo, seed: int, metrics_enabled: bool) -> None:
         rng = SeededRandom(seed)
-        super().__init__(info, rng.stream, batch=True, auto_watermark_interval=0)
+        super().__init__(info, rng.stream, batch=True, auto_watermark_interval=0,
+                         user_metrics=TaskMetricGroup(), metrics_enabled=metrics_enabled)
+        #: when the user metrics' meters are updated next (every 5 s of wall-clock time)
+        self.meters_due = time.time_ns() + UPDATE_INTERVAL_SECONDS * NS_PER_S
         self.skipped_ms = 0
         self.counters: dict[str, int] = {}
         self.scheduled: list[tuple[int, int, Callable[[], None]]] = []  # a heap: (time, order, callback)
@@ -115,7 +120,11 @@ class BatchRuntime(OperatorRuntime):
         heapq.heappush(self.scheduled, (when_ms, next(self._order), callback))
 
     def run_due(self) -> None:
-        """Run the scheduled callbacks whose time has come."""
+        """Run the scheduled callbacks whose time has come (and update the user metrics' meters
+        every 5 s of the task's wall-clock life)."""
+        if self.user_metrics is not None and time.time_ns() >= self.meters_due:
+            self.meters_due += UPDATE_INTERVAL_SECONDS * NS_PER_S
+            self.user_metrics.update_meters()
         scheduled = self.scheduled
         if scheduled:
             now = self.now_ms()
@@ -187,8 +196,9 @@ class Wiring:
 
 class SubtaskRunner:
     def __init__(self, vertex: Any, graph: Any, wiring: Wiring, max_parallelism: int, seed: int,
-                 driver: Any) -> None:
+                 driver: Any, metrics_enabled: bool = True) -> None:
         self.vertex = vertex
+        self.metrics_enabled = metrics_enabled
         self.graph = graph
         self.wiring = wiring
         self.max_parallelism = max_parallelism
@@ -218,7 +228,7 @@ class SubtaskRunner:
         vertex = self.vertex
         info = TaskInfo(vertex.name, index, vertex.parallelism, self.max_parallelism, _spark_attempt(),
                         vertex_id=vertex.id)
-        runtime = BatchRuntime(info, self.seed)
+        runtime = BatchRuntime(info, self.seed, self.metrics_enabled)
         started = time.time_ns()
         counter = _Counter()
         chain = None
@@ -247,8 +257,10 @@ class SubtaskRunner:
             raise self._failure(exc, chain) from None
         yield from self.out
         self.out = []
-        self.to_driver("m", {"started": started, "ended": time.time_ns(), "records_in": records_in,
-                             "records_out": counter.records_out, **runtime.counters})
+        ended = time.time_ns()
+        user_metrics = runtime.user_metrics.sample(final=True) if runtime.user_metrics is not None else []
+        self.to_driver("m", {"started": started, "ended": ended, "records_in": records_in,
+                             "records_out": counter.records_out, "user_metrics": user_metrics, **runtime.counters})
 
     def to_driver(self, kind: str, *payload: Any) -> None:
         self.driver.add([(kind, self.vertex.id, self.subtask, self.token, *payload)])
@@ -274,7 +286,8 @@ class SubtaskRunner:
             wiring = self.wiring
             index = wiring.edges[edge.edge_id]
             targets = wiring.targets[index][self.subtask]
-            selector = channel_selector(edge.partitioner, len(targets), wiring.consumer_max_parallelism[index], rng)
+            selector = channel_selector(edge.partitioner, len(targets), wiring.consumer_max_parallelism[index], rng,
+                                        runtime)
             result = EdgeOutput(self, index, targets, selector, self.graph.nodes[edge.source_id].name)
             self._outputs.append(result)
             return result

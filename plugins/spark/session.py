@@ -76,5 +76,11 @@ def _quiet_query_context_loggers() -> None:
 
 
 def _python_path() -> str:
-    """The driver's import path, so Python workers import the job's modules as the driver does."""
-    return os.pathsep.join(path for path in sys.path if path and os.path.isdir(path))
+    """The driver's import path, so Python workers import the job's modules as the driver does,
+    and the directory holding rill's packages (an editable install's import hook lives in the
+    driver's environment, which a worker's interpreter may not start in)."""
+    import kernel
+
+    rill = os.path.dirname(os.path.dirname(os.path.abspath(kernel.__file__)))
+    paths = [path for path in sys.path if path and os.path.isdir(path)]
+    return os.pathsep.join(paths if rill in paths else [*paths, rill])

@@ -17,6 +17,7 @@ from replay.backpressure import judgement, request_levels
 from replay.checkpoints import run_checkpoints
 from replay.metrics import run_metrics, vertex_metrics
 from replay.store import RunRecord
+from replay.user_metrics import user_metric_series, user_metrics_at
 from replay.views import event_tables
 
 
@@ -128,4 +129,6 @@ def report_data(con: Any, run: RunRecord) -> dict[str, Any]:
         "heartbeat_timeouts": timeouts,
         "heartbeats": _rows(con, HEARTBEATS, run_id),
         "checkpoints": run_checkpoints(con, run_id, run.clock_end),
+        "user_metrics": user_metrics_at(con, run_id),
+        "user_metric_series": user_metric_series(con, run_id),
     }

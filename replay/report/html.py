@@ -163,6 +163,33 @@ def _charts(report: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+#: colours of the subtasks' lines in a user metric's chart
+SUBTASK_COLORS = ("#1677ff", "#d4380d", "#389e0d", "#722ed1", "#08979c", "#d48806", "#c41d7f", "#434343")
+
+
+def _user_metrics(report: dict[str, Any]) -> str:
+    """The user metrics as each subtask ended them (``rill metrics``), then a chart per metric:
+    its value at every sample, a line per subtask."""
+    if not report["user_metrics"]:
+        return "<p>No user metrics.</p>"
+    columns = ["vertex", "subtask", "attempt", "operator", "metric", "kind", "value", "count", "sum", "min", "max",
+               "error"]
+    parts = [_table(columns, [[row[c] for c in columns] for row in report["user_metrics"]], "user-metrics"),
+             '<div class="charts">']
+    end = report["run"]["duration_s"]
+    for chart in report["user_metric_series"]:
+        times = sorted({t for line in chart["subtasks"].values() for t in line["t_s"]})
+        series = []
+        for subtask, line in sorted(chart["subtasks"].items()):
+            at = dict(zip(line["t_s"], line["value"]))
+            series.append((f"subtask {subtask}", SUBTASK_COLORS[subtask % len(SUBTASK_COLORS)],
+                           [at.get(t) for t in times]))
+        unit = "meter, events per second" if chart["kind"] == "meter" else chart["kind"]
+        parts.append(line_chart(f'{chart["operator"]}: {chart["metric"]}', times, series, unit, end,
+                                vertex=chart["vertex"]))
+    return "".join(parts) + "</div>"
+
+
 def _markers(report: dict[str, Any]) -> list[tuple[str, float, str]]:
     markers = []
     for failure in report["failures"]:
@@ -250,6 +277,7 @@ def _run_section(report: dict[str, Any], index: int) -> str:
             f'<h2>{escape(run["job_name"])} — run {run["run_id"]}</h2>{_summary(report)}'
             f"<h2>Job graph</h2>{_graph(report)}{_vertex_table(report)}"
             f"<h2>Per vertex</h2>{_charts(report)}"
+            f"<h2>User metrics</h2>{_user_metrics(report)}"
             f"<h2>Task timeline</h2>{_legend()}"
             f'{task_timeline(report["timeline"], _markers(report), report["run"]["duration_s"])}'
             f"<h2>Failures and restarts</h2>{_failures(report)}"

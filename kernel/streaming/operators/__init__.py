@@ -8,10 +8,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from kernel.datastream.functions import Function
+from kernel.datastream.transformations import KeySpec, OperatorSpec
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
 
 if TYPE_CHECKING:
-    from kernel.datastream.transformations import OperatorSpec
     from kernel.graph.stream import StreamNode
     from kernel.streaming.runtime import OperatorRuntime
 
@@ -56,18 +56,23 @@ def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperato
 
 
 def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
-    """The spec with the subtask's own copies of the user's function objects: Flink
-    deserialises the functions once per subtask, so what ``open()`` stores on ``self`` (state
-    handles, counters) is the subtask's own. Plain callables are shared (they hold no state of
-    the subtask); a function object that cannot be deep-copied is copied shallowly."""
-    function = _own_copy(spec.function)
-    params = {name: _own_copy(value) for name, value in spec.params.items()}
-    if function is spec.function and all(params[name] is value for name, value in spec.params.items()):
+    """The spec with the subtask's own copies of the user's function objects (key selectors
+    too): Flink deserialises the functions once per subtask, so what ``open()`` stores on
+    ``self`` (state handles, counters) is the subtask's own. Plain callables are shared (they
+    hold no state of the subtask); a function object that cannot be deep-copied is copied
+    shallowly."""
+    function = own_copy(spec.function)
+    params = {name: own_copy(value) for name, value in spec.params.items()}
+    keys = tuple(key if key is None or key.function is None else KeySpec.of(own_copy(key.function), key.key_type)
+                 for key in spec.keys)
+    if function is spec.function and all(params[name] is value for name, value in spec.params.items()) \
+            and all(a is b for a, b in zip(keys, spec.keys)):
         return spec
-    return dataclasses.replace(spec, function=function, params=params)
+    return dataclasses.replace(spec, function=function, params=params, keys=keys)
 
 
-def _own_copy(value: Any) -> Any:
+def own_copy(value: Any) -> Any:
+    """A subtask's own copy of a Function object (anything else as it is)."""
     if not isinstance(value, Function):
         return value
     try:

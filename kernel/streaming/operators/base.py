@@ -11,7 +11,8 @@ from kernel.datastream.output_tag import OutputTag
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
 from kernel.streaming.outputs import Output
-from kernel.streaming.runtime import OperatorRuntime, StreamingRuntimeContext
+from kernel.metrics.groups import unregistered_group
+from kernel.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
 from kernel.streaming.keygroups import assign_to_key_group
 from kernel.streaming.partitioning import KEY_CACHE_LIMIT
 from kernel.streaming.state import KeyedStateBackend
@@ -48,7 +49,8 @@ class StreamOperator:
         key = next((k for k in spec.keys if k is not None), None)
         #: the keys of a batch of records (operators take them once per batch)
         self.keys_of = key.keys_of if key is not None else None
-        self.runtime_context = StreamingRuntimeContext(runtime.info, self.backend)
+        self.runtime_context = StreamingRuntimeContext(
+            runtime.info, self.backend, lambda: runtime.operator_metric_group(node.name, node.id))
         self.requested_side_outputs = set(spec.side_outputs)
         self.current_watermark = MIN_LONG
         self._key_group_of = _UNSET
@@ -58,7 +60,18 @@ class StreamOperator:
     def user_functions(self) -> list[Any]:
         return [self.spec.function]
 
+    def key_functions(self) -> list[Any]:
+        """The subtask's copies of the ``KeySelector`` objects its keys come from. It computes
+        the keys of its input again (the task producing them computed them to route the
+        records): the copies are opened with a metric group that reports nothing, so a key
+        selector's metrics count once per record, in the producing task."""
+        return [key.function for key in self.spec.keys if key is not None and key.function is not None]
+
     def open(self) -> None:
+        if self.key_functions():
+            context = StreamingRuntimeContext(self.runtime.info, None, lambda: unregistered_group(KEY_BY_OPERATOR))
+            for function in self.key_functions():
+                function.open(context)
         for function in self.user_functions():
             if isinstance(function, Function):
                 function.open(self.runtime_context)
@@ -76,7 +89,7 @@ class StreamOperator:
         return True
 
     def close(self) -> None:
-        for function in self.user_functions():
+        for function in [*self.user_functions(), *self.key_functions()]:
             if isinstance(function, Function):
                 function.close()
 

@@ -75,6 +75,9 @@ class _TriggerContext(Trigger.OnMergeContext):
     def get_partitioned_state(self, state_descriptor: Any) -> Any:
         return self._operator.backend.bound_state(state_descriptor, self.window)
 
+    def get_metric_group(self) -> Any:
+        return self._operator.runtime_context.get_metrics_group()
+
     def merge_partitioned_state(self, state_descriptor: Any) -> None:
         backend = self._operator.backend
         backend.bound_state(state_descriptor, self.window).merge(self.window, self.merged_windows)

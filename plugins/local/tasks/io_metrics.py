@@ -11,7 +11,9 @@ pressured is the whole interval. A task whose async operator has used up its cap
 pressured too (:mod:`plugins.local.tasks.async_io`). Back pressure here is Flink's soft back pressure; a task is
 never hard back-pressured (blocked requesting a buffer mid-record): the record writer writes
 a batch it started whole (:mod:`plugins.local.network.partition`). Records are counted per
-batch; late records dropped, timers fired and windows fired are counted per interval too.
+batch; late records dropped, timers fired and windows fired are counted per interval too. The
+task's user metrics (:class:`kernel.metrics.groups.TaskMetricGroup`) are sampled at the same
+instants.
 The TaskExecutor samples from its own thread while the task runs in another (realtime): a
 TimerGauge's marks and samples are atomic (as Flink's synchronized TimerGauge), so a task
 blocked in user code shows as busy.
@@ -24,8 +26,11 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
+from kernel.metrics.groups import TaskMetricGroup
+from kernel.options import PythonOptions
 
 if TYPE_CHECKING:
+    from kernel.config import Config
     from kernel.contracts.mailbox import MailboxProcessor
     from plugins.local.network.partition import ResultPartition
 
@@ -72,8 +77,13 @@ class TimerGauge:
 
 
 class TaskIOMetrics:
-    def __init__(self, busy_time_enabled: bool, started: int) -> None:
+    def __init__(self, busy_time_enabled: bool, started: int, config: Config | None = None) -> None:
         self.idle = TimerGauge()
+        #: the user metrics the task's operators register, sampled with these (as Flink's
+        #: TaskMetricGroup holds the IO metrics and the operators' groups); None when
+        #: ``python.metric.enabled`` is false
+        enabled = config is None or config.section(PythonOptions).metric_enabled
+        self.user = TaskMetricGroup() if enabled else None
         self.back_pressured = TimerGauge()
         self.busy_time_enabled = busy_time_enabled
         self.records_in = 0

@@ -26,7 +26,8 @@ class LocalOperatorRuntime(OperatorRuntime):
         run = task.run
         graph = task.deployment.job_graph.stream_graph
         interval = graph.auto_watermark_interval if graph.auto_watermark_interval is not None else task.execution_options.auto_watermark_interval
-        super().__init__(info, run.rng.stream, batch=graph.runtime_mode == "BATCH", auto_watermark_interval=interval)
+        super().__init__(info, run.rng.stream, batch=graph.runtime_mode == "BATCH", auto_watermark_interval=interval,
+                         user_metrics=task.metrics.user, metrics_enabled=task.metrics.user is not None)
         self.task = task
         self.clock = run.clock
 

@@ -93,7 +93,7 @@ class StreamTask:
         self.legacy_source = vertex.invokable == "SourceStreamTask"
         self.is_source = vertex.invokable in ("SourceStreamTask", "SourceOperatorStreamTask")
         self.two_input = vertex.invokable == "TwoInputStreamTask"
-        self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now())
+        self.metrics = TaskIOMetrics(busy_time_enabled=not self.legacy_source, started=run.clock.now(), config=run.config)
         self.last_sample: dict[str, Any] | None = None  # the metrics of the latest sample
         self.watermark_reporter = WatermarkReporter(self)
         self._timers = TimerGroup()
@@ -179,7 +179,7 @@ class StreamTask:
             partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking,
                                         edge_type(graph, produced.edge), self.shuffle.lock, self.loop)
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
-                                        produced.consumer_max_parallelism, rng)
+                                        produced.consumer_max_parallelism, rng, self.runtime)
             outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always, self.watermark_reporter)
             self.partitions.append(partition)
         self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], self.metrics,
