@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from tests.conftest import rill_command
+
 def test_help_lists_builtin_and_plugin_commands(cli):
     code, out, _ = cli("--help")
     assert code == 0
@@ -124,7 +126,7 @@ def test_a_failed_job_shows_the_users_frames_and_rills_only_with_debug(cli, tmp_
 
 
 def test_console_script_runs_without_traceback(tmp_path):
-    result = subprocess.run(["rill", "sql", "SELECT 1"], capture_output=True, text=True, cwd=tmp_path)
+    result = subprocess.run([*rill_command(), "sql", "SELECT 1"], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.startswith("rill: error: no event log at ")
@@ -141,14 +143,14 @@ def test_a_closed_stdout_ends_the_output_not_the_job(tmp_path):
         "env.from_collection(list(range(200_000)), Types.INT()).map(lambda v: v * 2).print()\n"
         "env.execute('many')\n")
     env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
-    process = subprocess.Popen(["rill", "run", str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    process = subprocess.Popen([*rill_command(), "run", str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                cwd=tmp_path, env=env)
     assert process.stdout.readline() == b"0\n"
     process.stdout.close()
     _, err = process.communicate(timeout=120)
     assert process.returncode == 0, err.decode()
     assert b"FINISHED" in err and b"Traceback" not in err
-    runs = subprocess.run(["rill", "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    runs = subprocess.run([*rill_command(), "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert json.loads(runs.stdout)[0]["status"] == "finished"
 
 
@@ -243,7 +245,7 @@ def test_rill_run_loads_only_what_its_job_uses(tmp_path):
         ".key_by(lambda v: v[0], Types.STRING()).sum(1).print()\n"
         "env.execute('small')\n")
     env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
-    result = subprocess.run(["rill", "run", "--quiet", str(job)], capture_output=True, text=True, cwd=tmp_path,
+    result = subprocess.run([*rill_command(), "run", "--quiet", str(job)], capture_output=True, text=True, cwd=tmp_path,
                             env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "(a,1)\n(b,2)\n(a,4)\n"
@@ -269,9 +271,9 @@ def test_the_command_ends_without_a_last_collection_unless_it_loaded_duckdb(tmp_
         "env.execute('frozen')\n")
     env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
     for args, frozen in (((), "True"), (("duckdb",), "False")):
-        result = subprocess.run(["rill", "run", "--quiet", str(job), *args], capture_output=True, text=True,
+        result = subprocess.run([*rill_command(), "run", "--quiet", str(job), *args], capture_output=True, text=True,
                                 cwd=tmp_path, env=env, timeout=300)
         assert (result.returncode, result.stdout) == (0, "2\n4\n6\n"), result.stderr
         assert result.stderr.splitlines() == [f"frozen: {frozen}"]
-    runs = subprocess.run(["rill", "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    runs = subprocess.run([*rill_command(), "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert [run["status"] for run in json.loads(runs.stdout)] == ["finished", "finished"]

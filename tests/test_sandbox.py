@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import rill_command
+
 from replay.views import VIEWS
 
 WORDCOUNT = Path(__file__).resolve().parent.parent / "examples" / "wordcount.py"
@@ -148,7 +150,7 @@ def files_under(base: Path) -> dict[str, str]:
 
 def rill(*args: str, cwd: Path) -> str:
     env = {name: value for name, value in os.environ.items() if not name.startswith("RILL_")}
-    done = subprocess.run(["rill", *args], capture_output=True, text=True, cwd=cwd, env=env, check=False)
+    done = subprocess.run([*rill_command(), *args], capture_output=True, text=True, cwd=cwd, env=env, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
