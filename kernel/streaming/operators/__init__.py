@@ -8,6 +8,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from kernel.datastream.functions import Function
+from kernel.datastream.window import Trigger, WindowAssigner
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
 
 if TYPE_CHECKING:
@@ -56,10 +57,11 @@ def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperato
 
 
 def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
-    """The spec with the subtask's own copies of the user's function objects: Flink
-    deserialises the functions once per subtask, so what ``open()`` stores on ``self`` (state
-    handles, counters) is the subtask's own. Plain callables are shared (they hold no state of
-    the subtask); a function object that cannot be deep-copied is copied shallowly."""
+    """The spec with the subtask's own copies of the user's function objects, window assigners
+    and triggers: Flink deserialises them once per subtask, so what ``open()`` stores on
+    ``self`` (state handles — a count window assigner's counter —, counters) is the subtask's
+    own. Plain callables are shared (they hold no state of the subtask); an object that cannot
+    be deep-copied is copied shallowly."""
     function = _own_copy(spec.function)
     params = {name: _own_copy(value) for name, value in spec.params.items()}
     if function is spec.function and all(params[name] is value for name, value in spec.params.items()):
@@ -68,7 +70,7 @@ def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
 
 
 def _own_copy(value: Any) -> Any:
-    if not isinstance(value, Function):
+    if not isinstance(value, (Function, WindowAssigner, Trigger)):
         return value
     try:
         return copy.deepcopy(value)
