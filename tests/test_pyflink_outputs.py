@@ -733,3 +733,43 @@ def test_sessions_merged_out_of_order_keep_pyflinks_element_order_and_reduced_va
         env.execute("merging")
 
     assert sink_digests(run_job(build).lines) == PYFLINK_MERGED_SESSIONS
+
+
+class CountingPerKey(ProcessWindowFunction):
+    """Counts its firings in keyed state of its runtime context (not window state)."""
+
+    def open(self, runtime_context):
+        from kernel.datastream.state import ValueStateDescriptor
+
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.INT()))
+
+    def process(self, key, context, elements):
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        yield f"{context.window().start} {key} {count}"
+
+
+def test_keyed_state_of_a_window_function_is_the_keys_in_every_window_as_pyflink():
+    """Recorded on PyFlink 2.3.0: the state a window function gets from its runtime context is
+    the key's, whichever window fires (PyFlink sets the namespace of the window operator's own
+    states only), in the generic window operator (sessions) and the aligned one (tumbling)."""
+    from kernel.datastream.window import EventTimeSessionWindows
+
+    data = [("a", t) for t in (100, 1200, 2300, 3400)] + [("b", t) for t in (150, 2250)]
+
+    def build(env):
+        env.set_parallelism(1)
+        keyed = env.from_collection(data, Types.TUPLE([Types.STRING(), Types.LONG()])) \
+            .assign_timestamps_and_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(
+                Duration.of_seconds(10)).with_timestamp_assigner(Second())) \
+            .key_by(lambda v: v[0], Types.STRING())
+        keyed.window(EventTimeSessionWindows.with_gap(Time.milliseconds(300))).process(CountingPerKey(), Types.STRING()) \
+            .print("session")
+        keyed.window(TumblingEventTimeWindows.of(Time.seconds(1))).process(CountingPerKey(), Types.STRING()) \
+            .print("tumble")
+        env.execute("per key")
+
+    assert by_sink(run_job(build).lines) == {
+        "session": ["100 a 1", "150 b 1", "1200 a 2", "2250 b 2", "2300 a 3", "3400 a 4"],
+        "tumble": ["0 a 1", "0 b 1", "1000 a 2", "2000 b 2", "2000 a 3", "3000 a 4"],
+    }

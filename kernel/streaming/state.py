@@ -1,7 +1,9 @@
 """Keyed state on the heap: every state is a dict of (key, namespace) -> value.
 
-The operator sets the current key (and, for windows, the current namespace) before user
-code runs; state objects read and write under them. The namespace is None outside windows.
+The operator sets the current key before user code runs; state objects read and write under
+it and their own namespace: None for the keyed state user functions get (Flink's
+VoidNamespace), a window for a window operator's contents, which it moves from window to window
+(PyFlink's ``set_current_namespace``), and for ``bound_state`` objects (a trigger's state).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ class KeyedStateBackend:
 
     def __init__(self, now: Callable[[], int]) -> None:
         self.current_key: Any = None
-        self.current_namespace: Any = None
         self.now = now
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
@@ -42,11 +43,11 @@ class KeyedStateBackend:
             for other_name, other_kind in self._states:
                 if other_name == descriptor.name and other_kind is not kind:
                     raise ValueError(f"state {descriptor.name!r} is already registered as {other_kind.__name__}")
-            state = self._states[key] = self._create(descriptor, _CURRENT)
+            state = self._states[key] = self._create(descriptor, None)
         return state
 
     def bound_state(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
-        """A state object of ``descriptor`` fixed to one namespace (window or None)."""
+        """A new state object of ``descriptor`` in one namespace (window or None)."""
         return self._create(descriptor, namespace)
 
     def _create(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
@@ -58,10 +59,7 @@ class KeyedStateBackend:
                              "its values cannot be read with another setting")
         table = self.table(name)
         if not with_ttl:
-            kind = _STATE_OF[type(descriptor)]
-            if kind is ValueStateImpl and namespace is not _CURRENT:
-                kind = BoundValueStateImpl
-            return kind(self, table, descriptor, namespace)
+            return _STATE_OF[type(descriptor)](self, table, descriptor, namespace)
         from kernel.streaming.ttl import TTL_STATES, TtlSettings
 
         kind, unexpired = TTL_STATES[type(descriptor)]
@@ -128,22 +126,20 @@ class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
             cleanup.run()
 
 
-_CURRENT = object()  # the state follows the backend's current namespace
-
-
 class _KeyedState:
+    """A state of the backend's current key in ``namespace`` (which its owner may move)."""
+
     __slots__ = ("backend", "table", "descriptor", "namespace")
 
     def __init__(self, backend: KeyedStateBackend, table: dict, descriptor: api.StateDescriptor,
-                 namespace: Any = _CURRENT) -> None:
+                 namespace: Any = None) -> None:
         self.backend = backend
         self.table = table
         self.descriptor = descriptor
         self.namespace = namespace
 
     def _slot(self) -> tuple[Any, Any]:
-        namespace = self.namespace
-        return self.backend.current_key, self.backend.current_namespace if namespace is _CURRENT else namespace
+        return self.backend.current_key, self.namespace
 
     def clear(self) -> None:
         self.table.pop(self._slot(), None)
@@ -153,36 +149,18 @@ class _KeyedState:
 
 
 class ValueStateImpl(_KeyedState, api.ValueState):
-    """Under the backend's current namespace (``get_state``); :class:`BoundValueStateImpl` is
-    fixed to one. (The slot is spelled out in the accessors: they run per record.)"""
+    """(The slot is spelled out in the accessors: they run per record.)"""
 
     __slots__ = ()
 
     def value(self) -> Any:
-        backend = self.backend
-        return self.table.get((backend.current_key, backend.current_namespace))
-
-    def update(self, value: Any) -> None:
-        backend = self.backend
-        if value is None:
-            self.table.pop((backend.current_key, backend.current_namespace), None)
-        else:
-            self.table[(backend.current_key, backend.current_namespace)] = value
-
-
-class BoundValueStateImpl(ValueStateImpl):
-    """A ValueState of one namespace (``bound_state``: a window's, or None)."""
-
-    __slots__ = ()
-
-    def value(self) -> Any:
-        return self.table.get(self._slot())
+        return self.table.get((self.backend.current_key, self.namespace))
 
     def update(self, value: Any) -> None:
         if value is None:
-            self.table.pop(self._slot(), None)
+            self.table.pop((self.backend.current_key, self.namespace), None)
         else:
-            self.table[self._slot()] = value
+            self.table[(self.backend.current_key, self.namespace)] = value
 
 
 class ListStateImpl(_KeyedState, api.ListState):
@@ -194,8 +172,7 @@ class ListStateImpl(_KeyedState, api.ListState):
     def add(self, value: Any) -> None:
         if value is None:
             raise ValueError("You cannot add null to a ListState.")
-        backend, namespace = self.backend, self.namespace
-        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
+        slot = self.backend.current_key, self.namespace
         values = self.table.get(slot)
         if values is None:
             self.table[slot] = [value]
@@ -246,8 +223,7 @@ class ReducingStateImpl(_KeyedState, api.ReducingState):
         return self.table.get(self._slot())
 
     def add(self, value: Any) -> None:
-        backend, namespace = self.backend, self.namespace
-        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
+        slot = self.backend.current_key, self.namespace
         current = self.table.get(slot)
         self.table[slot] = value if current is None else self.descriptor.get_reduce_function()(current, value)
 

@@ -12,7 +12,8 @@ the same heap.
 
 :func:`push` and :func:`pop` are the same heap for a user that never deletes a timer nor
 registers one twice (the aligned window operator: one timer per window and time): tuples whose
-first field is the timestamp, no set, no positions kept.
+first field is the timestamp, no set, no positions kept; :class:`DistinctTimerHeap` is such a
+heap as a queue the timer service fires.
 """
 
 from __future__ import annotations
@@ -127,6 +128,22 @@ class TimerHeap:
     def __iter__(self) -> Iterator[Timer]:
         """The timers in array order (adding them in this order to an empty heap rebuilds it)."""
         return iter(self.heap[1:])
+
+
+class DistinctTimerHeap:
+    """Timers registered once each and never deleted, as tuples (timestamp, key, namespace,
+    None) in ``heap``, added with :func:`push`."""
+
+    __slots__ = ("heap",)
+
+    def __init__(self) -> None:
+        self.heap: list[Any] = [None]
+
+    def __len__(self) -> int:
+        return len(self.heap) - 1
+
+    def poll(self) -> tuple:
+        return pop(self.heap)
 
 
 def push(heap: list, timer: tuple) -> None:
