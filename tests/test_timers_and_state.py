@@ -172,6 +172,57 @@ def test_deleted_timers_leave_the_heap_and_one_registered_again_takes_a_new_plac
     assert fired[2:] == [(60_000 + i, i % 100) for i in range(9_900, 10_000)]
 
 
+#: recorded with Java 17 and Flink 2.3's table runtime: windows (start,end) added in this order to a
+#: java.util.HashSet of ``org.apache.flink.table.runtime.operators.window.TimeWindow``, and the
+#: order the set iterates them (the last: nine windows in one of 16 bins, the ninth doubles the table)
+JAVA_HASH_SET_ORDERS = [
+    ("2185,2385 2540,2743", "2540,2743 2185,2385"),
+    ("57135,59698 71133,71402 74377,74431 56503,57566 67192,68152",
+     "57135,59698 71133,71402 74377,74431 67192,68152 56503,57566"),
+    ("20132,23070 56638,58854 67041,68993 47053,49671 14741,15691 78212,78834 63574,65172 92157,92220 83003,83266 "
+     "15892,18314 608,1842 97246,97374 30314,32251",
+     "78212,78834 63574,65172 92157,92220 30314,32251 15892,18314 56638,58854 83003,83266 97246,97374 20132,23070 "
+     "67041,68993 14741,15691 47053,49671 608,1842"),
+    ("8,108 18,118 24,124 0,100 41,141 85,185 89,189 108,208 112,212",
+     "8,108 18,118 24,124 41,141 85,185 89,189 108,208 112,212 0,100"),
+    ("2185,2385 2540,2743 3000,3100", "2540,2743 3000,3100 2185,2385"),
+]
+
+
+def test_namespaces_merge_in_the_order_the_jvm_merges_pyflinks_windows():
+    """PyFlink's JVM reads the windows whose state it merges into a java.util.HashSet: the
+    sources' list elements are appended in the order that set iterates them, and a reducing
+    state (a bag of one value in PyFlink) keeps the first value in that order (a continuous
+    trigger's next firing time over merged sessions)."""
+    from kernel.common.javavalues import hash_set_order
+    from kernel.datastream.window import TimeWindow
+
+    def windows(text):
+        return [TimeWindow(*map(int, pair.split(","))) for pair in text.split()]
+
+    for added, iterated in JAVA_HASH_SET_ORDERS:
+        assert hash_set_order(windows(added), TimeWindow.java_hash_code) == windows(iterated)
+
+    backend = KeyedStateBackend(lambda: 0)
+    backend.current_key = "k"
+    first, second, third = windows("2185,2385 2540,2743 3000,3100")
+    result = TimeWindow(2185, 3100)
+    elements = backend.get_state(ListStateDescriptor("elements", Types.INT()))
+    fire_time = backend.get_state(ReducingStateDescriptor("fire-time", min, Types.LONG()))
+    for window, value in ((first, 1), (second, 2), (third, 3)):
+        elements.namespace = fire_time.namespace = window
+        elements.add(value)
+        fire_time.add(window.max_timestamp())
+    elements.namespace = fire_time.namespace = result
+    elements.merge(result, [first, second, third])
+    fire_time.merge(result, [first, second, third])
+    assert elements.get() == [2, 3, 1]  # in the order of the last recorded set
+    assert fire_time.get() == 2742  # the first in that order, not the least
+    for window in (first, second, third):
+        elements.namespace = fire_time.namespace = window
+        assert elements.get() == [] and fire_time.get() is None
+
+
 # -- in a job ------------------------------------------------------------------------------------
 
 

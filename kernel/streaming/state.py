@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from kernel.common.javavalues import hash_set_order
 from kernel.datastream import state as api
+from kernel.datastream.windows import TimeWindow
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
@@ -190,28 +192,45 @@ class ListStateImpl(_KeyedState, api.ListState):
             self.clear()
 
     def merge(self, target: Any, sources: Iterable[Any]) -> None:
-        key = self.backend.current_key
-        merged = self.table.setdefault((key, target), [])
-        for source in sources:
-            if source != target:
-                merged.extend(self.table.pop((key, source), ()))
-        if not merged:
-            self.table.pop((key, target), None)
+        """As the JVM merges PyFlink's list states: the sources' lists (each taken away) in
+        :func:`merge_order`, appended to the target's."""
+        key, table = self.backend.current_key, self.table
+        merged: list = []
+        for source in merge_order(sources):
+            merged.extend(table.pop((key, source), ()))
+        if merged:
+            values = table.get((key, target))
+            if values is None:
+                table[(key, target)] = merged
+            else:
+                values.extend(merged)
+
+
+def merge_order(sources: Iterable[Any]) -> list:
+    """The order in which the JVM merges the namespaces PyFlink's Python state names: it reads
+    them into a ``java.util.HashSet`` (PyFlink's ``BeamBagStateHandler``), so windows come in
+    the order that set iterates the JVM's TimeWindows (by their Java ``hashCode()``). Other
+    namespaces in the order given."""
+    ordered = list(sources)
+    if len(ordered) > 1 and all(type(source) is TimeWindow for source in ordered):
+        return hash_set_order(ordered, TimeWindow.java_hash_code)
+    return ordered
 
 
 def _merge_one_value_bags(state: _KeyedState, target: Any, sources: Iterable[Any]) -> None:
     """``merge`` of a reducing or aggregating state, as PyFlink's: each namespace's value is a
-    bag of one value, the JVM merges namespaces by appending the sources' bags to the target's,
-    and the state reads (and reduces further) the first value of the bag. So the target keeps
-    its own value, or takes the first source's when it has none; the other sources' values are
-    dropped (Java's operators reduce them; PyFlink's window operator does not)."""
+    bag of one value, the JVM merges namespaces by appending the sources' bags (each taken away)
+    in :func:`merge_order` to the target's, and the state reads (and reduces further) the first
+    value of the bag. So the target keeps its own value, or takes the first source's in that
+    order when it has none; the other sources' values are dropped (Java's operators reduce
+    them; PyFlink's window operator does not)."""
     key, table = state.backend.current_key, state.table
+    values = [table.pop((key, source), None) for source in merge_order(sources)]
     result = table.get((key, target))
-    for source in sources:
-        if source != target:
-            value = table.pop((key, source), None)
-            if result is None:
-                result = value
+    for value in values:
+        if result is not None:
+            break
+        result = value
     if result is not None:
         table[(key, target)] = result
 

@@ -264,7 +264,10 @@ class WindowOperator(StreamOperator):
         result = self.trigger.on_element(value, ts, window, context)
         self.contents.namespace = state_window
         if result.is_fire():
-            self._emit(key, window, self.contents.get(), out_values, out_ts, side)
+            contents = self._contents()
+            if contents is None:
+                return  # as PyFlink's: nothing to fire, nor to purge, no cleanup timer
+            self._emit(key, window, contents, out_values, out_ts, side)
         if result.is_purge():
             self.contents.namespace = state_window
             self.contents.clear()
@@ -324,17 +327,18 @@ class WindowOperator(StreamOperator):
             state_window = merging_set.state_window(window)
             if state_window is None:
                 return  # a timer of a window merged away: nothing left to do
-        self.contents.namespace = state_window
-        contents = self.contents.get()
         context = self.trigger_context
         context.window = window
         if domain is TimeDomain.EVENT_TIME:
             result = self.trigger.on_event_time(timestamp, window, context)
         else:
             result = self.trigger.on_processing_time(timestamp, window, context)
-        if result.is_fire() and contents is not None:
-            self._emit(key, window, contents, out.values, out.timestamps, out.side)
         self.contents.namespace = state_window
+        if result.is_fire():
+            contents = self._contents()
+            if contents is not None:
+                self._emit(key, window, contents, out.values, out.timestamps, out.side)
+                self.contents.namespace = state_window
         if result.is_purge():
             self.contents.clear()
         event_time = self.assigner.is_event_time()
@@ -377,9 +381,13 @@ class WindowOperator(StreamOperator):
             return lambda key, window, elements: function.apply(window, elements)
         return function.apply
 
+    def _contents(self) -> Any:
+        """The current window's contents; None when it has none (a list state purged, or never
+        added to, is empty: PyFlink and Flink fire no window then)."""
+        contents = self.contents.get()
+        return None if self.contents_kind == "list" and not contents else contents
+
     def _emit(self, key, window, contents, out_values, out_ts, side) -> None:
-        if contents is None:
-            return
         self.runtime.count("windows_fired")
         elements = contents if self.contents_kind == "list" else [contents]
         self.emit_results(self._apply(key, window, elements), window.max_timestamp(), out_values, out_ts, side)
