@@ -59,6 +59,14 @@ class TimerHeap:
         self._remove_at(timer[3])
         return True
 
+    def take_due(self, limit: int) -> list[Timer]:
+        """Take the timers up to ``limit``, in the order polled."""
+        heap, poll = self.heap, self.poll
+        due = []
+        while len(heap) > 1 and heap[1][0] <= limit:
+            due.append(poll())
+        return due
+
     def poll(self) -> Timer:
         """Take the head timer (the heap must not be empty): the last timer takes its place and
         sifts down (at the head there is nothing to sift up to)."""
@@ -142,8 +150,13 @@ class DistinctTimerHeap:
     def __len__(self) -> int:
         return len(self.heap) - 1
 
-    def poll(self) -> tuple:
-        return pop(self.heap)
+    def take_due(self, limit: int) -> list[tuple]:
+        """Take the timers up to ``limit``, in the order polled."""
+        heap = self.heap
+        due = []
+        while len(heap) > 1 and heap[1][0] <= limit:
+            due.append(pop(heap))
+        return due
 
 
 def push(heap: list, timer: tuple) -> None:

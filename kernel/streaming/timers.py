@@ -162,17 +162,16 @@ class InternalTimerService:
         Python before the registrations and deletions their callbacks make come back. So a timer
         a callback registers at or before ``limit`` fires in the next round, and a timer taken
         in this round fires even when an earlier callback of the round deleted it. How many fired."""
-        backend, heap, poll, on_timer = self.backend, queue.heap, queue.poll, self._target.on_timer
+        backend, take_due, on_timer = self.backend, queue.take_due, self._target.on_timer
         fired = 0
-        while len(heap) > 1 and heap[1][0] <= limit:
-            due = []
-            while len(heap) > 1 and heap[1][0] <= limit:
-                due.append(poll())
+        while True:
+            due = take_due(limit)
+            if not due:
+                return fired
             fired += len(due)
             for timestamp, key, namespace, _ in due:
                 backend.current_key = key
                 on_timer(timestamp, key, namespace, domain, out)
-        return fired
 
     def _fired(self, fired: int, out: TimerOutput) -> None:
         """Count the timers that fired and emit what their callbacks emitted."""
