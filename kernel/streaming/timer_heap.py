@@ -147,9 +147,6 @@ class DistinctTimerHeap:
     def __init__(self) -> None:
         self.heap: list[Any] = [None]
 
-    def __len__(self) -> int:
-        return len(self.heap) - 1
-
     def take_due(self, limit: int) -> list[tuple]:
         """Take the timers up to ``limit``, in the order polled."""
         heap = self.heap

@@ -8,7 +8,6 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from kernel.datastream.functions import Function
-from kernel.datastream.window import Trigger, WindowAssigner
 from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
 
 if TYPE_CHECKING:
@@ -57,11 +56,10 @@ def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperato
 
 
 def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
-    """The spec with the subtask's own copies of the user's function objects, window assigners
-    and triggers: Flink deserialises them once per subtask, so what ``open()`` stores on
-    ``self`` (state handles — a count window assigner's counter —, counters) is the subtask's
-    own. Plain callables are shared (they hold no state of the subtask); an object that cannot
-    be deep-copied is copied shallowly."""
+    """The spec with the subtask's own copies of the user's function objects: Flink
+    deserialises the functions once per subtask, so what ``open()`` stores on ``self`` (state
+    handles, counters) is the subtask's own. Plain callables are shared (they hold no state of
+    the subtask). (A window operator copies its assigner and trigger itself, the same way.)"""
     function = _own_copy(spec.function)
     params = {name: _own_copy(value) for name, value in spec.params.items()}
     if function is spec.function and all(params[name] is value for name, value in spec.params.items()):
@@ -70,12 +68,16 @@ def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
 
 
 def _own_copy(value: Any) -> Any:
-    if not isinstance(value, (Function, WindowAssigner, Trigger)):
-        return value
+    return subtask_own(value) if isinstance(value, Function) else value
+
+
+def subtask_own(value: Any) -> Any:
+    """A subtask's own copy of ``value``; one that cannot be deep-copied (it holds a lock, a
+    connection) is copied shallowly."""
     try:
         return copy.deepcopy(value)
-    except Exception:  # holds something that cannot be copied (a lock, a connection)
+    except Exception:
         return copy.copy(value)
 
 
-__all__ = ["OPERATORS", "StreamOperator", "TwoInputStreamOperator", "create_operator"]
+__all__ = ["OPERATORS", "StreamOperator", "TwoInputStreamOperator", "create_operator", "subtask_own"]

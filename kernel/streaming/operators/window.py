@@ -21,6 +21,7 @@ from kernel.datastream import functions as fn
 from kernel.datastream import state as st
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.window import MergingWindowAssigner, Trigger, Window, WindowAssigner
+from kernel.streaming.operators import subtask_own
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.state import KeyedStateBackend
 
@@ -169,8 +170,10 @@ class WindowOperator(StreamOperator):
         super().open()
         self.open_timer_service()
         params = self.spec.params
-        self.assigner: WindowAssigner = params["assigner"]
-        self.trigger: Trigger = params["trigger"]
+        #: the subtask's own assigner and trigger, as Flink deserialises them per subtask (a
+        #: count window assigner keeps its counter's state in what ``open`` stores on it)
+        self.assigner: WindowAssigner = subtask_own(params["assigner"])
+        self.trigger: Trigger = subtask_own(params["trigger"])
         self.allowed_lateness: int = params["allowed_lateness"]
         self.late_tag = params.get("late_data_tag")
         self.window_function = params.get("window_function")
