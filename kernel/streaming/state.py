@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from kernel.common.javavalues import hash_set_order
 from kernel.datastream import state as api
-from kernel.datastream.windows import TimeWindow
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
@@ -209,11 +208,11 @@ class ListStateImpl(_KeyedState, api.ListState):
 def merge_order(sources: Iterable[Any]) -> list:
     """The order in which the JVM merges the namespaces PyFlink's Python state names: it reads
     them into a ``java.util.HashSet`` (PyFlink's ``BeamBagStateHandler``), so windows come in
-    the order that set iterates the JVM's TimeWindows (by their Java ``hashCode()``). Other
-    namespaces in the order given."""
+    the order that set iterates the JVM's TimeWindows (by their Java ``hashCode()``,
+    ``java_hash_code``). Namespaces without one in the order given."""
     ordered = list(sources)
-    if len(ordered) > 1 and all(type(source) is TimeWindow for source in ordered):
-        return hash_set_order(ordered, TimeWindow.java_hash_code)
+    if len(ordered) > 1 and all(hasattr(source, "java_hash_code") for source in ordered):
+        return hash_set_order(ordered, lambda window: window.java_hash_code())
     return ordered
 
 
