@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from kernel.common import Types, WatermarkStrategy
+from kernel.cluster_events import TaskMetricsSampled
+from kernel.common import Duration, Types, WatermarkStrategy
 from kernel.datastream import AggregateFunction, KeyedProcessFunction, ReduceFunction
 from kernel.datastream.connectors.datagen import DataGeneratorSource
+from kernel.datastream.functions import (
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+    ProcessWindowFunction,
+)
 from kernel.datastream.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -33,13 +39,42 @@ def scripted(env, records, rate: int = 10):
 # -- the timer service -------------------------------------------------------------------------
 
 
+class Recorder:
+    """An operator to a timer service (Triggerable) and its runtime: records the timers that
+    fire, what their callbacks emit and the counters, schedules wake-ups with ``schedule``."""
+
+    batch = False
+
+    def __init__(self, schedule=lambda when, callback: None, now=lambda: 0) -> None:
+        self.fired: list = []
+        self.times: list = []  # (timestamp, key) of each timer fired
+        self.flushed: list = []
+        self.counters: dict = {}
+        self.schedule, self.now_ms = schedule, now
+
+    def on_timer(self, timestamp, key, namespace, domain, out):
+        self.fired.append(("event" if domain is TimeDomain.EVENT_TIME else "processing", timestamp, key, namespace))
+        self.times.append((timestamp, key))
+        out.values.append((timestamp, key))
+        out.timestamps.append(timestamp)
+
+    def flush_results(self, values, timestamps, side):
+        self.flushed.append((values, timestamps, side))
+
+    def count(self, metric, amount=1):
+        self.counters[metric] = self.counters.get(metric, 0) + amount
+
+
+def timer_service(backend, recorder):
+    return InternalTimerService(backend, recorder, recorder)
+
+
 def test_timers_are_unique_per_key_namespace_and_timestamp_and_fire_in_order():
     backend = KeyedStateBackend(lambda: 0)
-    fired: list = []
     scheduled: list = []
-    timers = InternalTimerService(backend, lambda t, k, n: fired.append(("event", t, k, n)),
-                                  lambda t, k, n: fired.append(("processing", t, k, n)),
-                                  lambda when, callback: scheduled.append(when), lambda: 0)
+    recorder = Recorder(lambda when, callback: scheduled.append(when))
+    fired = recorder.fired
+    timers = timer_service(backend, recorder)
     for key, timestamp in [("b", 20), ("a", 10), ("b", 20), ("a", 30), ("c", 10)]:
         backend.current_key = key
         timers.register_event_time_timer(None, timestamp)
@@ -52,11 +87,17 @@ def test_timers_are_unique_per_key_namespace_and_timestamp_and_fire_in_order():
     timers.advance_watermark(20)
     assert fired == [("event", 10, "a", None), ("event", 10, "c", None), ("event", 20, "b", None)]
     assert timers.current_watermark == 20
+    # what the callbacks emitted, in one batch; the timers counted
+    assert recorder.flushed == [([(10, "a"), (10, "c"), (20, "b")], [10, 10, 20], {})]
+    assert recorder.counters == {"timers_fired": 3}
     timers.advance_watermark(MAX)
     assert len(fired) == 3  # the deleted timer never fires
+    assert len(recorder.flushed) == 1 and recorder.counters == {"timers_fired": 3}  # nothing fired, nothing emitted
     assert scheduled == [500, 400]  # a wake-up when an earlier processing-time timer arrives
     timers.fire_processing_time(1_000)
     assert fired[3:] == [("processing", 400, "a", None), ("processing", 500, "a", None)]
+    assert recorder.flushed[1:] == [([(400, "a"), (500, "a")], [400, 500], {})]
+    assert recorder.counters == {"timers_fired": 5}
     assert timers.pending() == 0
 
 
@@ -72,7 +113,6 @@ class Wakeup:
 
 def test_one_processing_time_wake_up_is_scheduled_at_a_time():
     backend = KeyedStateBackend(lambda: now[0])
-    fired: list = []
     wakeups: list[Wakeup] = []
     now = [0]
 
@@ -80,7 +120,9 @@ def test_one_processing_time_wake_up_is_scheduled_at_a_time():
         wakeups.append(Wakeup(when, callback))
         return wakeups[-1]
 
-    timers = InternalTimerService(backend, None, lambda t, k, n: fired.append((t, k)), schedule, lambda: now[0])
+    recorder = Recorder(schedule, lambda: now[0])
+    timers = timer_service(backend, recorder)
+    fired = recorder.times
     backend.current_key = "a"
     timers.register_processing_time_timer(None, 500)
     timers.register_processing_time_timer(None, 300)  # earlier: the wake-up at 500 is cancelled
@@ -109,8 +151,9 @@ def test_deleted_timers_leave_the_heap_and_one_registered_again_takes_a_new_plac
     live timer, not one per record; a timer deleted and registered again is added anew, behind
     the other timer of its timestamp (Flink's heap removes a deleted timer at once)."""
     backend = KeyedStateBackend(lambda: 0)
-    fired: list = []
-    timers = InternalTimerService(backend, lambda t, k, n: fired.append((t, k)), None, lambda w, c: None, lambda: 0)
+    recorder = Recorder()
+    timers = timer_service(backend, recorder)
+    fired = recorder.times
     for key in ("a", "b"):
         backend.current_key = key
         timers.register_event_time_timer(None, 10)
@@ -127,6 +170,57 @@ def test_deleted_timers_leave_the_heap_and_one_registered_again_takes_a_new_plac
     assert fired == [(10, "b"), (10, "a")]
     timers.advance_watermark(MAX)
     assert fired[2:] == [(60_000 + i, i % 100) for i in range(9_900, 10_000)]
+
+
+#: recorded with Java 17 and Flink 2.3's table runtime: windows (start,end) added in this order to a
+#: java.util.HashSet of ``org.apache.flink.table.runtime.operators.window.TimeWindow``, and the
+#: order the set iterates them (the last: nine windows in one of 16 bins, the ninth doubles the table)
+JAVA_HASH_SET_ORDERS = [
+    ("2185,2385 2540,2743", "2540,2743 2185,2385"),
+    ("57135,59698 71133,71402 74377,74431 56503,57566 67192,68152",
+     "57135,59698 71133,71402 74377,74431 67192,68152 56503,57566"),
+    ("20132,23070 56638,58854 67041,68993 47053,49671 14741,15691 78212,78834 63574,65172 92157,92220 83003,83266 "
+     "15892,18314 608,1842 97246,97374 30314,32251",
+     "78212,78834 63574,65172 92157,92220 30314,32251 15892,18314 56638,58854 83003,83266 97246,97374 20132,23070 "
+     "67041,68993 14741,15691 47053,49671 608,1842"),
+    ("8,108 18,118 24,124 0,100 41,141 85,185 89,189 108,208 112,212",
+     "8,108 18,118 24,124 41,141 85,185 89,189 108,208 112,212 0,100"),
+    ("2185,2385 2540,2743 3000,3100", "2540,2743 3000,3100 2185,2385"),
+]
+
+
+def test_namespaces_merge_in_the_order_the_jvm_merges_pyflinks_windows():
+    """PyFlink's JVM reads the windows whose state it merges into a java.util.HashSet: the
+    sources' list elements are appended in the order that set iterates them, and a reducing
+    state (a bag of one value in PyFlink) keeps the first value in that order (a continuous
+    trigger's next firing time over merged sessions)."""
+    from kernel.common.javavalues import hash_set_order
+    from kernel.datastream.window import TimeWindow
+
+    def windows(text):
+        return [TimeWindow(*map(int, pair.split(","))) for pair in text.split()]
+
+    for added, iterated in JAVA_HASH_SET_ORDERS:
+        assert hash_set_order(windows(added), TimeWindow.java_hash_code) == windows(iterated)
+
+    backend = KeyedStateBackend(lambda: 0)
+    backend.current_key = "k"
+    first, second, third = windows("2185,2385 2540,2743 3000,3100")
+    result = TimeWindow(2185, 3100)
+    elements = backend.get_state(ListStateDescriptor("elements", Types.INT()))
+    fire_time = backend.get_state(ReducingStateDescriptor("fire-time", min, Types.LONG()))
+    for window, value in ((first, 1), (second, 2), (third, 3)):
+        elements.namespace = fire_time.namespace = window
+        elements.add(value)
+        fire_time.add(window.max_timestamp())
+    elements.namespace = fire_time.namespace = result
+    elements.merge(result, [first, second, third])
+    fire_time.merge(result, [first, second, third])
+    assert elements.get() == [2, 3, 1]  # in the order of the last recorded set
+    assert fire_time.get() == 2742  # the first in that order, not the least
+    for window in (first, second, third):
+        elements.namespace = fire_time.namespace = window
+        assert elements.get() == [] and fire_time.get() is None
 
 
 # -- in a job ------------------------------------------------------------------------------------
@@ -179,6 +273,144 @@ def test_keyed_process_function_timers():
         # the final watermark fires what is left; a's timer at 205 was deleted
         ("event", "b", 305, 305, MAX),
     ]
+
+
+def register_timers(value, ctx):
+    """Event-time timers at the end of the record's second (one per key and second), one at
+    5000 deleted at once (key b), a processing-time timer 1 ms later (records before 1000)."""
+    service = ctx.timer_service()
+    ts = ctx.timestamp()
+    service.register_event_time_timer(ts - ts % 1000 + 999)
+    if value[0] == "b":
+        service.register_event_time_timer(5000)
+        service.delete_event_time_timer(5000)
+    if ts < 1000:
+        service.register_processing_time_timer(service.current_processing_time() + 1)
+
+
+def timer_fired(timestamp, ctx):
+    """The timer at 999 registers one at 1500."""
+    if timestamp == 999:
+        ctx.timer_service().register_event_time_timer(1500)
+    yield f"{ctx.time_domain().name} {ctx.get_current_key()} {timestamp}"
+
+
+class ProcessTimers(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        register_timers(value, ctx)
+
+    def on_timer(self, timestamp, ctx):
+        return timer_fired(timestamp, ctx)
+
+
+class CoProcessTimers(KeyedCoProcessFunction):
+    def process_element1(self, value, ctx):
+        register_timers(value, ctx)
+
+    def process_element2(self, value, ctx):
+        return None
+
+    def on_timer(self, timestamp, ctx):
+        return timer_fired(timestamp, ctx)
+
+
+class BroadcastTimers(KeyedBroadcastProcessFunction):
+    def process_element(self, value, ctx):
+        register_timers(value, ctx)
+
+    def process_broadcast_element(self, value, ctx):
+        return None
+
+    def on_timer(self, timestamp, ctx):
+        return timer_fired(timestamp, ctx)
+
+
+class WindowLine(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield f"{context.window().start}-{context.window().end} {key} {len(list(elements))}"
+
+
+def timers_of_every_operator_kind(env):
+    """Records a@100, a@300, b@1200, a@2100 (10 a second; 10 s out of orderness: every
+    event-time timer fires at the final watermark) to a KeyedProcessFunction, a
+    KeyedCoProcessFunction, a KeyedBroadcastProcessFunction, session windows with a continuous
+    trigger (the generic window operator) and tumbling windows with allowed lateness (the
+    aligned one)."""
+    from kernel.datastream.state import MapStateDescriptor
+    from kernel.datastream.window import (
+        ContinuousEventTimeTrigger,
+        EventTimeSessionWindows,
+        Time,
+        TumblingEventTimeWindows,
+    )
+
+    records = [("a", 100), ("a", 300), ("b", 1200), ("a", 2100)]
+    env.set_parallelism(1)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(10)) \
+        .with_timestamp_assigner(lambda value, ts: value[1])
+    timed = env.from_source(DataGeneratorSource(records.__getitem__, count=len(records), records_per_second=10),
+                            strategy, "Records")
+    keyed = timed.key_by(lambda v: v[0], Types.STRING())
+    keyed.process(ProcessTimers(), Types.STRING()).name("Process").print("process")
+    keyed.connect(timed.key_by(lambda v: v[0], Types.STRING())).process(CoProcessTimers(), Types.STRING()) \
+        .name("CoProcess").print("co")
+    keyed.connect(timed.broadcast(MapStateDescriptor("none", Types.STRING(), Types.STRING()))) \
+        .process(BroadcastTimers(), Types.STRING()).name("Broadcast").print("broadcast")
+    keyed.window(EventTimeSessionWindows.with_gap(Time.seconds(1))) \
+        .trigger(ContinuousEventTimeTrigger.of(Time.milliseconds(200))).process(WindowLine(), Types.STRING()) \
+        .name("Sessions").print("sessions")
+    keyed.window(TumblingEventTimeWindows.of(Time.seconds(1))).allowed_lateness(500) \
+        .process(WindowLine(), Types.STRING()).name("Tumbling").print("tumbling")
+    env.execute("counters")
+
+
+def fired_counters(job) -> dict[str, tuple[int, int]]:
+    """(timers_fired, windows_fired) per operator, summed over the task's samples."""
+    counters: dict[str, tuple[int, int]] = {}
+    for sample in job.events(TaskMetricsSampled):
+        name = sample.vertex_name.split(" -> ")[0]
+        timers, windows = counters.get(name, (0, 0))
+        counters[name] = (timers + sample.timers_fired, windows + sample.windows_fired)
+    return counters
+
+
+def test_every_keyed_operator_counts_the_timers_and_windows_that_fired():
+    """Per operator, timers_fired is the number of timers that fired (for the process functions,
+    of on_timer calls: one line each) and windows_fired the number of window results.
+    STREAMING, per key: event-time timers at 999, 1500 (registered at 999), 2999 (a) and 1999
+    (b), processing-time timers at 101 and 201 (a's records reached the operators at 100 and
+    200 ms); the session windows [100, 1300) (a's two records merged: its first window's
+    fire-time timer at 200 still fires, and does nothing), [1200, 2200) and [2100, 3100) each
+    fire at their fire time and at their end (7 timers, 6 results); the tumbling windows fire
+    at their end and are cleaned up 500 ms later (6 timers, 3 results). BATCH: each key's
+    timers fire when its records end, timers registered then are ignored (not the one at
+    1500), and processing time stands at 300 ms: a's two processing-time timers are one."""
+    from kernel.datastream import RuntimeExecutionMode
+
+    streaming = run_job(timers_of_every_operator_kind)
+    assert streaming.outcome.status == "FINISHED"
+    for sink in ("process", "co", "broadcast"):
+        assert sorted(line for line in streaming.lines if line.startswith(f"{sink}>")) == [
+            f"{sink}> {line}" for line in ("EVENT_TIME a 1500", "EVENT_TIME a 2999", "EVENT_TIME a 999",
+                                           "EVENT_TIME b 1999", "PROCESSING_TIME a 101", "PROCESSING_TIME a 201")]
+    assert sum(line.startswith("sessions>") for line in streaming.lines) == 6
+    assert sum(line.startswith("tumbling>") for line in streaming.lines) == 3
+    assert fired_counters(streaming) == {"Source: Records": (0, 0), "Process": (6, 0), "CoProcess": (6, 0),
+                                         "Broadcast": (6, 0), "Sessions": (7, 6), "Tumbling": (6, 3)}
+
+    def batch(env):
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+        timers_of_every_operator_kind(env)
+
+    job = run_job(batch)
+    assert job.outcome.status == "FINISHED"
+    for sink in ("process", "co", "broadcast"):
+        assert sorted(line for line in job.lines if line.startswith(f"{sink}>")) == [
+            f"{sink}> {line}" for line in ("EVENT_TIME a 2999", "EVENT_TIME a 999", "EVENT_TIME b 1999",
+                                           "PROCESSING_TIME a 301")]
+    assert sum(line.startswith("sessions>") for line in job.lines) == 6
+    assert fired_counters(job) == {"Source: Records": (0, 0), "Process": (4, 0), "CoProcess": (4, 0),
+                                   "Broadcast": (4, 0), "Sessions": (7, 6), "Tumbling": (6, 3)}
 
 
 class Everything(KeyedProcessFunction):

@@ -154,6 +154,23 @@ def test_count_sliding_windows_as_pyflink():
     assert sorted(results) == [("hello", 6), ("hello", 10), ("hi", 4), ("hi", 8)]
 
 
+def test_count_windows_count_each_subtasks_keys_at_parallelism_2():
+    """Each subtask has its own count window assigner (its counter is keyed state of the
+    subtask's backend, as each PyFlink subtask deserialises its own): every window holds four
+    consecutive records of one key."""
+    def build(env):
+        env.set_parallelism(2)
+        env.from_source(DataGeneratorSource(lambda i: i, count=60, records_per_second=50, type_info=Types.INT()),
+                        WatermarkStrategy.no_watermarks(), "Numbers").set_parallelism(1) \
+            .key_by(lambda v: v % 3, Types.INT()).count_window(4).reduce(lambda a, b: a + b).add_sink(results.append)
+        env.execute("count windows")
+
+    results: list = []
+    assert run_job(build).outcome.status == "FINISHED"
+    assert sorted(results) == sorted(sum(range(start, start + 12, 3)) for key in range(3)
+                                     for start in range(key, 60, 12))
+
+
 def test_global_windows_with_a_purging_count_trigger():
     class CountAll(ProcessWindowFunction):
         def process(self, key, context, elements):

@@ -12,7 +12,7 @@ import math
 import pickle
 import re
 import struct
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Iterable
 
 from kernel.common.types import Row, RowKind
 
@@ -22,6 +22,31 @@ INT_MIN = -(1 << 31)
 def int32(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value & 0x80000000 else value
+
+
+def hash_set_order(items: Iterable[Any], hash_code: Callable[[Any], int]) -> list:
+    """``items`` (distinct) in the order a ``java.util.HashSet`` they were added to in this
+    order iterates them: by bin — the spread hash (``h ^ (h >>> 16)``) modulo the table size —
+    and within a bin in the order added. The table starts with 16 bins and doubles when it holds
+    more than 3/4 as many items, or when a bin would hold more than 8 while it has fewer than
+    64 bins (bins turned into trees, with 64 bins or more, are not reproduced)."""
+    bins = 16
+    table: list[list[tuple[int, Any]]] = [[] for _ in range(bins)]
+    size = 0
+    for item in items:
+        h = hash_code(item) & 0xFFFFFFFF
+        spread = h ^ (h >> 16)
+        chain = table[spread & (bins - 1)]
+        chain.append((spread, item))
+        size += 1
+        if (len(chain) > 8 and bins < 64) or size > bins * 3 // 4:
+            bins *= 2
+            grown: list[list[tuple[int, Any]]] = [[] for _ in range(bins)]
+            for old in table:
+                for entry in old:
+                    grown[entry[0] & (bins - 1)].append(entry)
+            table = grown
+    return [item for chain in table for _, item in chain]
 
 
 def string_hash(text: str) -> int:

@@ -8,6 +8,7 @@ from io import BytesIO
 from typing import Any, Iterable
 
 from kernel.clock import MAX_LONG
+from kernel.common.javavalues import int32
 from kernel.common.serializer import TypeSerializer
 
 
@@ -17,6 +18,15 @@ def _mod_inverse(x: int) -> int:
     inverse *= 2 - x * inverse
     inverse *= 2 - x * inverse
     inverse *= 2 - x * inverse
+    return inverse
+
+
+def _java_mod_inverse(x: int) -> int:
+    """``TimeWindow.modInverse`` of Flink's table runtime, in Java ints."""
+    inverse = int32(x * x * x)
+    inverse = int32(inverse * (2 - x * inverse))
+    inverse = int32(inverse * (2 - x * inverse))
+    inverse = int32(inverse * (2 - x * inverse))
     return inverse
 
 
@@ -84,6 +94,12 @@ class TimeWindow(Window):
         if self._hash is None:
             self._hash = hash(self.start + _mod_inverse((self.end << 1) + 1))
         return self._hash
+
+    def java_hash_code(self) -> int:
+        """``hashCode()`` of the JVM's TimeWindow PyFlink's windows become in the JVM (the table
+        runtime's: the same formula in Java's 32-bit ints), which orders the namespaces the JVM
+        merges (:mod:`kernel.streaming.state`)."""
+        return int32(self.start + _java_mod_inverse(int32((self.end << 1) + 1)))
 
     def __getstate__(self) -> tuple[None, dict[str, int]]:
         """Pickled as its start and end (the hash is computed again where it is read)."""

@@ -1,13 +1,16 @@
 """Keyed state on the heap: every state is a dict of (key, namespace) -> value.
 
-The operator sets the current key (and, for windows, the current namespace) before user
-code runs; state objects read and write under them. The namespace is None outside windows.
+The operator sets the current key before user code runs; state objects read and write under
+it and their own namespace: None for the keyed state user functions get (Flink's
+VoidNamespace), a window for a window operator's contents, which it moves from window to window
+(PyFlink's ``set_current_namespace``), and for ``bound_state`` objects (a trigger's state).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from kernel.common.javavalues import hash_set_order
 from kernel.datastream import state as api
 
 if TYPE_CHECKING:
@@ -20,7 +23,6 @@ class KeyedStateBackend:
 
     def __init__(self, now: Callable[[], int]) -> None:
         self.current_key: Any = None
-        self.current_namespace: Any = None
         self.now = now
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
@@ -42,11 +44,11 @@ class KeyedStateBackend:
             for other_name, other_kind in self._states:
                 if other_name == descriptor.name and other_kind is not kind:
                     raise ValueError(f"state {descriptor.name!r} is already registered as {other_kind.__name__}")
-            state = self._states[key] = self._create(descriptor, _CURRENT)
+            state = self._states[key] = self._create(descriptor, None)
         return state
 
     def bound_state(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
-        """A state object of ``descriptor`` fixed to one namespace (window or None)."""
+        """A new state object of ``descriptor`` in one namespace (window or None)."""
         return self._create(descriptor, namespace)
 
     def _create(self, descriptor: api.StateDescriptor, namespace: Any) -> Any:
@@ -58,10 +60,7 @@ class KeyedStateBackend:
                              "its values cannot be read with another setting")
         table = self.table(name)
         if not with_ttl:
-            kind = _STATE_OF[type(descriptor)]
-            if kind is ValueStateImpl and namespace is not _CURRENT:
-                kind = BoundValueStateImpl
-            return kind(self, table, descriptor, namespace)
+            return _STATE_OF[type(descriptor)](self, table, descriptor, namespace)
         from kernel.streaming.ttl import TTL_STATES, TtlSettings
 
         kind, unexpired = TTL_STATES[type(descriptor)]
@@ -128,22 +127,20 @@ class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
             cleanup.run()
 
 
-_CURRENT = object()  # the state follows the backend's current namespace
-
-
 class _KeyedState:
+    """A state of the backend's current key in ``namespace`` (which its owner may move)."""
+
     __slots__ = ("backend", "table", "descriptor", "namespace")
 
     def __init__(self, backend: KeyedStateBackend, table: dict, descriptor: api.StateDescriptor,
-                 namespace: Any = _CURRENT) -> None:
+                 namespace: Any = None) -> None:
         self.backend = backend
         self.table = table
         self.descriptor = descriptor
         self.namespace = namespace
 
     def _slot(self) -> tuple[Any, Any]:
-        namespace = self.namespace
-        return self.backend.current_key, self.backend.current_namespace if namespace is _CURRENT else namespace
+        return self.backend.current_key, self.namespace
 
     def clear(self) -> None:
         self.table.pop(self._slot(), None)
@@ -153,36 +150,18 @@ class _KeyedState:
 
 
 class ValueStateImpl(_KeyedState, api.ValueState):
-    """Under the backend's current namespace (``get_state``); :class:`BoundValueStateImpl` is
-    fixed to one. (The slot is spelled out in the accessors: they run per record.)"""
+    """(The slot is spelled out in the accessors: they run per record.)"""
 
     __slots__ = ()
 
     def value(self) -> Any:
-        backend = self.backend
-        return self.table.get((backend.current_key, backend.current_namespace))
-
-    def update(self, value: Any) -> None:
-        backend = self.backend
-        if value is None:
-            self.table.pop((backend.current_key, backend.current_namespace), None)
-        else:
-            self.table[(backend.current_key, backend.current_namespace)] = value
-
-
-class BoundValueStateImpl(ValueStateImpl):
-    """A ValueState of one namespace (``bound_state``: a window's, or None)."""
-
-    __slots__ = ()
-
-    def value(self) -> Any:
-        return self.table.get(self._slot())
+        return self.table.get((self.backend.current_key, self.namespace))
 
     def update(self, value: Any) -> None:
         if value is None:
-            self.table.pop(self._slot(), None)
+            self.table.pop((self.backend.current_key, self.namespace), None)
         else:
-            self.table[self._slot()] = value
+            self.table[(self.backend.current_key, self.namespace)] = value
 
 
 class ListStateImpl(_KeyedState, api.ListState):
@@ -194,8 +173,7 @@ class ListStateImpl(_KeyedState, api.ListState):
     def add(self, value: Any) -> None:
         if value is None:
             raise ValueError("You cannot add null to a ListState.")
-        backend, namespace = self.backend, self.namespace
-        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
+        slot = self.backend.current_key, self.namespace
         values = self.table.get(slot)
         if values is None:
             self.table[slot] = [value]
@@ -213,28 +191,45 @@ class ListStateImpl(_KeyedState, api.ListState):
             self.clear()
 
     def merge(self, target: Any, sources: Iterable[Any]) -> None:
-        key = self.backend.current_key
-        merged = self.table.setdefault((key, target), [])
-        for source in sources:
-            if source != target:
-                merged.extend(self.table.pop((key, source), ()))
-        if not merged:
-            self.table.pop((key, target), None)
+        """As the JVM merges PyFlink's list states: the sources' lists (each taken away) in
+        :func:`merge_order`, appended to the target's."""
+        key, table = self.backend.current_key, self.table
+        merged: list = []
+        for source in merge_order(sources):
+            merged.extend(table.pop((key, source), ()))
+        if merged:
+            values = table.get((key, target))
+            if values is None:
+                table[(key, target)] = merged
+            else:
+                values.extend(merged)
+
+
+def merge_order(sources: Iterable[Any]) -> list:
+    """The order in which the JVM merges the namespaces PyFlink's Python state names: it reads
+    them into a ``java.util.HashSet`` (PyFlink's ``BeamBagStateHandler``), so windows come in
+    the order that set iterates the JVM's TimeWindows (by their Java ``hashCode()``,
+    ``java_hash_code``). Namespaces without one in the order given."""
+    ordered = list(sources)
+    if len(ordered) > 1 and all(hasattr(source, "java_hash_code") for source in ordered):
+        return hash_set_order(ordered, lambda window: window.java_hash_code())
+    return ordered
 
 
 def _merge_one_value_bags(state: _KeyedState, target: Any, sources: Iterable[Any]) -> None:
     """``merge`` of a reducing or aggregating state, as PyFlink's: each namespace's value is a
-    bag of one value, the JVM merges namespaces by appending the sources' bags to the target's,
-    and the state reads (and reduces further) the first value of the bag. So the target keeps
-    its own value, or takes the first source's when it has none; the other sources' values are
-    dropped (Java's operators reduce them; PyFlink's window operator does not)."""
+    bag of one value, the JVM merges namespaces by appending the sources' bags (each taken away)
+    in :func:`merge_order` to the target's, and the state reads (and reduces further) the first
+    value of the bag. So the target keeps its own value, or takes the first source's in that
+    order when it has none; the other sources' values are dropped (Java's operators reduce
+    them; PyFlink's window operator does not)."""
     key, table = state.backend.current_key, state.table
+    values = [table.pop((key, source), None) for source in merge_order(sources)]
     result = table.get((key, target))
-    for source in sources:
-        if source != target:
-            value = table.pop((key, source), None)
-            if result is None:
-                result = value
+    for value in values:
+        if result is not None:
+            break
+        result = value
     if result is not None:
         table[(key, target)] = result
 
@@ -246,8 +241,7 @@ class ReducingStateImpl(_KeyedState, api.ReducingState):
         return self.table.get(self._slot())
 
     def add(self, value: Any) -> None:
-        backend, namespace = self.backend, self.namespace
-        slot = backend.current_key, backend.current_namespace if namespace is _CURRENT else namespace
+        slot = self.backend.current_key, self.namespace
         current = self.table.get(slot)
         self.table[slot] = value if current is None else self.descriptor.get_reduce_function()(current, value)
 

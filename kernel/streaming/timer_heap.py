@@ -12,7 +12,8 @@ the same heap.
 
 :func:`push` and :func:`pop` are the same heap for a user that never deletes a timer nor
 registers one twice (the aligned window operator: one timer per window and time): tuples whose
-first field is the timestamp, no set, no positions kept.
+first field is the timestamp, no set, no positions kept; :class:`DistinctTimerHeap` is such a
+heap as a queue the timer service fires.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ class TimerHeap:
             return False
         self._remove_at(timer[3])
         return True
+
+    def take_due(self, limit: int) -> list[Timer]:
+        """Take the timers up to ``limit``, in the order polled."""
+        heap, poll = self.heap, self.poll
+        due = []
+        while len(heap) > 1 and heap[1][0] <= limit:
+            due.append(poll())
+        return due
 
     def poll(self) -> Timer:
         """Take the head timer (the heap must not be empty): the last timer takes its place and
@@ -127,6 +136,24 @@ class TimerHeap:
     def __iter__(self) -> Iterator[Timer]:
         """The timers in array order (adding them in this order to an empty heap rebuilds it)."""
         return iter(self.heap[1:])
+
+
+class DistinctTimerHeap:
+    """Timers registered once each and never deleted, as tuples (timestamp, key, namespace,
+    None) in ``heap``, added with :func:`push`."""
+
+    __slots__ = ("heap",)
+
+    def __init__(self) -> None:
+        self.heap: list[Any] = [None]
+
+    def take_due(self, limit: int) -> list[tuple]:
+        """Take the timers up to ``limit``, in the order polled."""
+        heap = self.heap
+        due = []
+        while len(heap) > 1 and heap[1][0] <= limit:
+            due.append(pop(heap))
+        return due
 
 
 def push(heap: list, timer: tuple) -> None:

@@ -1,4 +1,4 @@
-"""Per-key timers of one operator (Flink's InternalTimerService).
+"""Per-key timers of one operator (Flink's InternalTimerService), and the one place they fire.
 
 Timers are unique per (key, namespace, timestamp). Event-time timers fire when a watermark
 reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
@@ -8,6 +8,13 @@ for the earliest). Timers with the same timestamp fire in the order of Flink's t
 timers due at once fire in rounds, as PyFlink's Python operators get them (``_drain``): within a
 round in timestamp order; what their callbacks register at or before that time, in the next.
 
+Every keyed operator's timers fire here, through its :class:`Triggerable` ``on_timer`` (Flink's
+``Triggerable``): the service makes the timer's key the backend's current key, calls ``on_timer``
+with the timer's namespace (a window operator's window) and a :class:`TimerOutput` that collects
+what the callbacks emit, counts the timers that fired (the task's ``timers_fired``) and hands the
+output to the operator in one batch. (The keyed state user functions read stays in no namespace
+while timers fire, as in PyFlink: a window operator moves only its own states to the window.)
+
 In BATCH execution (Flink's ``BatchExecutionInternalTimeService``) processing time does not
 advance: processing-time timers are not scheduled, and all of them fire when the final
 watermark arrives, right after the event-time timers; timers registered while they fire are
@@ -16,16 +23,19 @@ ignored (the service is quiesced, so a timer re-registering itself cannot loop f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernel.clock import MAX_LONG, MIN_LONG
+from kernel.datastream.time_domain import TimeDomain
 from kernel.streaming.state import KeyedStateBackend
-from kernel.streaming.timer_heap import TimerHeap
+from kernel.streaming.timer_heap import DistinctTimerHeap, TimerHeap
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import Entry, OperatorSnapshot
+    from kernel.streaming.runtime import OperatorRuntime
 
-Fire = Callable[[int, Any, Any], None]  # (timestamp, key, namespace)
+EVENT_TIME = TimeDomain.EVENT_TIME
+PROCESSING_TIME = TimeDomain.PROCESSING_TIME
 #: keyed state names of the timers in a checkpoint (entries: key, namespace, (timestamp, order))
 EVENT_TIMERS = "_timer_state/event_timers"
 PROCESSING_TIMERS = "_timer_state/processing_timers"
@@ -47,16 +57,36 @@ class _TimerQueue(TimerHeap):
             self.add(timestamp, key, namespace)
 
 
+class TimerOutput:
+    """What the callbacks of timers firing at once emit: main output values and their
+    timestamps, and per requested side output tag its values and timestamps (the lists
+    :meth:`kernel.streaming.operators.base.StreamOperator.emit_results` appends to)."""
+
+    __slots__ = ("values", "timestamps", "side")
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self.timestamps: list = []
+        self.side: dict[str, tuple[list, list | None]] = {}
+
+
+class Triggerable(Protocol):
+    """The operator whose timers fire (Flink's ``Triggerable``)."""
+
+    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
+        """A timer of ``key`` (the backend's current key) and ``namespace`` fired. What the
+        operator emits goes to ``out``."""
+
+    def flush_results(self, values: list, timestamps: list | None, side: dict[str, tuple[list, list | None]]) -> None:
+        """Emit what timers fired at once emitted (main output, then side outputs)."""
+
+
 class InternalTimerService:
-    def __init__(self, backend: KeyedStateBackend, on_event_time: Fire, on_processing_time: Fire,
-                 schedule: Callable[[int, Callable[[], None]], Any], now_ms: Callable[[], int],
-                 batch: bool = False) -> None:
+    def __init__(self, backend: KeyedStateBackend, target: Triggerable, runtime: OperatorRuntime) -> None:
         self.backend = backend
-        self.batch = batch
-        self._on_event_time = on_event_time
-        self._on_processing_time = on_processing_time
-        self._schedule = schedule
-        self._now_ms = now_ms
+        self.batch = runtime.batch
+        self._target = target
+        self._runtime = runtime
         self.event_timers = _TimerQueue()
         self.processing_timers = _TimerQueue()
         self.current_watermark = MIN_LONG
@@ -98,32 +128,57 @@ class InternalTimerService:
 
     # -- firing -------------------------------------------------------------------------------
 
-    def advance_watermark(self, watermark: int) -> int:
+    def advance_watermark(self, watermark: int) -> None:
         """Fire every event-time timer <= ``watermark`` in timestamp order (in BATCH, at the
-        final watermark, every processing-time timer after them); how many event-time timers fired."""
+        final watermark, every processing-time timer after them)."""
         self.current_watermark = watermark
-        fired = self._drain(self.event_timers, watermark, self._on_event_time)
-        if self.batch and watermark == MAX_LONG:
-            self._drain(self.processing_timers, MAX_LONG, self._on_processing_time)
-        return fired
+        heap = self.event_timers.heap
+        final = self.batch and watermark == MAX_LONG
+        if (len(heap) > 1 and heap[1][0] <= watermark) or (final and len(self.processing_timers)):
+            out = TimerOutput()
+            fired = self._drain(self.event_timers, watermark, EVENT_TIME, out)
+            if final:
+                fired += self._drain(self.processing_timers, MAX_LONG, PROCESSING_TIME, out)
+            self._fired(fired, out)
 
-    def _drain(self, queue: _TimerQueue, limit: int, fire: Fire) -> int:
+    def fire_processing_time(self, now: int) -> None:
+        """Fire every processing-time timer <= ``now`` in timestamp order."""
+        out = TimerOutput()
+        self._fired(self._drain(self.processing_timers, now, PROCESSING_TIME, out), out)
+
+    def fire_event_time(self, queue: DistinctTimerHeap, watermark: int) -> None:
+        """The watermark is ``watermark``: fire the event-time timers of an operator that keeps
+        them in a queue of its own (registered once each, never deleted) as this service fires
+        its own."""
+        self.current_watermark = watermark
+        heap = queue.heap
+        if len(heap) > 1 and heap[1][0] <= watermark:
+            out = TimerOutput()
+            self._fired(self._drain(queue, watermark, EVENT_TIME, out), out)
+
+    def _drain(self, queue: TimerHeap | DistinctTimerHeap, limit: int, domain: TimeDomain, out: TimerOutput) -> int:
         """Fire the timers of ``queue`` up to ``limit`` in rounds, as PyFlink's Python operators
         get them: the JVM takes every due timer from its queue (in heap order) and hands them to
         Python before the registrations and deletions their callbacks make come back. So a timer
         a callback registers at or before ``limit`` fires in the next round, and a timer taken
-        in this round fires even when an earlier callback of the round deleted it."""
-        backend, heap, poll = self.backend, queue.heap, queue.poll
+        in this round fires even when an earlier callback of the round deleted it. How many fired."""
+        backend, take_due, on_timer = self.backend, queue.take_due, self._target.on_timer
         fired = 0
-        while len(heap) > 1 and heap[1][0] <= limit:
-            due = []
-            while len(heap) > 1 and heap[1][0] <= limit:
-                due.append(poll())
+        while True:
+            due = take_due(limit)
+            if not due:
+                return fired
             fired += len(due)
             for timestamp, key, namespace, _ in due:
                 backend.current_key = key
-                fire(timestamp, key, namespace)
-        return fired
+                on_timer(timestamp, key, namespace, domain, out)
+
+    def _fired(self, fired: int, out: TimerOutput) -> None:
+        """Count the timers that fired and emit what their callbacks emitted."""
+        if fired:
+            self._runtime.count("timers_fired", fired)
+        if out.values or out.side:
+            self._target.flush_results(out.values, out.timestamps, out.side)
 
     def _wake_at(self, timestamp: int) -> None:
         if self._wakeup_handle is not None:
@@ -131,20 +186,16 @@ class InternalTimerService:
         self._wakeups += 1
         number = self._wakeups
         self._wakeup = timestamp
-        self._wakeup_handle = self._schedule(timestamp, lambda: self._fire_processing_time(number))
+        self._wakeup_handle = self._runtime.schedule(timestamp, lambda: self._fire_processing_time(number))
 
     def _fire_processing_time(self, number: int) -> None:
         if number != self._wakeups:
             return  # superseded (it fired before it could be cancelled)
         self._wakeup = self._wakeup_handle = None
-        self.fire_processing_time(self._now_ms())
+        self.fire_processing_time(self._runtime.now_ms())
         earliest = self.processing_timers.head_time()
         if earliest is not None:
             self._wake_at(earliest)
-
-    def fire_processing_time(self, now: int) -> None:
-        """Fire every processing-time timer <= ``now`` in timestamp order."""
-        self._drain(self.processing_timers, now, self._on_processing_time)
 
     def pending(self) -> int:
         return len(self.event_timers) + len(self.processing_timers)

@@ -20,7 +20,7 @@ from kernel.common.time import to_millis
 from kernel.datastream import state as api
 from kernel.datastream.state_ttl import StateTtlConfig
 from kernel.clock import MAX_LONG
-from kernel.streaming.state import _CURRENT, _KeyedState
+from kernel.streaming.state import _KeyedState
 
 
 class TtlValue(NamedTuple):
@@ -102,7 +102,7 @@ class _TtlState(_KeyedState):
     __slots__ = ("ttl",)
 
     def __init__(self, ttl: TtlSettings, backend: Any, table: dict, descriptor: api.StateDescriptor,
-                 namespace: Any = _CURRENT) -> None:
+                 namespace: Any = None) -> None:
         super().__init__(backend, table, descriptor, namespace)
         self.ttl = ttl
 

@@ -59,8 +59,8 @@ def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
     """The spec with the subtask's own copies of the user's function objects (key selectors
     too): Flink deserialises the functions once per subtask, so what ``open()`` stores on
     ``self`` (state handles, counters) is the subtask's own. Plain callables are shared (they
-    hold no state of the subtask); a function object that cannot be deep-copied is copied
-    shallowly."""
+    hold no state of the subtask). (A window operator copies its assigner and trigger itself,
+    the same way.)"""
     function = own_copy(spec.function)
     params = {name: own_copy(value) for name, value in spec.params.items()}
     keys = tuple(key if key is None or key.function is None else KeySpec.of(own_copy(key.function), key.key_type)
@@ -73,12 +73,16 @@ def subtask_copy(spec: OperatorSpec) -> OperatorSpec:
 
 def own_copy(value: Any) -> Any:
     """A subtask's own copy of a Function object (anything else as it is)."""
-    if not isinstance(value, Function):
-        return value
+    return subtask_own(value) if isinstance(value, Function) else value
+
+
+def subtask_own(value: Any) -> Any:
+    """A subtask's own copy of ``value``; one that cannot be deep-copied (it holds a lock, a
+    connection) is copied shallowly."""
     try:
         return copy.deepcopy(value)
-    except Exception:  # holds something that cannot be copied (a lock, a connection)
+    except Exception:
         return copy.copy(value)
 
 
-__all__ = ["OPERATORS", "StreamOperator", "TwoInputStreamOperator", "create_operator"]
+__all__ = ["OPERATORS", "StreamOperator", "TwoInputStreamOperator", "create_operator", "subtask_own"]

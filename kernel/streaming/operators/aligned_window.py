@@ -23,11 +23,13 @@ from kernel.datastream.window import (
     check_time_record,
 )
 from kernel.streaming.operators.window import WINDOW_CONTENTS, WindowOperator
-from kernel.streaming.timer_heap import pop, push
+from kernel.streaming.timer_heap import DistinctTimerHeap, push
 from kernel.streaming.timers import EVENT_TIMERS
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.datastream.time_domain import TimeDomain
+    from kernel.streaming.timers import TimerOutput
 
 #: kind of the window contents' state in a checkpoint, as the generic operator's
 CONTENTS_KIND = {"list": "list", "reduce": "reducing", "aggregate": "aggregating"}
@@ -47,12 +49,20 @@ class AlignedWindowOperator(WindowOperator):
         self.slide = getattr(assigner, "_slide", assigner._size)
         self.offset = assigner._offset
         self.windows: dict[tuple[Any, int], Any] = {}  # (key, window start) -> contents
-        self.due: list = [None]  # the windows' timers, a timer heap of (time, key, window start)
+        #: the windows' timers: (time, key, window start, None), fired by the timer service
+        self.window_timers = DistinctTimerHeap()
+        self.due = self.window_timers.heap
+        self._windows_fired = 0  # windows fired by the timers firing at once
         function = self.spec.function
         if self.contents_kind == "reduce":
             self._reduce = getattr(function, "reduce", function)
         elif self.contents_kind == "aggregate":
             self._create, self._add = function.create_accumulator, function.add
+        self._result = function.get_result if self.contents_kind == "aggregate" else None
+        #: without a window function (or side outputs) a window's result is its contents
+        self._direct = self.window_function is None and not self.requested_side_outputs
+        if self._direct and not self.allowed_lateness and self.clearing_function is None:
+            self.on_timer = self._fire_and_clear  # type: ignore[method-assign]
 
     # -- elements -----------------------------------------------------------------------------
 
@@ -141,9 +151,9 @@ class AlignedWindowOperator(WindowOperator):
             if contents is None:
                 last = start + size_1
                 if last > watermark:
-                    push(due, (last, key, start))
+                    push(due, (last, key, start, None))
                 if lateness and last + lateness < MAX_LONG:
-                    push(due, (last + lateness, key, start))
+                    push(due, (last + lateness, key, start, None))
                 windows[slot] = value if reduce is not None else add(value, create()) if add is not None else [value]
             elif reduce is not None:
                 windows[slot] = reduce(contents, value)
@@ -161,7 +171,7 @@ class AlignedWindowOperator(WindowOperator):
             self.flush_results(*fired)
 
     def _register(self, time: int, slot: tuple[Any, int]) -> None:
-        push(self.due, (time, *slot))
+        push(self.due, (time, *slot, None))
 
     # -- checkpoints --------------------------------------------------------------------------
 
@@ -191,75 +201,53 @@ class AlignedWindowOperator(WindowOperator):
         snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], by_key_group(
             (key, start, value) for (key, start), value in self.windows.items()))
         snapshot.add_keyed_groups(EVENT_TIMERS, "timers", by_key_group(
-            (key, start, (time, position)) for position, (time, key, start) in enumerate(self.due[1:], 1)))
+            (key, start, (time, position)) for position, (time, key, start, _) in enumerate(self.due[1:], 1)))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
             self.windows[(key, window.start)] = contents
         for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2][1]):
-            push(self.due, (time, key, window.start))
+            push(self.due, (time, key, window.start, None))
         super().initialize_state(restored)
 
     # -- firing -------------------------------------------------------------------------------
 
     def advance_timers(self, timestamp: int) -> None:
+        """Fire and clean up the windows whose timers the watermark passed, in timer order."""
         self.current_watermark = timestamp
-        self.timers.current_watermark = timestamp
-        heap = self.due
-        if len(heap) > 1 and heap[1][0] <= timestamp:
-            self._fire_due(timestamp)
+        self.timers.fire_event_time(self.window_timers, timestamp)
+        if self._windows_fired:
+            self.runtime.count("windows_fired", self._windows_fired)
+            self._windows_fired = 0
 
-    def _fire_due(self, timestamp: int) -> None:
-        """Fire and clean up the windows whose timers the watermark passed, in timer order.
-        Without a window function (or side outputs) a window's result is its contents."""
-        out_values: list = []
-        out_ts: list = []
-        side: dict = {}
-        heap, windows, backend = self.due, self.windows, self.backend
-        size, lateness, clearing = self.size, self.allowed_lateness, self.clearing_function
-        direct = self.window_function is None and not self.requested_side_outputs
-        result = self.spec.function.get_result if self.contents_kind == "aggregate" else None
-        get, emit = windows.get, self._emit_window
-        timers = fired = 0
-        try:
-            if direct and not lateness and clearing is None:  # each timer fires its window and clears it
-                take, append, append_ts = windows.pop, out_values.append, out_ts.append
-                while len(heap) > 1 and heap[1][0] <= timestamp:
-                    time, key, start = pop(heap)
-                    timers += 1
-                    contents = take((key, start), None)
-                    if contents is not None:
-                        fired += 1
-                        backend.current_key = key
-                        append(contents if result is None else result(contents))
-                        append_ts(time)
+    def on_timer(self, timestamp: int, key: Any, start: Any, domain: TimeDomain, out: TimerOutput) -> None:
+        """A window's timer: at its end it fires, at its cleanup time its contents go."""
+        slot = (key, start)
+        last = start + self.size - 1
+        windows = self.windows
+        if timestamp == last:
+            contents = windows.get(slot)
+            if contents is not None:
+                self._windows_fired += 1
+                if self._direct:
+                    out.values.append(contents if self._result is None else self._result(contents))
+                    out.timestamps.append(last)
+                else:
+                    self._emit_window(slot, contents, out.values, out.timestamps, out.side)
+        if timestamp == last + self.allowed_lateness or timestamp == MAX_LONG:
+            if self.clearing_function is None:
+                del windows[slot]
             else:
-                while len(heap) > 1 and heap[1][0] <= timestamp:
-                    time, key, start = pop(heap)
-                    slot = (key, start)
-                    timers += 1
-                    last = start + size - 1
-                    if time == last:
-                        contents = get(slot)
-                        if contents is not None:
-                            fired += 1
-                            if direct:
-                                backend.current_key = key
-                                out_values.append(contents if result is None else result(contents))
-                                out_ts.append(last)
-                            else:
-                                emit(slot, contents, out_values, out_ts, side)
-                    if time == last + lateness or time == MAX_LONG:
-                        if clearing is None:
-                            del windows[slot]
-                        else:
-                            self._clean_up(slot)
-        finally:
-            runtime = self.runtime
-            if fired:
-                runtime.count("windows_fired", fired)
-            runtime.count("timers_fired", timers)
-        self.flush_results(out_values, out_ts, side)
+                self._clean_up(slot)
+
+    def _fire_and_clear(self, timestamp: int, key: Any, start: Any, domain: TimeDomain, out: TimerOutput) -> None:
+        """``on_timer`` without lateness, window function or side outputs: each timer fires its
+        window (its contents the result) and clears it."""
+        contents = self.windows.pop((key, start), None)
+        if contents is not None:
+            self._windows_fired += 1
+            out.values.append(contents if self._result is None else self._result(contents))
+            out.timestamps.append(timestamp)
 
     def _fire(self, slot: tuple[Any, int], out_values: list, out_ts: list, side: dict) -> None:
         contents = self.windows.get(slot)

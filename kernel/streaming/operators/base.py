@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MAX_LONG, MIN_LONG
@@ -16,11 +17,12 @@ from kernel.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, Streaming
 from kernel.streaming.keygroups import assign_to_key_group
 from kernel.streaming.partitioning import KEY_CACHE_LIMIT
 from kernel.streaming.state import KeyedStateBackend
-from kernel.streaming.timers import EVENT_TIMERS, PROCESSING_TIMERS
+from kernel.streaming.timers import EVENT_TIMERS, PROCESSING_TIMERS, InternalTimerService
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
-    from kernel.streaming.timers import InternalTimerService
+    from kernel.datastream.time_domain import TimeDomain
+    from kernel.streaming.timers import TimerOutput
 
 
 _UNSET = object()
@@ -33,7 +35,11 @@ def method_or_callable(function: Any, base: type, method: str) -> Callable[..., 
 
 class StreamOperator:
     """One operator of a chain. ``process_batch`` handles a buffer of records; watermarks,
-    statuses and latency markers are forwarded unless an operator overrides them."""
+    statuses and latency markers are forwarded unless an operator overrides them.
+
+    A keyed operator with timers opens its internal timer service (``open_timer_service``)
+    and implements ``on_timer``: its event-time timers fire as a watermark arrives, before it
+    is forwarded, and in BATCH with sorted inputs at the end of each key (``end_key``)."""
 
     output: Output
     #: the internal timer service of a keyed operator with timers
@@ -75,6 +81,11 @@ class StreamOperator:
         for function in self.user_functions():
             if isinstance(function, Function):
                 function.open(self.runtime_context)
+
+    def open_timer_service(self) -> InternalTimerService:
+        """Give this keyed operator its internal timer service; its timers fire ``on_timer``."""
+        self.timers = InternalTimerService(self.backend, self, self.runtime)
+        return self.timers
 
     def end_input(self) -> None:
         """All input consumed; the final watermark (if any) was processed before."""
@@ -162,13 +173,31 @@ class StreamOperator:
         raise NotImplementedError
 
     def process_watermark(self, timestamp: int) -> None:
-        self.current_watermark = timestamp
+        """Fire the timers the watermark is due for (if any), then forward it."""
+        if self.timers is None:
+            self.current_watermark = timestamp
+        else:
+            self.advance_timers(timestamp)
         self.output.emit_watermark(timestamp)
+
+    def advance_timers(self, timestamp: int) -> None:
+        """Event time is ``timestamp``: fire the timers due."""
+        self.current_watermark = timestamp
+        self.timers.advance_watermark(timestamp)  # type: ignore[union-attr]
+
+    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
+        """One of this operator's timers fired (``key`` is the current key); what it emits goes
+        to ``out`` (:class:`kernel.streaming.timers.Triggerable`)."""
+        raise NotImplementedError
 
     def end_key(self) -> None:
         """BATCH, sorted input (``kernel.streaming.sorted_input``): every record of the current
-        key went in; a keyed operator emits what the key has pending, as its timers would at the
-        final watermark."""
+        key went in; a keyed operator emits what the key has pending. Timers fire as at the
+        final watermark, then time starts over for the next key (Flink's
+        ``BatchExecutionInternalTimeService`` when the key changes)."""
+        if self.timers is not None:
+            self.advance_timers(MAX_LONG)
+            self.current_watermark = self.timers.current_watermark = MIN_LONG
 
     def process_watermark_status(self, idle: bool) -> None:
         self.output.emit_watermark_status(idle)
@@ -185,8 +214,14 @@ class StreamOperator:
         if results is None:
             return
         requested = self.requested_side_outputs
+        if not requested:
+            before = len(values)
+            values.extend(results)
+            if timestamps is not None and len(values) != before:
+                timestamps.extend(repeat(timestamp, len(values) - before))
+            return
         for item in results:
-            if requested and type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag) \
+            if type(item) is tuple and len(item) == 2 and isinstance(item[0], OutputTag) \
                     and item[0].tag_id in requested:
                 side_values, side_ts = side.setdefault(item[0].tag_id, ([], [] if timestamps is not None else None))
                 side_values.append(item[1])
@@ -228,17 +263,6 @@ class TwoInputStreamOperator(StreamOperator):
 
     def end_input_of(self, index: int) -> None:
         """Input ``index`` (0 or 1) has ended (Flink's BoundedMultiInput.endInput)."""
-
-    def end_key(self) -> None:
-        """Fire the key's timers as at the final watermark, then time starts over for the next
-        key (Flink's ``BatchExecutionInternalTimeService`` when the key changes)."""
-        timers = self.timers
-        if timers is None:
-            return
-        fired = timers.advance_watermark(MAX_LONG)
-        if fired:
-            self.runtime.count("timers_fired", fired)
-        self.current_watermark = timers.current_watermark = MIN_LONG
 
     def process_watermark_input(self, index: int, timestamp: int) -> None:
         self.input_watermarks[index] = timestamp

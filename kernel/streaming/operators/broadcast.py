@@ -20,7 +20,7 @@ there. The broadcast side's context of a KeyedBroadcastProcessFunction has Flink
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MIN_LONG
 from kernel.datastream import functions as fn
@@ -30,7 +30,10 @@ from kernel.datastream.timerservice import TimerService
 from kernel.streaming.broadcast_state import OperatorStateBackend
 from kernel.streaming.operators.base import TwoInputStreamOperator
 from kernel.streaming.operators.basic import NonKeyedTimerService
-from kernel.streaming.operators.keyed import KeyedTimerService, timer_service
+from kernel.streaming.operators.keyed import KeyedTimerService
+
+if TYPE_CHECKING:
+    from kernel.streaming.timers import TimerOutput
 
 BROADCAST_INPUT = 1
 
@@ -195,7 +198,7 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
 
     def open(self) -> None:
         super().open()
-        self.timers = timer_service(self)
+        self.open_timer_service()
         keyed_timers = KeyedTimerService(self, self.timers)
         self._broadcast_ctx = InternalKeyedBroadcastProcessFunctionContext(
             self, BroadcastSideTimerService(self, self.timers))
@@ -216,24 +219,7 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)
 
-    def process_watermark(self, timestamp: int) -> None:
-        self.current_watermark = timestamp
-        fired = self.timers.advance_watermark(timestamp)
-        if fired:
-            self.runtime.count("timers_fired", fired)
-        self.output.emit_watermark(timestamp)
-
-    def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
+    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
         ctx = self._timer_ctx
         ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
-        out_values: list = []
-        side: dict = {}
-        self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out_values, [], side)
-        self.flush_results(out_values, [timestamp] * len(out_values), side)
-
-    def _on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self._fire(timestamp, key, TimeDomain.EVENT_TIME)
-
-    def _on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self.runtime.count("timers_fired")
-        self._fire(timestamp, key, TimeDomain.PROCESSING_TIME)
+        self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out.values, out.timestamps, out.side)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from kernel.clock import MAX_LONG, MIN_LONG
+from kernel.clock import MAX_LONG
 from kernel.datastream import functions as fn
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
 from kernel.streaming.operators.base import StreamOperator, method_or_callable
-from kernel.streaming.timers import InternalTimerService
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.streaming.timers import InternalTimerService, TimerOutput
 
 #: the keyed state of a rolling reduce in a checkpoint (Flink's StreamGroupedReduceOperator)
 REDUCE_STATE = "_op_state"
@@ -73,55 +73,12 @@ class KeyedContext(fn.KeyedProcessFunction.OnTimerContext):
         return self._time_domain
 
 
-def timer_service(operator: StreamOperator) -> InternalTimerService:
-    """The internal timer service of a keyed operator: timers fire through its
-    ``_on_event_time`` / ``_on_processing_time``; BATCH when its runtime runs BATCH."""
-    runtime = operator.runtime
-    return InternalTimerService(operator.backend, operator._on_event_time, operator._on_processing_time,
-                                runtime.schedule, runtime.now_ms, batch=runtime.batch)
-
-
-class TimerOperator(StreamOperator):
-    """A keyed operator with an internal timer service; timers fire through ``on_timer``."""
-
-    def open(self) -> None:
-        super().open()
-        self.timers = timer_service(self)
-
-    def process_watermark(self, timestamp: int) -> None:
-        self.advance_timers(timestamp)
-        self.output.emit_watermark(timestamp)
-
-    def advance_timers(self, timestamp: int) -> None:
-        """Fire the timers ``timestamp`` as the watermark is due."""
-        self.current_watermark = timestamp
-        fired = self.timers.advance_watermark(timestamp)
-        if fired:
-            self.runtime.count("timers_fired", fired)
-
-    def end_key(self) -> None:
-        """Fire the key's timers as at the final watermark, then time starts over for the next
-        key (Flink's ``BatchExecutionInternalTimeService`` when the key changes)."""
-        self.advance_timers(MAX_LONG)
-        self.current_watermark = self.timers.current_watermark = MIN_LONG
-
-    def _on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self.on_timer(timestamp, key, namespace, TimeDomain.EVENT_TIME)
-
-    def _on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self.runtime.count("timers_fired")
-        self.on_timer(timestamp, key, namespace, TimeDomain.PROCESSING_TIME)
-
-    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain) -> None:
-        raise NotImplementedError
-
-
-class KeyedProcessOperator(TimerOperator):
+class KeyedProcessOperator(StreamOperator):
     """``KeyedStream.process(KeyedProcessFunction)``."""
 
     def open(self) -> None:
         super().open()
-        self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
+        self._ctx = KeyedContext(KeyedTimerService(self, self.open_timer_service()))
         self._process = self.spec.function.process_element
         self._on_timer = self.spec.function.on_timer
 
@@ -171,20 +128,10 @@ class KeyedProcessOperator(TimerOperator):
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)
 
-    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain) -> None:
+    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
         ctx = self._ctx
         ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
-        results = self._on_timer(timestamp, ctx)
-        if not self.requested_side_outputs:
-            if results is not None:
-                out_values = list(results)
-                if out_values:
-                    self.output.collect(out_values, [timestamp] * len(out_values))
-            return
-        out_values = []
-        side: dict = {}
-        self.emit_results(results, timestamp, out_values, [], side)
-        self.flush_results(out_values, [timestamp] * len(out_values), side)
+        self.emit_results(self._on_timer(timestamp, ctx), timestamp, out.values, out.timestamps, out.side)
 
 
 class ReduceOperator(StreamOperator):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernel.datastream.time_domain import TimeDomain
 from kernel.streaming.operators.base import TwoInputStreamOperator
 from kernel.streaming.operators.basic import NonKeyedTimerService, ProcessContext
-from kernel.streaming.operators.keyed import KeyedContext, KeyedTimerService, timer_service
+from kernel.streaming.operators.keyed import KeyedContext, KeyedTimerService
+
+if TYPE_CHECKING:
+    from kernel.datastream.time_domain import TimeDomain
+    from kernel.streaming.timers import TimerOutput
 
 
 class _PerRecord(TwoInputStreamOperator):
@@ -75,32 +78,17 @@ class CoProcessOperator(_PerRecord):
 class KeyedCoProcessOperator(_PerRecord):
     def open(self) -> None:
         super().open()
-        self.timers = timer_service(self)
-        self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
+        self._ctx = KeyedContext(KeyedTimerService(self, self.open_timer_service()))
         function = self.spec.function
         self._processes = (function.process_element1, function.process_element2)
+        self._on_timer = function.on_timer
 
     def _call(self, index, value, ts):
         ctx = self._ctx
         ctx._timestamp, ctx._key = ts, self.backend.current_key
         return self._processes[index](value, ctx)
 
-    def process_watermark(self, timestamp: int) -> None:
-        self.current_watermark = timestamp
-        self.timers.advance_watermark(timestamp)
-        self.output.emit_watermark(timestamp)
-
-    def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
+    def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
         ctx = self._ctx
         ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
-        out_values: list = []
-        side: dict = {}
-        self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out_values, [], side)
-        self.flush_results(out_values, [timestamp] * len(out_values), side)
-
-    def _on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self._fire(timestamp, key, TimeDomain.EVENT_TIME)
-
-    def _on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
-        self._fire(timestamp, key, TimeDomain.PROCESSING_TIME)
-
+        self.emit_results(self._on_timer(timestamp, ctx), timestamp, out.values, out.timestamps, out.side)

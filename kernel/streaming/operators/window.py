@@ -14,15 +14,19 @@ state and ProcessWindowFunction state are cleared. Results carry the window's
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from kernel.clock import MAX_LONG
 from kernel.datastream import functions as fn
 from kernel.datastream import state as st
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.window import MergingWindowAssigner, Trigger, Window, WindowAssigner
-from kernel.streaming.operators.keyed import TimerOperator
+from kernel.streaming.operators import subtask_own
+from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.state import KeyedStateBackend
+
+if TYPE_CHECKING:
+    from kernel.streaming.timers import TimerOutput
 
 WINDOW_CONTENTS = "window-contents"
 MERGING_WINDOWS = "merging-window-set"
@@ -159,7 +163,7 @@ class MergingWindowSet:
         return result
 
 
-class WindowOperator(TimerOperator):
+class WindowOperator(StreamOperator):
     """``KeyedStream.window(...)`` with reduce, aggregate, apply or process."""
 
     def user_functions(self) -> list[Any]:
@@ -167,9 +171,12 @@ class WindowOperator(TimerOperator):
 
     def open(self) -> None:
         super().open()
+        self.open_timer_service()
         params = self.spec.params
-        self.assigner: WindowAssigner = params["assigner"]
-        self.trigger: Trigger = params["trigger"]
+        #: the subtask's own assigner and trigger, as Flink deserialises them per subtask (a
+        #: count window assigner keeps its counter's state in what ``open`` stores on it)
+        self.assigner: WindowAssigner = subtask_own(params["assigner"])
+        self.trigger: Trigger = subtask_own(params["trigger"])
         self.allowed_lateness: int = params["allowed_lateness"]
         self.late_tag = params.get("late_data_tag")
         self.window_function = params.get("window_function")
@@ -187,7 +194,6 @@ class WindowOperator(TimerOperator):
         self.process_context = _ProcessWindowContext(self)
         self.assigner_context = _AssignerContext(self)
         self._apply = self._window_function_caller()
-        self._fired: tuple | None = None
         opener = getattr(self.assigner, "open", None)
         if opener is not None:
             opener(self.runtime_context)
@@ -214,7 +220,6 @@ class WindowOperator(TimerOperator):
             ts = timestamps[i] if timestamps is not None else None
             key = keys[i]
             backend.current_key = key
-            backend.current_namespace = None
             if self._process_element(key, value, ts, out_values, out_ts, side):
                 late_values.append(value)
                 late_ts.append(ts)
@@ -235,7 +240,7 @@ class WindowOperator(TimerOperator):
         skipped = True
         watermark = self.timers.current_watermark
         event_time = self.assigner.is_event_time()
-        backend = self.backend
+        contents = self.contents
         if self.merging:
             merging_set = self._merging_set(key)
             for window in windows:
@@ -245,8 +250,8 @@ class WindowOperator(TimerOperator):
                     continue
                 skipped = False
                 state_window = merging_set.state_window(actual)
-                backend.current_namespace = state_window
-                self.contents.add(value)
+                contents.namespace = state_window
+                contents.add(value)
                 self._on_element(key, value, ts, actual, state_window, out_values, out_ts, side)
             self._store_merging_set(key, merging_set)
         else:
@@ -254,8 +259,8 @@ class WindowOperator(TimerOperator):
                 if event_time and cleanup_time(window, self.assigner, self.allowed_lateness) <= watermark:
                     continue
                 skipped = False
-                backend.current_namespace = window
-                self.contents.add(value)
+                contents.namespace = window
+                contents.add(value)
                 self._on_element(key, value, ts, window, window, out_values, out_ts, side)
         return skipped and event_time and ts is not None and ts + self.allowed_lateness <= watermark
 
@@ -263,11 +268,14 @@ class WindowOperator(TimerOperator):
         context = self.trigger_context
         context.window = window
         result = self.trigger.on_element(value, ts, window, context)
-        self.backend.current_namespace = state_window
+        self.contents.namespace = state_window
         if result.is_fire():
-            self._emit(key, window, self.contents.get(), out_values, out_ts, side)
+            contents = self._contents()
+            if contents is None:
+                return  # as PyFlink's: nothing to fire, nor to purge, no cleanup timer
+            self._emit(key, window, contents, out_values, out_ts, side)
         if result.is_purge():
-            self.backend.current_namespace = state_window
+            self.contents.namespace = state_window
             self.contents.clear()
         self._register_cleanup_timer(window)
 
@@ -313,20 +321,11 @@ class WindowOperator(TimerOperator):
             context.window = window
             self.trigger.clear(window, context)
             self._delete_cleanup_timer(window)
-        self.backend.current_namespace = None
         self.contents.merge(state_window, merged_state_windows)
 
     # -- timers -------------------------------------------------------------------------------
 
-    def advance_timers(self, timestamp: int) -> None:
-        """Fire the windows the watermark completes (their results in one batch)."""
-        self._fired = ([], [], {})
-        super().advance_timers(timestamp)
-        fired, self._fired = self._fired, None
-        self.flush_results(*fired)
-
-    def on_timer(self, timestamp: int, key: Any, window: Any, domain: TimeDomain) -> None:
-        backend = self.backend
+    def on_timer(self, timestamp: int, key: Any, window: Any, domain: TimeDomain, out: TimerOutput) -> None:
         merging_set = None
         state_window = window
         if self.merging:
@@ -334,19 +333,18 @@ class WindowOperator(TimerOperator):
             state_window = merging_set.state_window(window)
             if state_window is None:
                 return  # a timer of a window merged away: nothing left to do
-        backend.current_namespace = state_window
-        contents = self.contents.get()
         context = self.trigger_context
         context.window = window
         if domain is TimeDomain.EVENT_TIME:
             result = self.trigger.on_event_time(timestamp, window, context)
         else:
             result = self.trigger.on_processing_time(timestamp, window, context)
-        batched = self._fired is not None
-        out_values, out_ts, side = self._fired if batched else ([], [], {})
-        if result.is_fire() and contents is not None:
-            self._emit(key, window, contents, out_values, out_ts, side)
-        backend.current_namespace = state_window
+        self.contents.namespace = state_window
+        if result.is_fire():
+            contents = self._contents()
+            if contents is not None:
+                self._emit(key, window, contents, out.values, out.timestamps, out.side)
+                self.contents.namespace = state_window
         if result.is_purge():
             self.contents.clear()
         event_time = self.assigner.is_event_time()
@@ -355,11 +353,9 @@ class WindowOperator(TimerOperator):
             self._clear_all_state(window, state_window, merging_set)
         if merging_set is not None:
             self._store_merging_set(key, merging_set)
-        if not batched:
-            self.flush_results(out_values, out_ts, side)
 
     def _clear_all_state(self, window, state_window, merging_set) -> None:
-        self.backend.current_namespace = state_window
+        self.contents.namespace = state_window
         self.contents.clear()
         context = self.trigger_context
         context.window = window
@@ -391,9 +387,13 @@ class WindowOperator(TimerOperator):
             return lambda key, window, elements: function.apply(window, elements)
         return function.apply
 
+    def _contents(self) -> Any:
+        """The current window's contents; None when it has none (a list state purged, or never
+        added to, is empty: PyFlink and Flink fire no window then)."""
+        contents = self.contents.get()
+        return None if self.contents_kind == "list" and not contents else contents
+
     def _emit(self, key, window, contents, out_values, out_ts, side) -> None:
-        if contents is None:
-            return
         self.runtime.count("windows_fired")
         elements = contents if self.contents_kind == "list" else [contents]
         self.emit_results(self._apply(key, window, elements), window.max_timestamp(), out_values, out_ts, side)
