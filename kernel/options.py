@@ -13,6 +13,7 @@ from kernel.checkpointing.options import CheckpointingOptions
 from kernel.checkpointing.recovery import StateRecoveryOptions
 from kernel.config import Section
 from kernel.configtypes import DurationMs
+from kernel.pythonenv.options import PythonOptions
 
 
 class RillOptions(Section):
@@ -110,4 +111,5 @@ class WorkerOptions(Section):
 
 
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
-                                              CheckpointingOptions, StateRecoveryOptions, WorkerOptions)
+                                              CheckpointingOptions, StateRecoveryOptions, WorkerOptions,
+                                              PythonOptions)

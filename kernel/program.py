@@ -8,6 +8,7 @@ the CLI's executor runs it, under ``rill plan`` one that captures it, and in a p
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kernel.common.completable_future import CompletableFuture
 from kernel.errors import JobDefinitionError, JobNotRunning
+from kernel.pythonenv.options import KEYS as PYTHON_DEPENDENCY_KEYS
 
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient
@@ -140,7 +142,10 @@ class Program:
     savepoints: SavepointRequests = field(default_factory=SavepointRequests)
 
     def sets(self) -> list[str]:
-        return [f"{k}={v}" for k, v in self.config_overrides.items() if not k.startswith(BRIDGE_KEY_PREFIXES)]
+        """The job's config keys as ``key=value`` overrides: rill's keys and the job's Python
+        dependencies (PyFlink's other bridge keys change nothing)."""
+        return [f"{k}={json.dumps(v) if k in PYTHON_DEPENDENCY_KEYS else v}" for k, v in self.config_overrides.items()
+                if k in PYTHON_DEPENDENCY_KEYS or not k.startswith(BRIDGE_KEY_PREFIXES)]
 
 
 class ProgramCaptured(Exception):
