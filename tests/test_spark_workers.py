@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -38,7 +39,9 @@ from kernel.cluster_events import (
 )
 from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
+from kernel.pythonenv.environment import PythonEnvironment
 from plugins.checkpointing.events import CheckpointCompleted
+from plugins.spark.shipping import Shipment
 from tests.runtime import run_job
 from tests.test_contracts import Products, violations
 from tests.test_worker_processes import (
@@ -184,13 +187,20 @@ def spark(request, tmp_path_factory):
         except BaseException:
             cluster.stop()
             raise
+        # the executors run rill's interpreter and import the tests' modules from this checkout
+        # (the jobs' functions defined here travel by reference); rill itself reaches them shipped
         options = SparkOptions(master=cluster.url, conf=["spark.executor.memory=512m", "spark.driver.host=127.0.0.1",
-                                                         "spark.driver.bindAddress=127.0.0.1"])
+                                                         "spark.driver.bindAddress=127.0.0.1",
+                                                         f"spark.pyspark.python={sys.executable}",
+                                                         f"spark.executorEnv.PYTHONPATH={ROOT}"])
     session, _ = worker_session(options)
     session.cluster = cluster
     # Python workers that imported rill once: a TaskExecutor starts in a reused one in well
     # under a second, in a new one (under load) in many
     session.sparkContext.parallelize(range(4), 4).foreach(import_task_manager)
+    # what every run ships is checked on the executors once per session: here, not in the
+    # first test's run (where it would delay its TaskExecutors)
+    Shipment(session.sparkContext, PythonEnvironment()).check(["plugins.spark.worker_task", "plugins.local.runner"])
     yield session
     session.stop()
     if cluster is not None:

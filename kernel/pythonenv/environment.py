@@ -6,7 +6,8 @@ them — a ``.py`` file through a directory of its own that holds only it, a dir
 file (``.zip``, ``.whl``, ``.egg``) as it is; archives are extracted into the job's working
 directory, each into its target directory; the requirements are installed into their cached
 environment (:mod:`.requirements`) by the workers' interpreter; ``python.executable`` is found
-(relative to the working directory when it lies in an archive, else on ``PATH``). Everything
+(relative to the working directory when it lies in an archive, else on ``PATH``; the
+requirements are installed by it when it is found here, else by rill's own). Everything
 the job's run gets goes into a temporary directory removed when the run ends.
 
 Taking it up: a worker puts :attr:`PythonEnvironment.import_paths` first on ``sys.path``; a
@@ -28,7 +29,6 @@ from typing import Iterator
 
 import msgspec
 
-from kernel.errors import UsageError
 from kernel.pythonenv.dependencies import PythonArchive, PythonDependencyInfo
 from kernel.pythonenv.requirements import install_requirements
 
@@ -69,8 +69,9 @@ def prepare(info: PythonDependencyInfo, directory: str) -> PythonEnvironment:
     for archive in info.archives:
         extract(archive, working_dir)
     executable = resolve_executable(info.executable, info.archives, working_dir)
+    installer = executable if os.path.isabs(executable) else sys.executable  # found here, else rill's own
     requirements = install_requirements(info.requirements_file, info.requirements_cache_dir,
-                                        executable or sys.executable) if info.requirements_file else []
+                                        installer) if info.requirements_file else []
     files = [staged(path, os.path.join(directory, "python-files", str(index)))
              for index, path in enumerate(info.files)]
     return PythonEnvironment(info=info, import_paths=[*files, *requirements], requirements=requirements,
@@ -102,7 +103,8 @@ def extract(archive: PythonArchive, working_dir: str) -> str:
 
 def resolve_executable(executable: str, archives: list[PythonArchive], working_dir: str) -> str:
     """``python.executable`` on this machine: inside an extracted archive when its first part
-    names one, else a path, else a command on ``PATH``."""
+    names one, else a path, else a command on ``PATH``; as given when none is found here (it
+    may be an interpreter of a cluster's machines: whoever starts it says when it cannot)."""
     if not executable:
         return ""
     first = executable.split("/", 1)[0]
@@ -112,9 +114,7 @@ def resolve_executable(executable: str, archives: list[PythonArchive], working_d
         found = os.path.abspath(executable)
     else:
         found = shutil.which(executable) or ""
-    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
-        raise UsageError(f"python.executable: {executable!r} is not an executable file")
-    return found
+    return found if found and os.path.isfile(found) and os.access(found, os.X_OK) else executable
 
 
 def activate(environment: PythonEnvironment) -> None:

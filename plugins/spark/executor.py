@@ -40,6 +40,7 @@ from __future__ import annotations
 import gc
 import heapq
 import json
+import os
 import pickle
 import time
 import traceback
@@ -60,16 +61,11 @@ from kernel.streaming.runtime import OperatorRuntime, TaskInfo
 from kernel.streaming.sorted_input import SortingDataInput
 from kernel.streaming.sources import InputStatus
 from kernel.tracebacks import describe
+from plugins.spark.bootstrap import target_subtask  # noqa: F401  (the shuffles' partitioner)
 from plugins.spark.sinks import DRIVER_SINK_KINDS, DriverSink, FileSinkPartWriter
 
 BLOCK = 8192
 FAILURE_MARK = "RILL_SUBTASK_FAILED "
-
-
-def target_subtask(target: int) -> int:
-    """Spark's partition of a shuffled record: the consumer subtask it is keyed by (one
-    function for every edge, so a consumer's inputs share a partitioner)."""
-    return target
 
 
 class DriverChannel:
@@ -187,8 +183,10 @@ class Wiring:
 
 class SubtaskRunner:
     def __init__(self, vertex: Any, graph: Any, wiring: Wiring, max_parallelism: int, seed: int,
-                 driver: Any) -> None:
+                 driver: Any, in_files_directory: bool = False) -> None:
         self.vertex = vertex
+        #: the job has archives: it works where Spark unpacked them (PyFlink's working directory)
+        self.in_files_directory = in_files_directory
         self.graph = graph
         self.wiring = wiring
         self.max_parallelism = max_parallelism
@@ -205,9 +203,15 @@ class SubtaskRunner:
         them would cost a tenth of its time; it resumes when the subtask ends."""
         collecting = gc.isenabled()
         gc.disable()
+        cwd = os.getcwd()
+        if self.in_files_directory:
+            from pyspark import SparkFiles
+
+            os.chdir(SparkFiles.getRootDirectory())
         try:
             yield from self._run(index, records)
         finally:
+            os.chdir(cwd)
             if collecting:
                 gc.enable()
 
