@@ -31,6 +31,8 @@ import sys
 
 from kernel.datastream import StreamExecutionEnvironment
 
+RELATIVE = sys.argv[1:] == ["relative"]
+
 
 def use(value):
     import helper  # python.files
@@ -38,7 +40,7 @@ def use(value):
 
     # python.archives: in the job's working directory (a worker process works there, as
     # PyFlink's Python worker; an embedded TaskExecutor names it in _PYTHON_WORKING_DIR)
-    path = "data/greeting.txt" if sys.argv[1:] == ["relative"] else \\
+    path = "data/greeting.txt" if RELATIVE else \\
         os.path.join(os.environ["_PYTHON_WORKING_DIR"], "data", "greeting.txt")
     with open(path) as handle:
         greeting = handle.read().strip()

@@ -50,6 +50,7 @@ from itertools import count
 from typing import Any, Callable, Iterator
 
 from kernel.clock import MAX_LONG, NS_PER_MS
+from kernel.pythonenv.environment import WORKING_DIR_VARIABLE
 from kernel.rng import SeededRandom
 from kernel.streaming.async_io import BlockingAsyncExecutor
 from kernel.streaming.chain import OperatorChain
@@ -203,15 +204,21 @@ class SubtaskRunner:
         them would cost a tenth of its time; it resumes when the subtask ends."""
         collecting = gc.isenabled()
         gc.disable()
-        cwd = os.getcwd()
+        cwd, named = os.getcwd(), os.environ.get(WORKING_DIR_VARIABLE)
         if self.in_files_directory:
             from pyspark import SparkFiles
 
             os.chdir(SparkFiles.getRootDirectory())
+            os.environ[WORKING_DIR_VARIABLE] = SparkFiles.getRootDirectory()
         try:
             yield from self._run(index, records)
         finally:
             os.chdir(cwd)
+            if self.in_files_directory:
+                if named is None:
+                    os.environ.pop(WORKING_DIR_VARIABLE, None)
+                else:
+                    os.environ[WORKING_DIR_VARIABLE] = named
             if collecting:
                 gc.enable()
 
