@@ -6,7 +6,6 @@ or a bad entry is one line naming the key, before anything runs."""
 from __future__ import annotations
 
 import os
-import zipfile
 
 import msgspec
 
@@ -63,6 +62,8 @@ def _existing(key: str, path: str, kind: str = "") -> str:
 
 def _archive(entry: str) -> PythonArchive:
     path, _, target = entry.partition("#")
+    import zipfile
+
     absolute = _existing("python.archives", path, kind="file")
     if not zipfile.is_zipfile(absolute):
         raise UsageError(f"python.archives: {path.strip()!r} is not a zip archive (PyFlink's archives are zip files)")
