@@ -41,12 +41,12 @@ from kernel.streaming.outputs import DiscardingOutput
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
 from kernel.summary import VertexSummary
 from plugins.spark.events import SparkStageCompleted
+from plugins.spark.bootstrap import target_subtask
 from plugins.spark.executor import (
     FAILURE_MARK,
     DriverChannel,
     SubtaskRunner,
     Wiring,
-    target_subtask,
 )
 from plugins.spark.failures import python_exception
 from plugins.spark.options import SparkOptions
@@ -376,5 +376,5 @@ def _describe(exc: BaseException, vertex: Any) -> str:
         raised = python_exception(text)  # in the task's Python worker (not in an operator: its code or rill's)
         return (f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) failed in Spark: "
                 f"{raised or f'{error}: {message}'}\n{text}")
-    first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
+    first = python_exception(text) or next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
     return f"{vertex.name} failed in Spark: {first}\n{text}"

@@ -62,7 +62,6 @@ from kernel.streaming.runtime import OperatorRuntime, TaskInfo
 from kernel.streaming.sorted_input import SortingDataInput
 from kernel.streaming.sources import InputStatus
 from kernel.tracebacks import describe
-from plugins.spark.bootstrap import target_subtask  # noqa: F401  (the shuffles' partitioner)
 from plugins.spark.sinks import DRIVER_SINK_KINDS, DriverSink, FileSinkPartWriter
 
 BLOCK = 8192

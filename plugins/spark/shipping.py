@@ -52,10 +52,10 @@ SPARK_PROVIDED = frozenset({"pyspark", "py4j"})
 #: distributions only the driver uses (the event log, SQL over it)
 DRIVER_ONLY = frozenset({"duckdb", "pyarrow"})
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-#: (SparkContext, what was shipped) already probed successfully
-_probed: set[tuple[int, tuple[str, ...]]] = set()
-#: SparkContext -> the names of what was shipped with it (by content: a name is never shipped twice)
-_shipped: dict[int, set[str]] = {}
+#: (Spark application, what was shipped) already probed successfully
+_probed: set[tuple[str, tuple[str, ...]]] = set()
+#: Spark application -> the names of what was shipped to it (by content: a name is never shipped twice)
+_shipped: dict[str, set[str]] = {}
 
 
 class ExecutorsCannotRunRill(RillError):
@@ -201,7 +201,8 @@ class Shipment:
 
         cloudpickle.register_pickle_by_value(bootstrap)
         self.context = context
-        self.shipped = _shipped.setdefault(id(context), set())
+        self.application = f"{context.applicationId}@{context.startTime}"
+        self.shipped = _shipped.setdefault(self.application, set())
         self.roots: list[str] = []
         for path in environment.info.files:
             if os.path.isdir(path):
@@ -236,7 +237,7 @@ class Shipment:
     def check(self, modules: list[str]) -> None:
         """One probe task: rill's ``modules`` import on an executor with what was shipped, or
         the run fails at once saying what the executors lack."""
-        key = (id(self.context), tuple(self.roots))
+        key = (self.application, tuple(self.roots))
         if key in _probed:
             return
         self.context.setJobGroup(f"rill-probe-{os.getpid()}", "rill: can the executors run rill?")
