@@ -11,6 +11,10 @@ in an accumulator (:mod:`plugins.spark.sinks`). Once every Spark job succeeded, 
 collect sinks run on the driver, per subtask, in topological and subtask order, then the
 FileSink parts are committed; a failed job commits nothing.
 
+rill and the job's Python dependencies reach the executors shipped (:mod:`.shipping`): the
+subtasks' runners go wrapped by :mod:`.bootstrap`; one probe task first checks that rill runs
+there, else the run fails at once.
+
 The run is recorded like any other: compilation, job status, each subtask's execution states
 with the times its Spark task ran, a final metrics sample per subtask (records in/out,
 duration), the Spark job and stages of each vertex, and what print sinks wrote.

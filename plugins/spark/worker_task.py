@@ -16,10 +16,12 @@ TaskExecutor: the ResourceManager replaces a lost worker itself, so a second Tas
 the same resource id must never start. The task ends at once, saying so.
 
 Everything the task changes in its (reused) Python worker — stdout, the working directory,
-the SIGTERM handler — is put back when it ends. The task's function reaches the executor
-wrapped by :mod:`.bootstrap`: rill and the job's Python files and requirements are on the
-import path then; a job with archives works in Spark's files directory, where they are unpacked. Unless the run sets ``taskmanager.host``, the
+the SIGTERM handler — is put back when it ends. Unless the run sets ``taskmanager.host``, the
 TaskExecutor serves its partitions at the address its executor reaches the driver from.
+
+The task's function reaches the executor wrapped by :mod:`.bootstrap`: rill and the job's
+Python files and requirements are on the import path then (:mod:`.shipping`); a job with
+archives works in Spark's files directory, where Spark unpacked them.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ a worker's task (a session started elsewhere, speculation) ends at once without 
 The ResourceManager requests replacements for lost workers. Each worker holds one task slot
 (a core) of Spark for its whole life: the cluster needs at least as many as the job's
 TaskExecutors. Spark workers need the realtime clock: a simulated run is refused.
+
+rill reaches the executors shipped (:mod:`.shipping`): before the first worker, one probe task
+checks that it runs there, else the run fails at once. A worker whose task raises is reported
+with the Python exception it raised, in its ``worker_stopped`` and on stderr.
 """
 
 from __future__ import annotations
@@ -98,8 +102,7 @@ class SparkWorkerDriver:
         self.host = host
         self.spark = spark
         self.created = created
-        self.shipment = shipment
-        self.task = shipment.wrap(run_in_spark_task)
+        self.task = shipment.wrap(run_in_spark_task)  # what each worker's Spark task runs
         self.stop_timeout = options.stop_timeout / 1000
         self.run_id = run_id
         self.handler: ResourceEventHandler | None = None
