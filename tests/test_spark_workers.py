@@ -193,18 +193,20 @@ def spark(request, tmp_path_factory):
                                                          "spark.driver.bindAddress=127.0.0.1",
                                                          f"spark.pyspark.python={sys.executable}",
                                                          f"spark.executorEnv.PYTHONPATH={ROOT}:{ROOT / 'tests'}"])
-    session, _ = worker_session(options)
-    session.cluster = cluster
-    # Python workers that imported rill once: a TaskExecutor starts in a reused one in well
-    # under a second, in a new one (under load) in many
-    session.sparkContext.parallelize(range(4), 4).foreach(import_task_manager)
-    # what every run ships is checked on the executors once per session: here, not in the
-    # first test's run (where it would delay its TaskExecutors)
-    Shipment(session.sparkContext, PythonEnvironment()).check(["plugins.spark.worker_task", "plugins.local.runner"])
-    yield session
-    session.stop()
-    if cluster is not None:
-        cluster.stop()
+    try:
+        session, _ = worker_session(options)
+        session.cluster = cluster
+        # Python workers that imported rill once: a TaskExecutor starts in a reused one in well
+        # under a second, in a new one (under load) in many
+        session.sparkContext.parallelize(range(4), 4).foreach(import_task_manager)
+        # what every run ships is checked on the executors once per session: here, not in the
+        # first test's run (where it would delay its TaskExecutors)
+        Shipment(session.sparkContext, PythonEnvironment()).check(["plugins.spark.worker_task", "plugins.local.runner"])
+        yield session
+        session.stop()
+    finally:  # a cluster whose session could not be set up is stopped too
+        if cluster is not None:
+            cluster.stop()
 
 
 local = pytest.mark.parametrize("spark", ["local"], indirect=True)
