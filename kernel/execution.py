@@ -23,6 +23,9 @@ from kernel.errors import JobFailed
 from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
 from kernel.faults import check_operators
 from kernel.program import PipelineExecutor, Program
+from kernel.pythonenv.dependencies import PythonDependencyInfo
+from kernel.pythonenv.environment import PythonEnvironment, importable, prepared
+from kernel.pythonenv.options import PythonOptions
 from kernel.summary import RunOutcome, render
 from kernel.tracebacks import debugging, user_frames
 
@@ -84,17 +87,25 @@ def create_backend(session: Session) -> ExecutionBackend:
 
 def execute_job(session: Session, compiled: CompiledJob) -> RunOutcome:
     """Execute a compiled job in a new run of ``session`` on its execution backend (after
-    checking that the snapshot it starts from, if any, fits it)."""
+    checking that the snapshot it starts from, if any, fits it, and preparing the job's Python
+    environment: :mod:`kernel.pythonenv.environment`)."""
     check_restore(session.config.section(StateRecoveryOptions), compiled.job_graph)
+    dependencies = PythonDependencyInfo.of(session.config.section(PythonOptions))
     backend = create_backend(session)
     backend.prepare(compiled)
+    with prepared(dependencies) as environment:
+        return _run(session, compiled, backend, environment)
+
+
+def _run(session: Session, compiled: CompiledJob, backend: ExecutionBackend, environment: PythonEnvironment) -> RunOutcome:
     run = session.new_run(compiled.program.job_name,
                           metadata={**program_metadata(compiled.program), "backend": backend.name})
+    run.python_environment = environment
     run.start()
     wall_start, clock_start = time.perf_counter(), run.clock.now()
     record_compilation(run, compiled)
     try:
-        with collecting_for_batches():
+        with collecting_for_batches(), importable(environment):
             result = backend.execute(compiled, run)
     except BaseException as exc:
         run.finish("failed", f"{type(exc).__name__}: {exc}")

@@ -13,6 +13,7 @@ from kernel.checkpointing.options import CheckpointingOptions
 from kernel.checkpointing.recovery import StateRecoveryOptions
 from kernel.config import Section
 from kernel.configtypes import DurationMs
+from kernel.pythonenv.options import PythonOptions
 
 
 class RillOptions(Section):
@@ -99,15 +100,6 @@ class ExecutionOptions(Section):
     )
 
 
-class PythonOptions(Section):
-    """PyFlink's PythonOptions that rill honours (a job's Configuration may set them too)."""
-
-    metric_enabled: Annotated[
-        bool, msgspec.Meta(description="user metrics: false makes RuntimeContext.get_metrics_group() return None, "
-                                       "as PyFlink's")
-    ] = msgspec.field(name="python.metric.enabled", default=True)
-
-
 class WorkerOptions(Section):
     """What every workers plugin's ResourceManager driver honours."""
 
@@ -119,5 +111,5 @@ class WorkerOptions(Section):
 
 
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
-                                              PythonOptions, CheckpointingOptions, StateRecoveryOptions,
-                                              WorkerOptions)
+                                              CheckpointingOptions, StateRecoveryOptions, WorkerOptions,
+                                              PythonOptions)

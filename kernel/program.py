@@ -8,6 +8,7 @@ the CLI's executor runs it, under ``rill plan`` one that captures it, and in a p
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kernel.common.completable_future import CompletableFuture
 from kernel.errors import JobDefinitionError, JobNotRunning
+from kernel.pythonenv.options import HONOURED_KEYS as HONOURED_BRIDGE_KEYS
+from kernel.pythonenv.options import KEYS as PYTHON_DEPENDENCY_KEYS
 
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient
@@ -27,8 +30,6 @@ DEFAULT_STREAMING_JOB_NAME = "Flink Streaming Job"
 DEFAULT_BATCH_JOB_NAME = "Flink Batch Job"
 #: keys a job's Configuration may set that only matter to PyFlink's Python/Java bridge
 BRIDGE_KEY_PREFIXES = ("python.", "pipeline.jars", "pipeline.classpaths")
-#: bridge keys rill honours: a job's Configuration sets them like any other key
-HONOURED_BRIDGE_KEYS = frozenset({"python.metric.enabled"})
 
 
 class JobCancellation:
@@ -142,7 +143,10 @@ class Program:
     savepoints: SavepointRequests = field(default_factory=SavepointRequests)
 
     def sets(self) -> list[str]:
-        return [f"{k}={v}" for k, v in self.config_overrides.items()
+        """The job's config keys as ``key=value`` overrides: rill's keys and the PyFlink bridge keys
+        rill honours (the job's Python dependencies, user metrics on or off; PyFlink's other
+        bridge keys change nothing)."""
+        return [f"{k}={json.dumps(v) if k in PYTHON_DEPENDENCY_KEYS else v}" for k, v in self.config_overrides.items()
                 if k in HONOURED_BRIDGE_KEYS or not k.startswith(BRIDGE_KEY_PREFIXES)]
 
 

@@ -15,6 +15,7 @@ from kernel.events import ExecutionGraphCompiled, MessageDelayed, MessageDropped
 from kernel.loop import EventLoop
 from kernel.messaging import Envelope, MessagingService
 from kernel.options import EventOptions, RillOptions
+from kernel.pythonenv.environment import PythonEnvironment
 from kernel.rng import SeededRandom
 
 if TYPE_CHECKING:
@@ -57,6 +58,8 @@ class Run:
         self.metadata: dict[str, Any] = dict(metadata or {})
         #: input files a re-execution reads instead of the job's own (path -> recorded copy)
         self.input_overrides: dict[str, str] = dict(session.input_overrides)
+        #: the job's Python environment, prepared by the client for the run (``execute_job``)
+        self.python_environment = PythonEnvironment()
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.status = "created"

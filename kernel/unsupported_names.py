@@ -144,13 +144,7 @@ CACHED_STREAMS = UnsupportedGroup(
         f"{DS}.data_stream": ("DataStream.cache",),
     })
 
-PYTHON_ARCHIVES = UnsupportedGroup(
-    "Python archives", "rill runs functions in the job's own Python process: there is no worker directory to "
-                       "extract archives into", {
-        SEE: ("StreamExecutionEnvironment.add_python_archive",),
-    })
-
 GROUPS: tuple[UnsupportedGroup, ...] = (
     STATE_BACKEND_OBJECTS, CHANGELOG, EXTERNAL_CONNECTORS, FILE_CONNECTOR,
-    FORMAT_LIBRARIES, JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, PYTHON_ARCHIVES, CACHED_STREAMS,
+    FORMAT_LIBRARIES, JAVA_BRIDGE, RESTART_STRATEGIES, DISTRIBUTED_CACHE, CACHED_STREAMS,
 )

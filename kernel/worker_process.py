@@ -15,17 +15,20 @@ import msgspec
 
 from kernel.contracts.workers import TaskExecutorProcessSpec
 from kernel.process_exit import skip_last_collection
+from kernel.pythonenv.environment import activate
 from kernel.session import Session
 
 
 def run_worker(spec: TaskExecutorProcessSpec) -> None:
-    """Import with the cluster's path, from its directory; build the worker's session and its
-    part of the run (same id, configuration and plugins) and call ``entry(spec, run)``."""
+    """Import with the cluster's path, from its directory, and with the job's Python
+    environment (:mod:`kernel.pythonenv.environment`); build the worker's session and its part
+    of the run (same id, configuration and plugins) and call ``entry(spec, run)``."""
     for path in reversed(spec.sys_path):
         if path not in sys.path:
             sys.path.insert(0, path)
     if spec.cwd:
         os.chdir(spec.cwd)
+    activate(spec.python)
     raw, input_overrides = pickle.loads(spec.config)
     session = Session.from_raw(raw)
     session.input_overrides = dict(input_overrides)

@@ -97,7 +97,9 @@ def test_environment_settings_pyflink_records(env):
     assert (recorded["python.executable"], recorded["python.requirements"]) == ("py_env/bin/python",
                                                                                  "requirements.txt#cached_dir")
     env.from_collection([1]).print()
-    assert env._program(None, clear=False).sets() == []  # nothing of it reaches rill's configuration
+    # the jars change nothing; the Python dependencies reach rill's configuration
+    assert env._program(None, clear=False).sets() == ['python.executable="py_env/bin/python"',
+                                                      'python.requirements="requirements.txt#cached_dir"']
     assert env.is_chaining_of_operators_with_different_max_parallelism_enabled() is True
     env.set_default_local_parallelism(3)
     assert env.get_default_local_parallelism() == 3

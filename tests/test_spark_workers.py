@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -38,7 +39,9 @@ from kernel.cluster_events import (
 )
 from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
+from kernel.pythonenv.environment import PythonEnvironment
 from plugins.checkpointing.events import CheckpointCompleted
+from plugins.spark.shipping import Shipment
 from tests.runtime import run_job
 from tests.test_contracts import Products, violations
 from tests.test_worker_processes import (
@@ -184,17 +187,26 @@ def spark(request, tmp_path_factory):
         except BaseException:
             cluster.stop()
             raise
+        # the executors run rill's interpreter and import the tests' modules from this checkout
+        # (the jobs' functions defined here travel by reference); rill itself reaches them shipped
         options = SparkOptions(master=cluster.url, conf=["spark.executor.memory=512m", "spark.driver.host=127.0.0.1",
-                                                         "spark.driver.bindAddress=127.0.0.1"])
-    session, _ = worker_session(options)
-    session.cluster = cluster
-    # Python workers that imported rill once: a TaskExecutor starts in a reused one in well
-    # under a second, in a new one (under load) in many
-    session.sparkContext.parallelize(range(4), 4).foreach(import_task_manager)
-    yield session
-    session.stop()
-    if cluster is not None:
-        cluster.stop()
+                                                         "spark.driver.bindAddress=127.0.0.1",
+                                                         f"spark.pyspark.python={sys.executable}",
+                                                         f"spark.executorEnv.PYTHONPATH={ROOT}:{ROOT / 'tests'}"])
+    try:
+        session, _ = worker_session(options)
+        session.cluster = cluster
+        # Python workers that imported rill once: a TaskExecutor starts in a reused one in well
+        # under a second, in a new one (under load) in many
+        session.sparkContext.parallelize(range(4), 4).foreach(import_task_manager)
+        # what every run ships is checked on the executors once per session: here, not in the
+        # first test's run (where it would delay its TaskExecutors)
+        Shipment(session.sparkContext, PythonEnvironment()).check(["plugins.spark.worker_task", "plugins.local.runner"])
+        yield session
+        session.stop()
+    finally:  # a cluster whose session could not be set up is stopped too
+        if cluster is not None:
+            cluster.stop()
 
 
 local = pytest.mark.parametrize("spark", ["local"], indirect=True)
@@ -448,3 +460,37 @@ def test_losing_a_spark_worker_mid_job_replaces_its_task_executors_on_the_other(
     assert all(registered.count(r) == 1 for r in workers)
     # restored from the latest checkpoint: every key counted exactly once
     assert last_counts(job.lines) == {"k0": 1_250, "k1": 1_250, "k2": 1_250, "k3": 1_250}
+
+
+# -- TaskExecutors that cannot start -----------------------------------------------------------------
+
+
+@local
+def test_a_task_executor_failing_in_its_spark_task_reports_its_exception_and_the_job_fails_at_the_slot_timeout(
+        spark, capsys):
+    """Each TaskExecutor's Spark task raises as it starts (it cannot bind where it would serve
+    its partitions): its Python exception, not Spark's cut sentence, is in ``worker_stopped``
+    and on stderr; no worker ever registers, so the job fails after ``slot.request.timeout``
+    instead of idling until ``rill.duration``."""
+    def build(env):
+        env.from_source(DataGeneratorSource(lambda i: i, records_per_second=10, type_info=Types.INT()),
+                        WatermarkStrategy.no_watermarks(), "Unbounded").add_sink(lambda v: None)
+        env.execute("never starts")
+
+    job = run_job(build, *SPARK_WORKERS, "taskmanager.host=192.0.2.1", "slot.request.timeout=6 s",
+                  "rill.duration=10 min")
+    assert job.outcome.status == "FAILED"
+    assert job.outcome.failure.startswith("NoResourceAvailableException: could not acquire the minimum required "
+                                          "resources (a slot for slot sharing group 'default') within "
+                                          "slot.request.timeout (6000 ms)")
+    assert job.outcome.clock_seconds < 120 and not job.events(WorkerRegistered)
+    exception = ("OSError: [Errno 99] Cannot assign requested address (while attempting to bind on address "
+                 "('192.0.2.1', 0))")
+    # local[8,2] retries a failed task once (and its retry starts no TaskExecutor)
+    diagnostics = f"its Spark task failed: {exception}; Spark's retry starts no second TaskExecutor"
+    failed = [e.resource_id for e in job.events(WorkerStopped) if e.reason != "cluster shut down"]
+    assert len(failed) >= 2 and {e.reason for e in job.events(WorkerStopped) if e.resource_id in failed} == {
+        f"terminated before registering: {diagnostics}"}
+    printed = [line for line in capsys.readouterr().err.splitlines() if line.startswith("rill: TaskExecutor")]
+    assert set(printed) >= {f"rill: TaskExecutor {resource} failed: {diagnostics}" for resource in failed}
+    assert all(line.endswith(f" failed: {diagnostics}") for line in printed)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
+from kernel.pythonenv.environment import PythonEnvironment
+
 if TYPE_CHECKING:
     from kernel.loop import EventLoop
     from kernel.messaging import Future
@@ -41,6 +43,8 @@ class TaskExecutorProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
     config: bytes = b""
     sys_path: list[str] = []
     cwd: str = ""
+    #: the job's Python environment as the client prepared it (taken up before ``entry`` runs)
+    python: PythonEnvironment = PythonEnvironment()
 
 
 class WorkerNode(msgspec.Struct, frozen=True, kw_only=True):

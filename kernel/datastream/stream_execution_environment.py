@@ -8,7 +8,6 @@ parallelism when they are created, as in Flink.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from kernel import unsupported
@@ -155,22 +154,27 @@ class StreamExecutionEnvironment:
         return current_executor().session.config.section(ExecutionOptions).buffer_timeout
 
     def add_python_file(self, file_path: str) -> None:
-        """Make a Python file or directory importable by the job's functions."""
-        path = os.path.abspath(file_path)
-        directory = path if os.path.isdir(path) else os.path.dirname(path)
-        if directory not in sys.path:
-            sys.path = [directory, *sys.path]  # a new list: another thread may be iterating the old one
+        """Add a Python file, zip file or directory to the import path of the job's functions
+        on every worker (``python.files``, recorded as PyFlink records it)."""
+        existing = self._configuration.get_string("python.files", None)
+        self._configuration.set_string("python.files", file_path if existing is None else f"{file_path},{existing}")
+
+    def add_python_archive(self, archive_path: str, target_dir: str | None = None) -> None:
+        """Extract a zip archive into the job's working directory on every worker, into
+        ``target_dir`` (default: the archive's file name) — ``python.archives``."""
+        entry = archive_path if target_dir is None else f"{archive_path}#{target_dir}"
+        existing = self._configuration.get_string("python.archives", None)
+        self._configuration.set_string("python.archives", entry if existing is None else f"{existing},{entry}")
 
     def set_python_requirements(self, requirements_file_path: str, requirements_cache_dir: str | None = None) -> None:
-        """Recorded as PyFlink records it (``python.requirements``): rill runs the job's functions
-        in the job's own Python process, which must have the requirements installed."""
+        """Install the requirements into the job's own environment, cached (offline from
+        ``requirements_cache_dir`` when given) — ``python.requirements``."""
         value = requirements_file_path if requirements_cache_dir is None \
             else f"{requirements_file_path}#{requirements_cache_dir}"
         self._configuration.set_string("python.requirements", value)
 
     def set_python_executable(self, python_exec: str) -> None:
-        """Recorded as PyFlink records it (``python.executable``): rill's functions run in the
-        job's own Python process."""
+        """The interpreter of the job's TaskExecutor processes (``python.executable``)."""
         self._configuration.set_string("python.executable", python_exec)
 
     def add_jars(self, *jars_path: str) -> None:

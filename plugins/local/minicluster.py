@@ -103,7 +103,7 @@ class MiniCluster:
             resource_id=resource_id, slots=self.options.task_slots, entry="plugins.local.runner:run_task_manager",
             rpc_address=self.rpc_address, run_id=self.run.id, job_name=self.run.job_name,
             config=pickle.dumps((self.run.config.raw, self.run.input_overrides)), sys_path=list(sys.path),
-            cwd=os.getcwd(),
+            cwd=os.getcwd(), python=self.run.python_environment,
         )
 
     def localize(self, deployment: Any) -> Any:

@@ -11,6 +11,10 @@ in an accumulator (:mod:`plugins.spark.sinks`). Once every Spark job succeeded, 
 collect sinks run on the driver, per subtask, in topological and subtask order, then the
 FileSink parts are committed; a failed job commits nothing.
 
+rill and the job's Python dependencies reach the executors shipped (:mod:`.shipping`): the
+subtasks' runners go wrapped by :mod:`.bootstrap`; one probe task first checks that rill runs
+there, else the run fails at once.
+
 The run is recorded like any other: compilation, job status, each subtask's execution states
 with the times its Spark task ran, a final metrics sample per subtask (records in/out,
 duration, and its user metrics as its Spark task ended), the Spark job and stages of each
@@ -37,20 +41,22 @@ from kernel.compiler import CompiledJob
 from kernel.contracts.backend import JobResult
 from kernel.errors import UsageError
 from kernel.graph.job import DistributionPattern
-from kernel.options import PythonOptions
+from kernel.pythonenv.options import PythonOptions
 from kernel.streaming.operators import create_operator
 from kernel.streaming.outputs import DiscardingOutput
 from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
 from kernel.summary import VertexSummary
 from plugins.spark.events import SparkStageCompleted
+from plugins.spark.bootstrap import target_subtask
 from plugins.spark.executor import (
     FAILURE_MARK,
     DriverChannel,
     SubtaskRunner,
     Wiring,
-    target_subtask,
 )
+from plugins.spark.failures import python_exception
 from plugins.spark.options import SparkOptions
+from plugins.spark.shipping import Shipment
 from plugins.spark.sinks import DRIVER_SINK_KINDS, SentToDriver
 
 if TYPE_CHECKING:
@@ -108,11 +114,13 @@ class SparkBackend:
         driver = spark.sparkContext.accumulator([], DriverChannel())
         sent = SentToDriver([])
         try:
+            shipment = Shipment(spark.sparkContext, run.python_environment)
+            shipment.check(["plugins.spark.executor"])
             self._emit_job(run, job_graph, "CREATED", "RUNNING")
             for ev in graph.vertices():
                 self._state(run, job_graph.job_id, ev.job_vertex.job_vertex, ev.subtask, "CREATED", "SCHEDULED", run.clock.now())
             try:
-                self._run_vertices(spark, run, compiled, graph, driver)
+                self._run_vertices(spark, run, compiled, graph, driver, shipment)
             finally:  # what finished subtasks sent, also when a later one failed
                 sent = SentToDriver(driver.value)
             self._run_sinks(run, compiled, sent.blocks)
@@ -157,24 +165,27 @@ class SparkBackend:
     def _session(self) -> tuple[Any, bool]:
         from plugins.spark.session import spark_session
 
-        return spark_session(self.options)
+        return spark_session(self.options, python_executable=self.config.section(PythonOptions).executable)
 
     # -- vertices -----------------------------------------------------------------------------
 
-    def _run_vertices(self, spark: Any, run: Any, compiled: CompiledJob, graph: Any, driver: Any) -> None:
+    def _run_vertices(self, spark: Any, run: Any, compiled: CompiledJob, graph: Any, driver: Any,
+                      shipment: Shipment) -> None:
         """Run each vertex as a Spark job, in topological order: its subtasks are the tasks of
         a stage that writes their output edges as a shuffle (a blocking exchange, as Flink's
         batch shuffle) for the consumers' stages to read. The subtasks send what the driver
-        gets through the accumulator ``driver``."""
+        gets through the accumulator ``driver``; their runners reach the executors with what
+        ``shipment`` shipped."""
         job_graph = compiled.job_graph
         edges = [edge for vertex in job_graph.topological_order() for edge in vertex.inputs]
         wiring = _wiring(graph, job_graph, edges)
         context = spark.sparkContext
         shuffled: dict[int, Any] = {}  # job edge index -> its records, partitioned by consumer subtask
         for vertex in job_graph.topological_order():
-            runner = SubtaskRunner(vertex, compiled.stream_graph, wiring,
-                                   graph.job_vertex(vertex.id).max_parallelism, run.seed, driver,
-                                   run.config.section(PythonOptions).metric_enabled)
+            runner = shipment.wrap(SubtaskRunner(vertex, compiled.stream_graph, wiring,
+                                                 graph.job_vertex(vertex.id).max_parallelism, run.seed, driver,
+                                                 run.config.section(PythonOptions).metric_enabled,
+                                                 in_files_directory=bool(run.python_environment.info.archives)))
             if not vertex.inputs:
                 rdd = context.parallelize(range(vertex.parallelism), vertex.parallelism)
             else:
@@ -372,6 +383,8 @@ def _describe(exc: BaseException, vertex: Any) -> str:
     lost = _LOST_TASK.search(text)
     if lost is not None:  # Spark's own failure of the task running a subtask
         subtask, error, message = int(lost.group(1)), lost.group(2).rsplit(".", 1)[-1], lost.group(3).strip()
-        return (f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) failed in Spark: {error}: {message}\n{text}")
-    first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
+        raised = python_exception(text)  # in the task's Python worker (not in an operator: its code or rill's)
+        return (f"{vertex.name} ({subtask + 1}/{vertex.parallelism}) failed in Spark: "
+                f"{raised or f'{error}: {message}'}\n{text}")
+    first = python_exception(text) or next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
     return f"{vertex.name} failed in Spark: {first}\n{text}"

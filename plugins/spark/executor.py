@@ -40,6 +40,7 @@ from __future__ import annotations
 import gc
 import heapq
 import json
+import os
 import pickle
 import time
 import traceback
@@ -51,6 +52,7 @@ from typing import Any, Callable, Iterator
 from kernel.clock import MAX_LONG, NS_PER_MS, NS_PER_S
 from kernel.metrics.groups import TaskMetricGroup
 from kernel.metrics.metrics import UPDATE_INTERVAL_SECONDS
+from kernel.pythonenv.environment import WORKING_DIR_VARIABLE
 from kernel.rng import SeededRandom
 from kernel.streaming.async_io import BlockingAsyncExecutor
 from kernel.streaming.chain import OperatorChain
@@ -66,12 +68,6 @@ from plugins.spark.sinks import DRIVER_SINK_KINDS, DriverSink, FileSinkPartWrite
 
 BLOCK = 8192
 FAILURE_MARK = "RILL_SUBTASK_FAILED "
-
-
-def target_subtask(target: int) -> int:
-    """Spark's partition of a shuffled record: the consumer subtask it is keyed by (one
-    function for every edge, so a consumer's inputs share a partitioner)."""
-    return target
 
 
 class DriverChannel:
@@ -196,9 +192,11 @@ class Wiring:
 
 class SubtaskRunner:
     def __init__(self, vertex: Any, graph: Any, wiring: Wiring, max_parallelism: int, seed: int,
-                 driver: Any, metrics_enabled: bool = True) -> None:
+                 driver: Any, metrics_enabled: bool = True, in_files_directory: bool = False) -> None:
         self.vertex = vertex
         self.metrics_enabled = metrics_enabled
+        #: the job has archives: it works where Spark unpacked them (PyFlink's working directory)
+        self.in_files_directory = in_files_directory
         self.graph = graph
         self.wiring = wiring
         self.max_parallelism = max_parallelism
@@ -215,9 +213,21 @@ class SubtaskRunner:
         them would cost a tenth of its time; it resumes when the subtask ends."""
         collecting = gc.isenabled()
         gc.disable()
+        cwd, named = os.getcwd(), os.environ.get(WORKING_DIR_VARIABLE)
+        if self.in_files_directory:
+            from pyspark import SparkFiles
+
+            os.chdir(SparkFiles.getRootDirectory())
+            os.environ[WORKING_DIR_VARIABLE] = SparkFiles.getRootDirectory()
         try:
             yield from self._run(index, records)
         finally:
+            os.chdir(cwd)
+            if self.in_files_directory:
+                if named is None:
+                    os.environ.pop(WORKING_DIR_VARIABLE, None)
+                else:
+                    os.environ[WORKING_DIR_VARIABLE] = named
             if collecting:
                 gc.enable()
 

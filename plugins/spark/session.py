@@ -16,13 +16,20 @@ LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.pr
 QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
-def spark_session(options: Any, quiet: bool = False) -> tuple[Any, bool]:
+def spark_session(options: Any, quiet: bool = False, python_executable: str = "") -> tuple[Any, bool]:
     """The active SparkSession (a test's, an application's — also one started in another thread
     of this process, e.g. the caller's when ``execute_and_collect`` runs the job in a thread of
     its own) or a new one: (session, created).
 
     ``quiet``: a session rill starts keeps all of Spark's own output (its log, the JVM's
     messages) off the terminal unless rill runs with ``--debug``.
+
+    The Python of a session rill starts (``spark.pyspark.python``): the job's
+    ``python.executable`` when it sets one, else Spark's own choice (``PYSPARK_PYTHON``, else
+    ``python3`` on the executors' machines) — on a ``local`` master, this process's interpreter,
+    whose Python workers get this process's import path too. A cluster's executors get nothing
+    of this machine's: rill and the job's files reach them through Spark's file distribution
+    (:mod:`.shipping`).
     """
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
@@ -41,10 +48,14 @@ def spark_session(options: Any, quiet: bool = False) -> tuple[Any, bool]:
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.driver.extraJavaOptions", java_options)
             .set("spark.executor.extraJavaOptions", java_options)
-            .set("spark.python.worker.reuse", "true")
-            .set("spark.executorEnv.PYTHONPATH", _python_path()))
-    if "PYSPARK_PYTHON" not in os.environ:
-        conf.set("spark.pyspark.python", sys.executable)  # the workers run rill's Python
+            .set("spark.python.worker.reuse", "true"))
+    local = options.master.startswith("local")
+    if local:  # the Python workers run on this machine: they import as this process does
+        conf.set("spark.executorEnv.PYTHONPATH", _python_path())
+    if python_executable:
+        conf.set("spark.pyspark.python", python_executable)
+    elif "PYSPARK_PYTHON" not in os.environ and local:
+        conf.set("spark.pyspark.python", sys.executable)  # this machine's workers run rill's Python
     for item in options.conf:
         key, _, value = item.partition("=")
         conf.set(key.strip(), value.strip())
@@ -76,9 +87,9 @@ def _quiet_query_context_loggers() -> None:
 
 
 def _python_path() -> str:
-    """The driver's import path, so Python workers import the job's modules as the driver does,
-    and the directory holding rill's packages (an editable install's import hook lives in the
-    driver's environment, which a worker's interpreter may not start in)."""
+    """The driver's import path, so ``local`` Python workers import the job's modules as the
+    driver does, and the directory holding rill's packages (an editable install's import hook
+    lives in the driver's environment, which a worker's interpreter may not start in)."""
     import kernel
 
     rill = os.path.dirname(os.path.dirname(os.path.abspath(kernel.__file__)))

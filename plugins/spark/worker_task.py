@@ -18,6 +18,10 @@ the same resource id must never start. The task ends at once, saying so.
 Everything the task changes in its (reused) Python worker — stdout, the working directory,
 the SIGTERM handler — is put back when it ends. Unless the run sets ``taskmanager.host``, the
 TaskExecutor serves its partitions at the address its executor reaches the driver from.
+
+The task's function reaches the executor wrapped by :mod:`.bootstrap`: rill and the job's
+Python files and requirements are on the import path then (:mod:`.shipping`); a job with
+archives works in Spark's files directory, where Spark unpacked them.
 """
 
 from __future__ import annotations
@@ -71,6 +75,23 @@ def serving_at(spec: Any, host: str) -> Any:
     return msgspec.structs.replace(spec, config=pickle.dumps((configured, input_overrides)))
 
 
+def on_executors(spec: Any) -> Any:
+    """The spec as the driver sends it to the executors: nothing of this machine's import path
+    or Python environment (what the job needs was shipped, :mod:`.shipping`), only what the job
+    asked for."""
+    from kernel.pythonenv.environment import PythonEnvironment
+
+    return msgspec.structs.replace(spec, sys_path=[], python=PythonEnvironment(info=spec.python.info))
+
+
+def in_spark_working_directory(spec: Any) -> Any:
+    """A job with archives works where Spark unpacked them (PyFlink's working directory)."""
+    from pyspark import SparkFiles
+
+    root = SparkFiles.getRootDirectory()
+    return msgspec.structs.replace(spec, cwd=root, python=msgspec.structs.replace(spec.python, working_dir=root))
+
+
 def run_in_spark_task(items: Iterator[tuple[bytes, str]]) -> Iterator[str]:
     """The Spark task (``mapPartitions``): for its one element (the encoded spec, the task
     channel's address), run the TaskExecutor; yield how it ended."""
@@ -91,7 +112,9 @@ def run_task_executor(spec: Any, channel: str) -> str:
     connection = connect(channel, _commands, lambda connection, error: None, name=f"{spec.resource_id}-channel")
     connection.send(encode("hello", spec.resource_id, os.getpid(), socket.gethostname(), context.stageId(),
                            context.taskAttemptId()))
-    if spec.cwd and not os.path.isdir(spec.cwd):  # an executor on another host: stay where Spark runs the task
+    if spec.python.info.archives:
+        spec = in_spark_working_directory(spec)
+    elif spec.cwd and not os.path.isdir(spec.cwd):  # an executor on another host: stay where Spark runs the task
         spec = msgspec.structs.replace(spec, cwd="")
     spec = serving_at(spec, connection.sock.getsockname()[0])
     stdout, cwd, on_sigterm = sys.stdout, os.getcwd(), signal.getsignal(signal.SIGTERM)

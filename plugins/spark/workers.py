@@ -24,11 +24,14 @@ a worker's task (a session started elsewhere, speculation) ends at once without 
 The ResourceManager requests replacements for lost workers. Each worker holds one task slot
 (a core) of Spark for its whole life: the cluster needs at least as many as the job's
 TaskExecutors. Spark workers need the realtime clock: a simulated run is refused.
+
+rill reaches the executors shipped (:mod:`.shipping`): before the first worker, one probe task
+checks that it runs there, else the run fails at once. A worker whose task raises is reported
+with the Python exception it raised, in its ``worker_stopped`` and on stderr.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -41,8 +44,10 @@ from kernel.errors import UsageError
 from kernel.messaging import Future
 from kernel.options import WorkerOptions
 from kernel.tcp import Connection, Server, parse_address
+from plugins.spark.failures import spark_failure
 from plugins.spark.options import SparkOptions
-from plugins.spark.worker_task import FINISHED, RETRIED, decode, encode, run_in_spark_task
+from plugins.spark.shipping import Shipment, executors_python
+from plugins.spark.worker_task import FINISHED, RETRIED, decode, encode, on_executors, run_in_spark_task
 
 if TYPE_CHECKING:
     from kernel.contracts.workers import ResourceEventHandler, TaskExecutorProcessSpec, WorkerHost
@@ -54,22 +59,13 @@ class WorkerStartFailed(Exception):
     """A worker's Spark job ended before its task said hello."""
 
 
-def worker_session(options: SparkOptions) -> tuple[Any, bool]:
+def worker_session(options: SparkOptions, python_executable: str = "") -> tuple[Any, bool]:
     """The SparkSession spark workers run on: the active one, or a new one in which Spark does
     not retry failed tasks (``spark.task.maxFailures=1`` unless ``spark.conf`` sets it)."""
     from plugins.spark.session import spark_session
 
-    return spark_session(msgspec.structs.replace(options, conf=["spark.task.maxFailures=1", *options.conf]))
-
-
-_QUALIFIED = re.compile(r"^(?:[\w$]+\.)+[\w$]+: ")
-
-
-def first_sentence(text: str) -> str:
-    """Spark's message in one sentence, without the exception's class."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    line = next((line[2:] for line in lines if line.startswith(": ")), lines[0] if lines else "")  # py4j's layout
-    return _QUALIFIED.sub("", line).split(". ", 1)[0]
+    return spark_session(msgspec.structs.replace(options, conf=["spark.task.maxFailures=1", *options.conf]),
+                         python_executable=python_executable)
 
 
 def _write(text: str) -> None:
@@ -102,10 +98,11 @@ class SparkWorkerDriver:
     in_process = False
 
     def __init__(self, host: WorkerHost, spark: Any, created: bool, options: WorkerOptions,
-                 run_id: str) -> None:
+                 run_id: str, shipment: Shipment) -> None:
         self.host = host
         self.spark = spark
         self.created = created
+        self.task = shipment.wrap(run_in_spark_task)  # what each worker's Spark task runs
         self.stop_timeout = options.stop_timeout / 1000
         self.run_id = run_id
         self.handler: ResourceEventHandler | None = None
@@ -125,7 +122,7 @@ class SparkWorkerDriver:
             self.channel = Server(parse_address(spec.rpc_address)[0], 0, self._accepted)
         worker = self.workers[spec.resource_id] = _Worker(spec.resource_id, f"rill-{self.run_id}-{spec.resource_id}",
                                                           placed)
-        payload = (msgspec.msgpack.encode(spec), self.channel.address)
+        payload = (msgspec.msgpack.encode(on_executors(spec)), self.channel.address)
         from pyspark import InheritableThread
 
         worker.thread = InheritableThread(target=self._run_job, args=(worker, payload), name=f"rill-{spec.resource_id}",
@@ -140,9 +137,9 @@ class SparkWorkerDriver:
                             interruptOnCancel=True)
         error = ""
         try:
-            ended = context.parallelize([payload], 1).mapPartitions(run_in_spark_task).collect()
-        except Exception as exc:  # the task failed (its process died), the job was cancelled
-            ended, error = [], first_sentence(str(exc)) or type(exc).__name__
+            ended = context.parallelize([payload], 1).mapPartitions(self.task).collect()
+        except Exception as exc:  # the task failed (its process died, it raised), the job was cancelled
+            ended, error = [], spark_failure(str(exc)) or type(exc).__name__
         if worker.connection is not None:  # everything it sent is handled
             worker.disconnected.wait(self.stop_timeout)
         self.host.loop.call_soon_threadsafe(self._ended, worker, self._diagnostics(worker, ended, error))
@@ -173,13 +170,16 @@ class SparkWorkerDriver:
             for index in range(tasks.size()):
                 data = tasks.apply(index)
                 if data.taskId() == task and data.errorMessage().isDefined():
-                    return first_sentence(data.errorMessage().get())
+                    return spark_failure(data.errorMessage().get())
         except Py4JError:  # the SparkContext stopped meanwhile
             pass
         return ""
 
     def _ended(self, worker: _Worker, diagnostics: str) -> None:
         self.host.loop.io_finished()
+        if "its Spark task failed" in diagnostics and not (worker.released or worker.killed or self.terminated):
+            print(f"rill: TaskExecutor {worker.resource_id} {'failed' if worker.placed.done() else 'could not start'}"
+                  f": {diagnostics}", file=sys.stderr, flush=True)
         if self.workers.get(worker.resource_id) is worker:
             del self.workers[worker.resource_id]
         if not worker.placed.done():
@@ -306,5 +306,14 @@ def create_resource_manager_driver(host, run):
     if run.clock.mode == "simulated":
         raise UsageError("plugins.workers=spark needs rill.clock=realtime: TaskExecutors in Spark tasks run on the "
                          "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
-    spark, created = worker_session(run.config.section(SparkOptions))
-    return SparkWorkerDriver(host, spark, created, run.config.section(WorkerOptions), run.id)
+    environment = run.python_environment
+    options = run.config.section(SparkOptions)
+    spark, created = worker_session(options, executors_python(options, environment))
+    shipment = Shipment(spark.sparkContext, environment)
+    try:
+        shipment.check(["plugins.spark.worker_task", "plugins.local.runner"])
+    except BaseException:
+        if created:
+            spark.stop()
+        raise
+    return SparkWorkerDriver(host, spark, created, run.config.section(WorkerOptions), run.id, shipment)

@@ -9,11 +9,17 @@ sends its last events and exits), followed by SIGKILL if it is not gone within
 ``rill.workers.stop-timeout``; the ``kill`` fault sends SIGKILL at once. A worker's end, for
 whatever reason, is reported to the ResourceManager with its exit status.
 
+The interpreter of the TaskExecutor processes is rill's own, or the job's ``python.executable``
+(PyFlink's interpreter of its Python workers): that one imports its own packages first and
+rill from this process's import path after them; one that cannot run rill's TaskExecutor
+(another Python version, a missing interpreter) fails the run at once, in one line.
+
 TaskExecutor processes need the realtime clock: a simulated run is refused.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -26,7 +32,7 @@ import msgspec
 
 from kernel import hookimpl
 from kernel.contracts.workers import WorkerNode
-from kernel.errors import UsageError
+from kernel.errors import RillError, UsageError
 from kernel.options import WorkerOptions
 from kernel.messaging import Future
 
@@ -64,11 +70,38 @@ class _Worker:
         self.released = False
 
 
+#: how another interpreter takes rill's import path after its own (as site directories: an
+#: editable install of rill is found through a ``.pth`` file)
+_PATH = "import json, site, sys; [site.addsitedir(p) for p in json.loads(sys.argv[1]) if p not in sys.path]; "
+#: how it starts a TaskExecutor, and what it must import to run one
+_BOOT = _PATH + "from kernel.worker_process import main; main()"
+_CHECK = _PATH + "import kernel.worker_process, plugins.local.runner"
+
+
+def launch_command(executable: str) -> list[str]:
+    """How a TaskExecutor process is started: ``python -m kernel.worker_process`` with rill's
+    interpreter, or the job's interpreter given rill's import path; the latter is checked first."""
+    if not executable or os.path.abspath(executable) == os.path.abspath(sys.executable):  # a venv's own path
+        return [sys.executable, "-m", "kernel.worker_process"]
+    roots = json.dumps([path for path in sys.path if path])
+    try:
+        answer = subprocess.run([executable, "-c", _CHECK, roots], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RillError(f"python.executable {executable} cannot run rill's TaskExecutor: {exc}") from None
+    if answer.returncode != 0:
+        lines = [line for line in answer.stderr.splitlines() if line.strip()]
+        raise RillError(f"python.executable {executable} cannot run rill's TaskExecutor: "
+                        f"{lines[-1] if lines else f'exit code {answer.returncode}'}")
+    return [executable, "-c", _BOOT, roots]
+
+
 class ProcessDriver:
     in_process = False
 
-    def __init__(self, host: WorkerHost, options: WorkerOptions) -> None:
+    def __init__(self, host: WorkerHost, options: WorkerOptions, executable: str = "") -> None:
         self.host = host
+        self.command = launch_command(executable)
+        self.own_interpreter = self.command[1:] == ["-m", "kernel.worker_process"]
         self.stop_timeout = options.stop_timeout / 1000
         self.handler: ResourceEventHandler | None = None
         self.workers: dict[str, _Worker] = {}
@@ -80,8 +113,10 @@ class ProcessDriver:
     def request_resource(self, spec: TaskExecutorProcessSpec) -> Future:
         placed = Future(self.host.loop)
         environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if not self.own_interpreter:  # its own packages first: rill's import path comes after them
+            spec = msgspec.structs.replace(spec, sys_path=[])
         try:
-            process = subprocess.Popen([sys.executable, "-m", "kernel.worker_process"], stdin=subprocess.PIPE,
+            process = subprocess.Popen(self.command, stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, cwd=spec.cwd or None, env=environment,
                                        start_new_session=True)  # Ctrl-C is the cluster's to handle
         except OSError as exc:
@@ -175,4 +210,4 @@ def create_resource_manager_driver(host, run):
     if run.clock.mode == "simulated":
         raise UsageError("plugins.workers=processes needs rill.clock=realtime: TaskExecutor processes run on the "
                          "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
-    return ProcessDriver(host, run.config.section(WorkerOptions))
+    return ProcessDriver(host, run.config.section(WorkerOptions), run.python_environment.executable)
