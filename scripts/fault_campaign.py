@@ -160,7 +160,7 @@ class Reprocessing:
     at_once_ms: list[float] = field(default_factory=list)
     detected_later_ms: list[float] = field(default_factory=list)
     beyond: list[str] = field(default_factory=list)  # past the bound with no failed checkpoint between
-    not_bounded: int = 0  # a checkpoint failed before the fault, or tasks not all running by it, or the fault began before
+    not_bounded: int = 0  # a checkpoint failed first, tasks not all running by the fault, or the fault began before
 
 
 @dataclass
@@ -327,8 +327,8 @@ def evaluate(index: int) -> Verdict:
     workdir = tempfile.mkdtemp(dir=root)
     run = run_once(kind, settings_for(kind, seed, workdir, duration_ms), faults, workdir, roll)
     shutil.rmtree(workdir, ignore_errors=True)
-    verdict = Verdict(index, kind, f"run {index}, seed {seed} ({kind}) {faults}", run.status, len(run.lines), faults=faults,
-                      notes=run.notes[1:])
+    verdict = Verdict(index, kind, f"run {index}, seed {seed} ({kind}) {faults}", run.status, len(run.lines),
+                      faults=faults, notes=run.notes[1:])
     reference = expected[kind, roll]
     if kind == "unbounded":
         verdict.duplicated, verdict.lost, verdict.unexpected = jobs.judge_unbounded(run.lines, reference)
