@@ -1,7 +1,7 @@
 """Fault campaign: many seeded simulated runs, each with random faults, judged against the
 same job without faults.
 
-    python scripts/fault_campaign.py [--runs 200] [--seed 1] [--duration "5 min"]
+    python scripts/fault_campaign.py [--runs 200] [--seed 1] [--duration "5 min"] [--only N ...]
 
 Three jobs take turns (``campaign_jobs.py``): ``staged`` (no checkpoints; sinks stage per
 attempt and the finished job commits), ``bounded`` and ``unbounded`` (checkpoints every
@@ -13,16 +13,31 @@ once without faults for the expected output (the unbounded one a minute longer),
 run gets one to three random faults (kill a TaskExecutor, partition or delay two components,
 slow a TaskExecutor, make an operator raise on its Nth record) under a fixed-delay restart
 strategy, with checkpoint state in the JobMaster's memory or (every fourth run) in files.
+Run ``N``'s faults follow from the seed and ``N`` alone: ``--only N`` runs just that one again
+(and only the fault-free runs its job needs).
 
 A run must commit exactly once — nothing duplicated, nothing lost, nothing else — and record
 every event it emitted. A hang: a bounded job still going after an hour of clock time, or an
-unbounded one with no checkpoint completed in its last minute. Re-processed work: a restore
-goes back to the restored checkpoint, so the input re-processed is what the sources read
-from that checkpoint's trigger to the failure; up to the fault (raise faults are detected at
-once, lost TaskExecutors and expiring checkpoints later) it must stay within the checkpoint
-interval plus twice the longest checkpoint and the buffer timeout, unless a checkpoint failed
-before the fault or the fault began before the checkpoint (counted apart). Prints the counts and figures; exits 1 on any hang,
-duplicate, loss, wrong output or lost event.
+unbounded one with no checkpoint completed in its last minute.
+
+Re-processed work: a restore goes back to the restored checkpoint, so the input re-processed
+is what the failed attempt's sources read from that checkpoint's position to the failure: from
+the checkpoint's trigger — or, when the failed attempt itself began from that checkpoint (a
+restart restoring the same checkpoint again, or no checkpoint at all), from that attempt's
+start, since the input before it was read by an earlier attempt, re-processed and counted at
+that attempt's failure, and during the restart delay no source reads (a rate-limited source
+starts its rate afresh when restored). Up to the fault (raise faults are detected at once,
+lost TaskExecutors and expiring checkpoints later) it must stay within the checkpoint interval
+plus twice the longest checkpoint and the buffer timeout, counted from when the attempt's
+tasks all ran: no checkpoint is triggered before (Flink's NOT_ALL_REQUIRED_TASKS_RUNNING),
+and then the next is triggered within an interval (the periodic trigger keeps running through
+a restart, as Flink's does while the job stays RUNNING) or of the previous checkpoint. Counted
+apart (not bounded): a checkpoint failed (expired, declined) between that start and the fault,
+the attempt's tasks were not all running by the fault (a restart that deploys to a killed
+TaskExecutor not yet known lost: the sources on the other TaskExecutors read on, and no
+checkpoint can be triggered), or the fault began before that start. Prints the
+counts and figures; exits 1 on any hang, duplicate, loss, wrong output, lost event or restore
+beyond the bound.
 """
 
 from __future__ import annotations
@@ -138,38 +153,80 @@ def settings_for(kind: str, seed: int, workdir: str, duration_ms: int) -> list[s
 
 @dataclass
 class Reprocessing:
-    """What restores cost, over the campaign: per restart the input time from the restored
-    checkpoint's trigger to the failure (re-processed after the restore), for failures detected
-    at once (an operator raised) and, less the detection latency, for faults detected later
-    (lost TaskExecutors, checkpoints expiring)."""
+    """What restores cost, over the campaign: per restart the input re-processed after it (see
+    :func:`judge_reprocessing`), for failures detected at once (an operator raised) and, up to
+    the fault, for faults detected later (lost TaskExecutors, checkpoints expiring)."""
 
     at_once_ms: list[float] = field(default_factory=list)
     detected_later_ms: list[float] = field(default_factory=list)
     beyond: list[str] = field(default_factory=list)  # past the bound with no failed checkpoint between
-    not_bounded: int = 0  # a checkpoint failed before the fault, or the fault began before the checkpoint
+    not_bounded: int = 0  # a checkpoint failed first, tasks not all running by the fault, or the fault began before
+
+
+@dataclass
+class Attempt:
+    """The job's tasks from one (re)start on: when they began, the checkpoint they began from
+    (None: from the beginning), the event that began them (its index in the run's events), and
+    when every task was running (or finished) at last — None: never."""
+
+    began_ns: int
+    checkpoint_id: int | None
+    index: int
+    running_ns: int | None = None
+
+
+def attempts(events: list) -> list[Attempt]:
+    """The run's attempts in order: the job's start, then one per restart (its restores follow
+    its ``TasksRestarted`` at the same instant)."""
+    from kernel.cluster_events import ExecutionStateChanged, TasksRestarted
+    from plugins.checkpointing.events import CheckpointStateRestored
+
+    tasks = {(e.vertex_id, e.subtask) for e in events if isinstance(e, ExecutionStateChanged)}
+    states: dict[tuple[str, int], tuple[int, str]] = {}  # per task: its latest attempt and that one's state
+    found = [Attempt(0, None, -1)]
+    for index, event in enumerate(events):
+        if isinstance(event, TasksRestarted):
+            found.append(Attempt(event.time, None, index))
+        elif isinstance(event, CheckpointStateRestored) and found[-1].index >= 0 and found[-1].began_ns == event.time:
+            found[-1].checkpoint_id = event.checkpoint_id
+        elif isinstance(event, ExecutionStateChanged):
+            task = (event.vertex_id, event.subtask)
+            if states.get(task, (-1, ""))[0] <= event.attempt:
+                states[task] = (event.attempt, event.new_state)
+            if found[-1].running_ns is None and len(states) == len(tasks) and all(
+                    state in ("RUNNING", "FINISHED") for _, state in states.values()):
+                found[-1].running_ns = event.time
+    return found
 
 
 def judge_reprocessing(run: Run, faults_at: list[int], reprocessing: Reprocessing, label: str) -> None:
-    """Per restart: the gap from the restored checkpoint's trigger (or the job's start) to the
-    failure, up to the first fault after that checkpoint (the failure itself for a raise), must
-    stay within the interval plus twice the longest checkpoint (the next checkpoint's trigger
-    and completion) and the buffer timeout."""
+    """Per restart: the input re-processed is what the failed attempt read from the restored
+    checkpoint's position — from the checkpoint's trigger, or from the attempt's start when it
+    began from that same checkpoint. Up to the first fault after that start (the failure itself
+    for a raise) it must stay within the interval plus twice the longest checkpoint (the next
+    checkpoint's trigger and completion) and the buffer timeout, counted from when the attempt's
+    tasks all ran (no checkpoint is triggered before), unless a checkpoint failed in between. A
+    failure the job was not restarted from (it ended first) re-processes nothing."""
     from kernel.cluster_events import TaskFailureHandled
-    from plugins.checkpointing.events import (
-        CheckpointCompleted,
-        CheckpointFailed,
-        CheckpointStateRestored,
-        CheckpointTriggered,
-    )
+    from plugins.checkpointing.events import CheckpointCompleted, CheckpointFailed, CheckpointTriggered
 
     triggered = {e.checkpoint_id: e.time for e in run.events if isinstance(e, CheckpointTriggered)}
     longest = max((e.duration_ms for e in run.events if isinstance(e, CheckpointCompleted)), default=0.0)
     failed_at = [e.time for e in run.events if isinstance(e, CheckpointFailed) and e.checkpoint_id > 0]
-    restores = [e for e in run.events if isinstance(e, CheckpointStateRestored)]
-    for failure in (e for e in run.events if isinstance(e, TaskFailureHandled) and e.restart):
-        after = [r for r in restores if r.time >= failure.time]
-        start_ns = triggered.get(after[0].checkpoint_id, 0) if after else 0
-        gap_ms = (failure.time - start_ns) / 1e6
+    begun = attempts(run.events)
+    for index, failure in enumerate(run.events):
+        if not (isinstance(failure, TaskFailureHandled) and failure.restart):
+            continue
+        failed = [a for a in begun if a.index < index][-1]
+        restarted = [a for a in begun if a.index > index]
+        if not restarted:
+            continue
+        restored = restarted[0].checkpoint_id
+        if restored == failed.checkpoint_id:
+            start_ns, running_ns, since = failed.began_ns, failed.running_ns, "the attempt's start"
+        else:
+            start_ns = running_ns = triggered.get(restored, 0)
+            since = f"checkpoint {restored}'s trigger"
         later = [t * 1_000_000 for t in faults_at if start_ns <= t * 1_000_000 <= failure.time]
         if "InjectedFault" in failure.cause:
             later.append(failure.time)
@@ -177,14 +234,17 @@ def judge_reprocessing(run: Run, faults_at: list[int], reprocessing: Reprocessin
             reprocessing.not_bounded += 1
             continue
         fault_ns = min(later)
-        if any(start_ns < t < fault_ns for t in failed_at):
+        if running_ns is None or running_ns > fault_ns or any(start_ns < t < fault_ns for t in failed_at):
             reprocessing.not_bounded += 1
             continue
-        reprocessed_ms = gap_ms - (failure.time - fault_ns) / 1e6
+        reprocessed_ms = (fault_ns - start_ns) / 1e6
         (reprocessing.at_once_ms if fault_ns == failure.time else reprocessing.detected_later_ms).append(reprocessed_ms)
-        if reprocessed_ms > INTERVAL_MS + 2 * longest + SLACK_MS:
-            reprocessing.beyond.append(f"{label}: {reprocessed_ms:.0f} ms re-processed before the fault (longest "
-                                       f"checkpoint {longest:.0f} ms)")
+        deploying_ms = (running_ns - start_ns) / 1e6
+        if reprocessed_ms > deploying_ms + INTERVAL_MS + 2 * longest + SLACK_MS:
+            reprocessing.beyond.append(f"{label}: {reprocessed_ms:.0f} ms re-processed before the fault at "
+                                       f"{fault_ns / 1e9:.3f} s, from {since} at {start_ns / 1e9:.3f} s "
+                                       f"(tasks all running {deploying_ms:.0f} ms later; longest checkpoint "
+                                       f"{longest:.0f} ms)")
 
 
 def fault_times_ms(faults: list[str]) -> list[int]:
@@ -204,11 +264,21 @@ def last_checkpoint_ms(run: Run) -> float:
     return max((e.time / 1e6 for e in run.events if isinstance(e, CheckpointCompleted)), default=0.0)
 
 
-def expected_outputs(seed: int, duration_ms: int, root: str) -> dict[tuple[str, bool], list]:
-    """The fault-free runs' outputs (per job and rolling policy)."""
+def plan(base_seed: int, index: int) -> tuple[int, str, bool]:
+    """Run ``index``'s seed, job and rolling policy (True: parts roll at every checkpoint)."""
+    seed = base_seed * 100_000 + index
+    kind = KINDS[index % len(KINDS)]
+    return seed, kind, kind == "unbounded" or (kind == "bounded" and bool(seed // 2 % 2))
+
+
+def expected_outputs(seed: int, duration_ms: int, root: str, indices: list[int]) -> dict[tuple[str, bool], list]:
+    """The fault-free runs' outputs, per job and rolling policy the runs ``indices`` use."""
+    wanted = {plan(seed, index)[1:] for index in indices}
     expected = {}
     for kind in KINDS:
         for roll in {"staged": (False,), "bounded": (True, False), "unbounded": (True,)}[kind]:
+            if (kind, roll) not in wanted:
+                continue
             workdir = tempfile.mkdtemp(dir=root)
             sets = settings_for(kind, seed, workdir, duration_ms + PROGRESS_WINDOW_MS)
             run = run_once(kind, sets, [], workdir, roll)
@@ -250,17 +320,15 @@ def _start_worker(root: str, expected: dict, duration_ms: int, base_seed: int) -
 def evaluate(index: int) -> Verdict:
     """Run ``index`` of the campaign, judged."""
     root, expected, duration_ms = _context["root"], _context["expected"], _context["duration_ms"]
-    seed = _context["base_seed"] * 100_000 + index
-    kind = KINDS[index % len(KINDS)]
-    roll = kind == "unbounded" or (kind == "bounded" and bool(seed // 2 % 2))
+    seed, kind, roll = plan(_context["base_seed"], index)
     operators = ["Count"] if kind == "staged" else ["Count", "Window"]
     records = jobs.STAGED_RECORDS if kind == "staged" else jobs.CHECKPOINTED_RECORDS
     faults = random_faults(random.Random(seed), operators, records)
     workdir = tempfile.mkdtemp(dir=root)
     run = run_once(kind, settings_for(kind, seed, workdir, duration_ms), faults, workdir, roll)
     shutil.rmtree(workdir, ignore_errors=True)
-    verdict = Verdict(index, kind, f"seed {seed} ({kind}) {faults}", run.status, len(run.lines), faults=faults,
-                      notes=run.notes[1:])
+    verdict = Verdict(index, kind, f"run {index}, seed {seed} ({kind}) {faults}", run.status, len(run.lines),
+                      faults=faults, notes=run.notes[1:])
     reference = expected[kind, roll]
     if kind == "unbounded":
         verdict.duplicated, verdict.lost, verdict.unexpected = jobs.judge_unbounded(run.lines, reference)
@@ -284,13 +352,14 @@ def evaluate(index: int) -> Verdict:
 
 def campaign(args: argparse.Namespace, root: str, duration_ms: int) -> list[Verdict]:
     """The fault-free runs, then every run of the campaign in worker processes."""
+    indices = args.only or list(range(args.runs))
     _start_worker(root, {}, duration_ms, args.seed)
-    expected = expected_outputs(args.seed, duration_ms, root)
+    expected = expected_outputs(args.seed, duration_ms, root, indices)
     verdicts = []
     pool = multiprocessing.get_context("fork").Pool(max(1, args.workers), _start_worker,
                                                     (root, expected, duration_ms, args.seed))
     try:
-        for verdict in pool.imap(evaluate, range(args.runs)):
+        for verdict in pool.imap(evaluate, indices):
             verdicts.append(verdict)
             if args.verbose:
                 print(f"run {verdict.index:4d} {verdict.label}: {verdict.status:9s} {verdict.lines} lines "
@@ -310,8 +379,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--duration", default="5 min", help="clock time of each unbounded run")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="runs at once (processes)")
+    parser.add_argument("--only", type=int, action="append", metavar="N",
+                        help="run only run N of the campaign (from 0; repeatable; instead of --runs)")
     parser.add_argument("--verbose", action="store_true", help="print every run")
     args = parser.parse_args()
+    if args.only and min(args.only) < 0:
+        parser.error(f"--only {min(args.only)}: a run's index is 0 or more")
     duration_ms = parse_duration_ms(args.duration)
     root = tempfile.mkdtemp(prefix="rill-campaign-")
     try:
@@ -353,7 +426,8 @@ def report(args, took: float, cpu: float, verdicts: list[Verdict], duration_ms: 
     wrong = [v for v in verdicts if v.duplicated or v.lost or v.unexpected]
     lost_events = [v for v in verdicts if v.lost_events]
     failed = [v for v in verdicts if v.failure]
-    print(f"fault campaign: {len(verdicts)} runs (seed {args.seed}) in {took:.1f} s wall, {cpu:.1f} s CPU, "
+    only = f", only run {', '.join(map(str, args.only))}" if args.only else ""
+    print(f"fault campaign: {len(verdicts)} runs (seed {args.seed}{only}) in {took:.1f} s wall, {cpu:.1f} s CPU, "
           f"{args.workers} worker(s); jobs: " + ", ".join(f"{kind} {runs_by_kind[kind]} ({committed[kind]:,} lines committed)"
                                              for kind in KINDS)
           + f"; unbounded runs {duration_ms / 1000:.0f} s of clock time; faults: "
@@ -376,7 +450,9 @@ def report(args, took: float, cpu: float, verdicts: list[Verdict], duration_ms: 
                   f"over {len(gaps)} restarts")
     print(f"restores beyond the interval plus twice the longest checkpoint and {SLACK_MS} ms: "
           f"{len(reprocessing.beyond)}; not "
-          f"bounded (a checkpoint failed first, or the fault began before the checkpoint): {reprocessing.not_bounded}")
+          f"bounded (a checkpoint failed first, the tasks were not all running by the fault, or the fault began "
+          f"before the checkpoint or the attempt): "
+          f"{reprocessing.not_bounded}")
     for title, cases, detail in (("hang", hangs, lambda v: v.hang), ("failed", failed, lambda v: v.failure),
                                  ("lost events", lost_events, lambda v: v.lost_events),
                                  ("wrong output", wrong, lambda v: f"{v.lines} lines: {v.duplicated} duplicated, "
