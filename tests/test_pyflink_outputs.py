@@ -733,3 +733,209 @@ def test_sessions_merged_out_of_order_keep_pyflinks_element_order_and_reduced_va
         env.execute("merging")
 
     assert sink_digests(run_job(build).lines) == PYFLINK_MERGED_SESSIONS
+
+
+# -- keys Python cannot hash or tell apart: routed, keyed and held as PyFlink's Java keys ---------
+
+class CountPerKey(KeyedProcessFunction):
+    """A count in ValueState, the record's key and its subtask."""
+
+    def open(self, ctx: RuntimeContext):
+        from kernel.datastream.state import ValueStateDescriptor
+
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.PICKLED_BYTE_ARRAY()))
+        self.sub = ctx.get_index_of_this_subtask()
+
+    def process_element(self, value, ctx):
+        n = (self.n.value() or 0) + 1
+        self.n.update(n)
+        yield f"{value[1]} key={ctx.get_current_key()!r} n={n} sub={self.sub}"
+
+
+def test_state_is_kept_per_java_key_and_switched_as_pyflinks_python_operator_switches_it():
+    """Recorded on PyFlink 2.3.0. Without a key_type a key is its pickled bytes: 1, True and 1.0
+    are three keys, a list, dict, set, bytearray, SimpleNamespace, deque or Row holding a list is
+    a key like any other (before: ``TypeError: unhashable type: 'list'``). And PyFlink's Python
+    operator switches its state to a record's key only when the key differs, by Python's ``==``,
+    from the key it holds: True right after 1 counts on in 1's state, True after 2 has its own;
+    typed DOUBLE keys -0.0 after 0.0 likewise, while every NaN is one key."""
+    import collections
+    import types
+
+    nan = float("nan")
+    keys = [1, True, 1.0, 2, True, 1.0, 1, nan, nan, 0.0, -0.0, 3, -0.0, [1], [2], [1], (1, [2]), (1, [2]),
+            {"a": 1, "b": 2}, {"b": 2, "a": 1}, 5, {"a": 1, "b": 2}, {1, 2}, frozenset({1, 2}),
+            bytearray(b"xy"), b"xy", bytearray(b"xy"), types.SimpleNamespace(a=1), collections.deque([1]),
+            collections.OrderedDict(a=1), Row(1, [2]), Row(a=[1]), Row(a=[1]), None, None]
+
+    def build(env):
+        env.set_parallelism(1)
+        env.from_collection([(k, i) for i, k in enumerate(keys)]).key_by(lambda x: x[0]) \
+            .process(CountPerKey()).print("untyped")
+        env.from_collection([(0.0, 0), (-0.0, 1), (0.0, 2), (nan, 3), (1.0, 4), (nan, 5), (-0.0, 6)],
+                            Types.TUPLE([Types.DOUBLE(), Types.INT()])) \
+            .key_by(lambda x: x[0], Types.DOUBLE()).process(CountPerKey()).print("double")
+        env.execute("keys")
+
+    assert by_sink(run_job(build).lines) == {
+        "untyped": [
+            "0 key=1 n=1 sub=0", "1 key=True n=2 sub=0", "2 key=1.0 n=3 sub=0", "3 key=2 n=1 sub=0",
+            "4 key=True n=1 sub=0", "5 key=1.0 n=2 sub=0", "6 key=1 n=3 sub=0", "7 key=nan n=1 sub=0",
+            "8 key=nan n=2 sub=0", "9 key=0.0 n=1 sub=0", "10 key=-0.0 n=2 sub=0", "11 key=3 n=1 sub=0",
+            "12 key=-0.0 n=1 sub=0", "13 key=[1] n=1 sub=0", "14 key=[2] n=1 sub=0", "15 key=[1] n=2 sub=0",
+            "16 key=(1, [2]) n=1 sub=0", "17 key=(1, [2]) n=2 sub=0", "18 key={'a': 1, 'b': 2} n=1 sub=0",
+            "19 key={'b': 2, 'a': 1} n=2 sub=0", "20 key=5 n=1 sub=0", "21 key={'a': 1, 'b': 2} n=3 sub=0",
+            "22 key={1, 2} n=1 sub=0", "23 key=frozenset({1, 2}) n=2 sub=0", "24 key=bytearray(b'xy') n=1 sub=0",
+            "25 key=b'xy' n=2 sub=0", "26 key=bytearray(b'xy') n=3 sub=0", "27 key=namespace(a=1) n=1 sub=0",
+            "28 key=deque([1]) n=1 sub=0", "29 key=OrderedDict([('a', 1)]) n=1 sub=0",
+            "30 key=<Row(1, [2])> n=1 sub=0", "31 key=Row(a=[1]) n=1 sub=0", "32 key=Row(a=[1]) n=2 sub=0",
+            "33 key=None n=1 sub=0", "34 key=None n=2 sub=0"],
+        "double": ["0 key=0.0 n=1 sub=0", "1 key=-0.0 n=2 sub=0", "2 key=0.0 n=3 sub=0", "3 key=nan n=1 sub=0",
+                   "4 key=1.0 n=1 sub=0", "5 key=nan n=2 sub=0", "6 key=-0.0 n=1 sub=0"],
+    }
+
+
+class TimerPerKey(KeyedProcessFunction):
+    """A count, an event-time timer per record (it fires with the key the timer was set for)."""
+
+    def open(self, ctx: RuntimeContext):
+        from kernel.datastream.state import ValueStateDescriptor
+
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.PICKLED_BYTE_ARRAY()))
+        self.sub = ctx.get_index_of_this_subtask()
+
+    def process_element(self, value, ctx):
+        n = (self.n.value() or 0) + 1
+        self.n.update(n)
+        ctx.timer_service().register_event_time_timer(100000 + value[1])
+        yield f"el {value[1]} key={ctx.get_current_key()!r} n={n} sub={self.sub}"
+
+    def on_timer(self, timestamp, ctx):
+        yield f"timer {timestamp} key={ctx.get_current_key()!r} n={self.n.value()} sub={self.sub}"
+
+
+class KeyedWindowLine(ProcessWindowFunction):
+    def open(self, ctx: RuntimeContext):
+        self.sub = ctx.get_index_of_this_subtask()
+
+    def process(self, key, context, elements):
+        yield f"win {key!r} {context.window().start} {[e[1] for e in elements]} sub={self.sub}"
+
+
+def unhashable_keys_job(parallelism: int):
+    import types
+
+    from kernel.datastream.window import TumblingEventTimeWindows
+
+    keys = [[1], [2], [1], 1, True, 2, True, {"a": [1]}, {"a": [1]}, (1, [2]), Row(1, [2]), [1, 2], [3], [4], [5],
+            [6], [[7]], {8}, bytearray(b"9"), types.SimpleNamespace(x=1)]
+    data = [(k, i) for i, k in enumerate(keys)]
+
+    def build(env):
+        env.set_parallelism(parallelism)
+        timed = env.from_collection(data).assign_timestamps_and_watermarks(
+            WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v, ts: v[1] * 1000))
+        timed.key_by(lambda x: x[0]).process(TimerPerKey()).print("timers")
+        timed.key_by(lambda x: x[0]).window(TumblingEventTimeWindows.of(Time.seconds(5))) \
+            .process(KeyedWindowLine()).print("win")
+        keyed = env.from_collection(data).key_by(lambda x: x[0])
+        keyed.min_by(1).print("min_by")
+        keyed.max_by(1).print("max_by")
+        keyed.sum(1).print("sum")
+        keyed.min(1).print("min")
+        keyed.reduce(lambda a, b: (a[0], a[1] + b[1])).print("reduce")
+        lists = env.from_collection([([1, 2], "a"), ([3], "b"), ([1, 2], "c"), ([], "d"), ([5, 6, 7], "e")],
+                                    Types.TUPLE([Types.LIST(Types.INT()), Types.STRING()]))
+        lists.key_by(lambda x: x[0], Types.LIST(Types.INT())).reduce(lambda a, b: (a[0], a[1] + b[1])) \
+            .print("typed_list")
+        maps = env.from_collection([({"a": 1, "b": 2}, 1), ({"b": 2, "a": 1}, 2), ({"c": 3}, 3), ({"a": 1, "b": 2}, 4)],
+                                   Types.TUPLE([Types.MAP(Types.STRING(), Types.INT()), Types.INT()]))
+        maps.key_by(lambda x: x[0], Types.MAP(Types.STRING(), Types.INT())).sum(1).print("typed_map")
+        row_type = Types.ROW([Types.INT(), Types.LIST(Types.INT())])
+        rows = env.from_collection([(Row(1, [2]), 1), (Row(3, [4]), 2), (Row(1, [2]), 3)],
+                                   Types.TUPLE([row_type, Types.INT()]))
+        rows.key_by(lambda x: x[0], row_type).sum(1).print("typed_row")
+        env.execute("unhashable")
+
+    return build
+
+
+#: recorded on PyFlink 2.3.0, parallelism 1: count and SHA-256 per sink
+PYFLINK_UNHASHABLE_KEYS = {
+    "max_by": (20, "acee5c9001818ac669ac1b3995e5e221e6e15248e5cef7115c0cd7e7bd62cb13"),
+    "min": (20, "8d6a1ef877a9283f33f42aa1b56f8cf19a92c454aafe34212aa4c700eb08eb04"),
+    "min_by": (20, "8d6a1ef877a9283f33f42aa1b56f8cf19a92c454aafe34212aa4c700eb08eb04"),
+    "reduce": (20, "6f79c2da4f7db00f8e21ae4351cca8a2b1bd76ed3493adb5b9b1141a5e1e81e1"),
+    "sum": (20, "6f79c2da4f7db00f8e21ae4351cca8a2b1bd76ed3493adb5b9b1141a5e1e81e1"),
+    "timers": (40, "7b16780fc6b078a5823c275b56a25c701279e13c197f12610ab995dc629b7f86"),
+    "typed_list": (5, "5cea46cf3ad8664f4418b44659385458e314523bda61dcc30a3bbc69125fc1ca"),
+    "typed_map": (4, "87e54c0380c85d2c9afaedcc5c138a6d1de168d89bd0664359f4ff37e8c18c5a"),
+    "typed_row": (3, "22d430381b1c80b8ea3ed26d3df9bcfebbbbf17e02a58c85fdbe480e672b8a35"),
+    "win": (17, "0e5e9ac28991dd5aefda053588934948c024e2512bf0cc20adc9a6ba6bda9d8d"),
+}
+
+#: recorded on PyFlink 2.3.0, parallelism 3: the sinks fed straight from the source, per subtask
+#: (the timers' and windows' inputs pass a rebalance, so their order there is PyFlink's chance)
+PYFLINK_UNHASHABLE_KEYS_ROUTED = {
+    "max_by:1": (5, "d1bb7744b89c31cdd765fb6154e31d398c84f965c1c17bf17d90037961d92c7f"),
+    "max_by:2": (5, "6a9569f5ce4b8a942f4c3628dbf69acbbdb829d47566a50d7607b4f4a22f2137"),
+    "max_by:3": (10, "96e6769c65fdf1e28954aea6af7ebc39807da4f2d9d0d03095314942705f6819"),
+    "min:1": (5, "d1bb7744b89c31cdd765fb6154e31d398c84f965c1c17bf17d90037961d92c7f"),
+    "min:2": (5, "210648b1fc7b2dc8971ac34c32aae39a538715cdb9e9b6c53f10c218c4c26ce4"),
+    "min:3": (10, "71f3948604cfcabff66cb60e70b9e72c65841a04ac5ca9c50b4a45c92f63b764"),
+    "min_by:1": (5, "d1bb7744b89c31cdd765fb6154e31d398c84f965c1c17bf17d90037961d92c7f"),
+    "min_by:2": (5, "210648b1fc7b2dc8971ac34c32aae39a538715cdb9e9b6c53f10c218c4c26ce4"),
+    "min_by:3": (10, "71f3948604cfcabff66cb60e70b9e72c65841a04ac5ca9c50b4a45c92f63b764"),
+    "reduce:1": (5, "d1bb7744b89c31cdd765fb6154e31d398c84f965c1c17bf17d90037961d92c7f"),
+    "reduce:2": (5, "6a9569f5ce4b8a942f4c3628dbf69acbbdb829d47566a50d7607b4f4a22f2137"),
+    "reduce:3": (10, "a09a1a06a98d44e3da9a9f0257f454e3a733fe4841d470ed5e47d85bd23c7384"),
+    "sum:1": (5, "d1bb7744b89c31cdd765fb6154e31d398c84f965c1c17bf17d90037961d92c7f"),
+    "sum:2": (5, "6a9569f5ce4b8a942f4c3628dbf69acbbdb829d47566a50d7607b4f4a22f2137"),
+    "sum:3": (10, "a09a1a06a98d44e3da9a9f0257f454e3a733fe4841d470ed5e47d85bd23c7384"),
+    "typed_list:1": (2, "ad341e1a34fd83c4c4ea79528d0bbd1e39cbe6a4fe455056d1ae5ecd28428e6e"),
+    "typed_list:2": (2, "2e9977a53289d60b992c47e48530f1342edefc2c4cc9226b00cf4ad47642e397"),
+    "typed_list:3": (1, "d0fc9442895f95d3d823635332fe065302a68bbcfc6eb4294c249a40727df2a0"),
+    "typed_map:2": (1, "2ba81f8152384fd43211a40be47d515f5b12fedaad4fb84419a3ccdd0b8075ae"),
+    "typed_map:3": (3, "151caf0e67667e1df351526b5b4ed57274c8f74a4b0a5195382fe596983131e0"),
+    "typed_row:3": (3, "22d430381b1c80b8ea3ed26d3df9bcfebbbbf17e02a58c85fdbe480e672b8a35"),
+}
+
+
+def test_unhashable_keys_in_timers_windows_and_rolling_aggregations_as_pyflink():
+    """Lists, dicts, sets, bytearrays, SimpleNamespace (cloudpickle writes its class as
+    ``_builtin_type('SimpleNamespace')``) and tuples/Rows holding lists as keys of timers,
+    windows, min_by/max_by/sum/min/reduce, and typed LIST, MAP and ROW-with-LIST keys; a timer
+    registered by True right after 1 is 1's (it fires with key 1)."""
+    assert sink_digests(run_job(unhashable_keys_job(1)).lines) == PYFLINK_UNHASHABLE_KEYS
+
+
+def test_unhashable_keys_go_to_the_subtasks_pyflink_sends_them_to():
+    printed = sink_digests(run_job(unhashable_keys_job(3)).lines)
+    assert {sink: found for sink, found in printed.items() if not sink.startswith(("timers", "win"))} \
+        == PYFLINK_UNHASHABLE_KEYS_ROUTED
+
+
+BATCH_KEYS = [1, "b", True, [2], 1.0, "a", [1], {"x": 1}, 1, [2], "b", (1, [2]), True, None, 0, False, 0.0]
+#: recorded on PyFlink 2.3.0: the keys in the order of their pickled bytes, one value per key
+_BATCH_KEY_ORDER = ["True", "False", "0", "1", "'a'", "'b'", "[1]", "[2]", "0.0", "1.0", "(1, [2])", "{'x': 1}", "None"]
+PYFLINK_BATCH_KEYS_LINES = {
+    "min_by": [f"({k}, {v})" for k, v in zip(_BATCH_KEY_ORDER, [2, 15, 14, 0, 5, 1, 6, 3, 16, 4, 11, 7, 13])],
+    "reduce": [f"({k}, {v})" for k, v in zip(_BATCH_KEY_ORDER, [14, 15, 14, 8, 5, 11, 6, 12, 16, 4, 11, 7, 13])],
+}
+
+
+def batch_keys_job(env):
+    from kernel.datastream import RuntimeExecutionMode
+
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(1)
+    ds = env.from_collection([(k, i) for i, k in enumerate(BATCH_KEYS)])
+    ds.key_by(lambda x: x[0]).min_by(1).print("min_by")
+    ds.key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).print("reduce")
+    env.execute("batch keys")
+
+
+def test_batch_rolling_aggregations_of_keys_python_cannot_hash_or_tell_apart():
+    """BATCH: keys sorted by their pickled bytes, one final value per Java key; False and 0
+    (equal to Python) are two keys."""
+    assert by_sink(run_job(batch_keys_job).lines) == PYFLINK_BATCH_KEYS_LINES

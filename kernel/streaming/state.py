@@ -2,12 +2,16 @@
 
 The operator sets the current key (and, for windows, the current namespace) before user
 code runs; state objects read and write under them. The namespace is None outside windows.
+The current key is the key as state holds it (``kernel.common.keyidentity``: the key itself, or
+a ``JavaKey`` where Python's equality is not Java's), chosen per record as PyFlink's Python
+operators choose it (:meth:`KeyedStateBackend.state_keys`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from kernel.common.keyidentity import PLAIN_KEY_TYPES, user_key
 from kernel.datastream import state as api
 
 if TYPE_CHECKING:
@@ -16,16 +20,62 @@ if TYPE_CHECKING:
 
 class KeyedStateBackend:
     """The keyed state of one operator. ``now`` is the processing time states with a TTL
-    (``descriptor.enable_time_to_live``) expire on; states without TTL never read it."""
+    (``descriptor.enable_time_to_live``) expire on; states without TTL never read it.
+    ``state_key``: what state holds a key under (``keyidentity.state_key_function`` of the
+    key type; None when every key is its own)."""
 
-    def __init__(self, now: Callable[[], int]) -> None:
+    def __init__(self, now: Callable[[], int], state_key: Callable[[Any], Any] | None = None) -> None:
         self.current_key: Any = None
         self.current_namespace: Any = None
         self.now = now
+        self._state_key = state_key
+        #: the Python key whose state the backend holds (PyFlink's current key) and its state key
+        self._held_key: Any = _NO_KEY
+        self._held_state_key: Any = None
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
         self._ttl: dict[str, Any] = {}
         self._with_ttl: dict[str, tuple[bool, str]] = {}  # name -> (with a TTL, kind)
+
+    # -- the current key ------------------------------------------------------------------------
+
+    def state_keys(self, keys: list) -> list:
+        """The keys the state of a batch's records is held under, one per record (``keys``: as
+        ``key_by`` gives them). As PyFlink's Python operator sets its state backend's key per
+        record: a record whose key equals, by Python's ``==``, the key the backend holds keeps
+        that key's state — PyFlink compares ``Row(key)`` with the Row it holds and switches only
+        when they differ —, so ``True`` right after ``1`` (different keys to Java) reads and
+        writes the state of ``1``, registers its timers for ``1`` and its window function gets
+        ``1``; any other record switches to its own key."""
+        to_state = self._state_key
+        if to_state is None or not keys:
+            return keys
+        held = self._held_key
+        if PLAIN_KEY_TYPES.issuperset(map(type, keys)) and (held is _NO_KEY or type(held) in PLAIN_KEY_TYPES):
+            self._held_key = self._held_state_key = keys[-1]
+            return keys
+        state = self._held_state_key
+        state_keys = []
+        append = state_keys.append
+        for key in keys:
+            if not (key is held or key == held):
+                held, state = key, to_state(key)
+            append(state)
+        self._held_key, self._held_state_key = held, state
+        return state_keys
+
+    def select_key(self, state_key: Any) -> Any:
+        """Make a key as state holds it (a timer's) current, as PyFlink sets a timer's key:
+        unless its Python key equals the one held (see :meth:`state_keys`). The key now current."""
+        if self._state_key is not None:
+            key = user_key(state_key)
+            held = self._held_key
+            if key is held or key == held:
+                state_key = self._held_state_key
+            else:
+                self._held_key, self._held_state_key = key, state_key
+        self.current_key = state_key
+        return state_key
 
     def table(self, name: str) -> dict:
         table = self._tables.get(name)
@@ -77,8 +127,8 @@ class KeyedStateBackend:
         return kind(ttl, self, table, descriptor, namespace)
 
     def keys(self, state_name: str) -> list[Any]:
-        """The keys with state of that name outside any window, in the order the backend holds
-        them (when each got its state)."""
+        """The keys (as state holds them) with state of that name outside any window, in the
+        order the backend holds them (when each got its state)."""
         return list(dict.fromkeys(key for key, namespace in self._tables.get(state_name, {}) if namespace is None))
 
     def apply_to_all_keys(self, descriptor: api.StateDescriptor, function: Callable[[Any, Any], Any]) -> None:
@@ -88,18 +138,24 @@ class KeyedStateBackend:
         state = self.get_state(descriptor)
         process = function if callable(function) else function.process
         for key in self.keys(descriptor.name):
+            self._held_key, self._held_state_key = user_key(key), key
             self.current_key = key
-            process(key, state)
+            process(user_key(key), state)
 
     # -- checkpoints ------------------------------------------------------------------------------
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
-        """Every state's entries (key, namespace, value) — TTL values with their timestamps."""
+        """Every state's entries (key, namespace, value) — TTL values with their timestamps; the
+        keys as Python keys (what Flink's snapshot holds: the Java key)."""
         for name, table in self._tables.items():
             if table:
                 with_ttl, kind = self._with_ttl.get(name, (False, "internal"))
-                snapshot.add_keyed(name, kind, ((key, namespace, value) for (key, namespace), value in table.items()),
-                                   ttl=with_ttl)
+                snapshot.add_keyed(name, kind, ((user_key(key), namespace, value)
+                                                for (key, namespace), value in table.items()), ttl=with_ttl)
+
+    def restored_key(self, key: Any) -> Any:
+        """The state key of a key read from a checkpoint."""
+        return key if self._state_key is None else self._state_key(key)
 
     def restore(self, restored: RestoredOperatorState) -> None:
         """Put the restored entries of every state back (into the tables state objects use)."""
@@ -108,7 +164,8 @@ class KeyedStateBackend:
             if registered[0] is not ttl:
                 raise ValueError(f"state {name!r} was checkpointed {'with' if ttl else 'without'} a TTL and is "
                                  f"registered {'with' if registered[0] else 'without'} one: it cannot be restored")
-            self.table(name).update(((key, namespace), value) for key, namespace, value in entries)
+            restored_key = self.restored_key
+            self.table(name).update(((restored_key(key), namespace), value) for key, namespace, value in entries)
 
 
 class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
@@ -129,6 +186,7 @@ class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
 
 
 _CURRENT = object()  # the state follows the backend's current namespace
+_NO_KEY = object()  # no key held yet (PyFlink's None, equal to no Row)
 
 
 class _KeyedState:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MAX_LONG, MIN_LONG
+from kernel.common.keyidentity import user_key
 from kernel.streaming.state import KeyedStateBackend
 from kernel.streaming.timer_heap import TimerHeap
 
@@ -120,8 +121,9 @@ class InternalTimerService:
             while len(heap) > 1 and heap[1][0] <= limit:
                 due.append(poll())
             fired += len(due)
+            select = backend.select_key
             for timestamp, key, namespace, _ in due:
-                backend.current_key = key
+                select(key)
                 fire(timestamp, key, namespace)
         return fired
 
@@ -152,15 +154,19 @@ class InternalTimerService:
     # -- checkpoints ------------------------------------------------------------------------------
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
+        """The timers, their keys as Python keys (as the backend's state)."""
         for name, queue in ((EVENT_TIMERS, self.event_timers), (PROCESSING_TIMERS, self.processing_timers)):
             if len(queue):
-                snapshot.add_keyed(name, "timers", queue.entries())
+                snapshot.add_keyed(name, "timers", [(user_key(key), namespace, order)
+                                                    for key, namespace, order in queue.entries()])
 
     def restore(self, event_timers: list[Entry], processing_timers: list[Entry]) -> None:
         """Timers restored from a checkpoint: event-time ones fire when a watermark reaches them,
         processing-time ones get their wake-up (at once when already due)."""
-        self.event_timers.restore(event_timers)
-        self.processing_timers.restore(processing_timers)
+        restored_key = self.backend.restored_key
+        self.event_timers.restore([(restored_key(key), namespace, order) for key, namespace, order in event_timers])
+        self.processing_timers.restore([(restored_key(key), namespace, order)
+                                        for key, namespace, order in processing_timers])
         earliest = self.processing_timers.head_time()
         if earliest is not None and not self.batch and (self._wakeup is None or earliest < self._wakeup):
             self._wake_at(earliest)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
+from kernel.common.keyidentity import user_key
 from kernel.datastream.window import (
     EventTimeTrigger,
     SlidingEventTimeWindows,
@@ -70,7 +71,7 @@ class AlignedWindowOperator(WindowOperator):
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         get = windows.get
-        keys = self.keys_of(values)
+        keys = self.backend.state_keys(self.keys_of(values))
         for key, value, ts in zip(keys, values, timestamps or [None] * len(values)):
             if ts is None:
                 check_time_record(ts, self.assigner)
@@ -129,7 +130,7 @@ class AlignedWindowOperator(WindowOperator):
         fired: tuple[list, list, dict] | None = None
         late_values: list = []
         late_ts: list = []
-        for key, value, ts in zip(self.keys_of(values), values, timestamps):
+        for key, value, ts in zip(self.backend.state_keys(self.keys_of(values)), values, timestamps):
             start = ts - (ts + shift) % size
             if start <= skipped_from:
                 if ts + lateness <= watermark:
@@ -180,6 +181,7 @@ class AlignedWindowOperator(WindowOperator):
                 window = windows.get(start)
                 if window is None:
                     window = windows[start] = TimeWindow(start, start + size)
+                key = user_key(key)
                 group = group_of(key)
                 found = grouped.get(group)
                 if found is None:
@@ -194,10 +196,11 @@ class AlignedWindowOperator(WindowOperator):
             (key, start, (time, position)) for position, (time, key, start) in enumerate(self.due[1:], 1)))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
+        restored_key = self.backend.restored_key
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
-            self.windows[(key, window.start)] = contents
+            self.windows[(restored_key(key), window.start)] = contents
         for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2][1]):
-            push(self.due, (time, key, window.start))
+            push(self.due, (time, restored_key(key), window.start))
         super().initialize_state(restored)
 
     # -- firing -------------------------------------------------------------------------------
@@ -278,7 +281,8 @@ class AlignedWindowOperator(WindowOperator):
             elements = [contents]
         self.backend.current_key = key
         end = start + self.size
-        self.emit_results(self._apply(key, TimeWindow(start, end), elements), end - 1, out_values, out_ts, side)
+        self.emit_results(self._apply(user_key(key), TimeWindow(start, end), elements), end - 1, out_values, out_ts,
+                          side)
 
     def _clean_up(self, slot: tuple[Any, int]) -> None:
         del self.windows[slot]

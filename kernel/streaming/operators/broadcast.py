@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from kernel.clock import MIN_LONG
+from kernel.common.keyidentity import user_key
 from kernel.datastream import functions as fn
 from kernel.datastream.state import MapStateDescriptor, StateDescriptor
 from kernel.datastream.time_domain import TimeDomain
@@ -205,12 +206,13 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
     def process_batch1(self, values: list, timestamps: list | None) -> None:
         ctx, process, backend = self._ctx, self._process_element, self.backend
         keys = self.keys_of_inputs[0](values)
+        state_keys = backend.state_keys(keys)
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             key = keys[i]
-            backend.current_key = key
+            backend.current_key = state_keys[i]
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = MIN_LONG if ts is None else ts, key
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
@@ -225,7 +227,7 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
 
     def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
         ctx = self._timer_ctx
-        ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
+        ctx._timestamp, ctx._key, ctx._time_domain = timestamp, user_key(key), domain
         out_values: list = []
         side: dict = {}
         self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out_values, [], side)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.common.keyidentity import user_key
 from kernel.datastream.time_domain import TimeDomain
 from kernel.streaming.operators.base import TwoInputStreamOperator
 from kernel.streaming.operators.basic import NonKeyedTimerService, ProcessContext
@@ -20,12 +21,14 @@ class _PerRecord(TwoInputStreamOperator):
         keys_of = self.keys_of_inputs[index]
         backend = self.backend
         keys = keys_of(values) if backend is not None else None
+        state_keys = backend.state_keys(keys) if backend is not None else None
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             if backend is not None:
-                backend.current_key = keys[i]
+                backend.current_key = state_keys[i]
+                self._key = keys[i]
             ts = timestamps[i] if timestamps is not None else None
             self.emit_results(self._call(index, value, ts), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)
@@ -82,7 +85,7 @@ class KeyedCoProcessOperator(_PerRecord):
 
     def _call(self, index, value, ts):
         ctx = self._ctx
-        ctx._timestamp, ctx._key = ts, self.backend.current_key
+        ctx._timestamp, ctx._key = ts, self._key
         return self._processes[index](value, ctx)
 
     def process_watermark(self, timestamp: int) -> None:
@@ -92,7 +95,7 @@ class KeyedCoProcessOperator(_PerRecord):
 
     def _fire(self, timestamp: int, key: Any, domain: TimeDomain) -> None:
         ctx = self._ctx
-        ctx._timestamp, ctx._key, ctx._time_domain = timestamp, key, domain
+        ctx._timestamp, ctx._key, ctx._time_domain = timestamp, user_key(key), domain
         out_values: list = []
         side: dict = {}
         self.emit_results(self.spec.function.on_timer(timestamp, ctx), timestamp, out_values, [], side)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from kernel.clock import MAX_LONG
+from kernel.common.keyidentity import user_key
 from kernel.datastream import functions as fn
 from kernel.datastream import state as st
 from kernel.datastream.time_domain import TimeDomain
@@ -201,7 +202,7 @@ class WindowOperator(TimerOperator):
 
     def process_batch(self, values, timestamps):
         backend = self.backend
-        keys = self.keys_of(values)
+        keys = backend.state_keys(self.keys_of(values))
         out_values: list = []
         out_ts: list = []
         side: dict = {}
@@ -326,8 +327,8 @@ class WindowOperator(TimerOperator):
         backend = self.backend
         merging_set = None
         state_window = window
-        if self.merging:
-            merging_set = self._merging_set(key)
+        if self.merging:  # the merging windows of the key the backend holds (see KeyedStateBackend.select_key)
+            merging_set = self._merging_set(backend.current_key)
             state_window = merging_set.state_window(window)
             if state_window is None:
                 return  # a timer of a window merged away: nothing left to do
@@ -351,7 +352,7 @@ class WindowOperator(TimerOperator):
                 timestamp == cleanup_time(window, self.assigner, self.allowed_lateness):
             self._clear_all_state(window, state_window, merging_set)
         if merging_set is not None:
-            self._store_merging_set(key, merging_set)
+            self._store_merging_set(backend.current_key, merging_set)
         if not batched:
             self.flush_results(out_values, out_ts, side)
 
@@ -393,5 +394,5 @@ class WindowOperator(TimerOperator):
             return
         self.runtime.count("windows_fired")
         elements = contents if self.contents_kind == "list" else [contents]
-        self.emit_results(self._apply(key, window, elements), window.max_timestamp(), out_values, out_ts, side)
+        self.emit_results(self._apply(user_key(key), window, elements), window.max_timestamp(), out_values, out_ts, side)
 
