@@ -939,3 +939,148 @@ def test_batch_rolling_aggregations_of_keys_python_cannot_hash_or_tell_apart():
     """BATCH: keys sorted by their pickled bytes, one final value per Java key; False and 0
     (equal to Python) are two keys."""
     assert by_sink(run_job(batch_keys_job).lines) == PYFLINK_BATCH_KEYS_LINES
+
+
+# -- KeyedStream: PyFlink's stream of Row(key, value), and what its _values() adds ---------------
+
+class ShowInputs(CoMapFunction):
+    def map1(self, value):
+        return "1 " + repr(value)
+
+    def map2(self, value):
+        return "2 " + repr(value)
+
+
+def keyed_stream_job(parallelism: int):
+    def build(env):
+        env.set_parallelism(parallelism)
+        pairs = Types.TUPLE([Types.INT(), Types.STRING()])
+        a = env.from_collection([(1, "a"), (2, "b"), (3, "c")], pairs)
+        b = env.from_collection([(4, "d")], pairs)
+        by_parity = a.key_by(lambda x: x[0] % 2)
+        by_name = a.key_by(lambda x: x[1], Types.STRING())
+        by_parity.print("kprint")
+        by_parity.union(b).print("kunion")
+        b.union(by_name, by_parity).print("dunion")
+        by_parity.connect(b).map(ShowInputs(), Types.STRING()).print("conn1")
+        b.connect(by_name).map(ShowInputs(), Types.STRING()).print("conn2")
+        by_parity.assign_timestamps_and_watermarks(WatermarkStrategy.no_watermarks()) \
+            .map(lambda r: repr(r), Types.STRING()).print("wm")
+        by_name.assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()) \
+            .map(lambda r: repr(r), Types.STRING()).print("wm2")
+        by_parity.project(1).print("proj")
+        by_parity.filter(lambda x: True).print("filter")
+        env.from_collection([(Row(1, "x"), 1), (None, 2)]).key_by(lambda x: x[0]) \
+            .map(lambda x: repr(x), Types.STRING()).print("rowkey")
+        env.execute("keyed stream")
+
+    return build
+
+
+def keyed_sinks(lines: list[str]) -> dict[str, list[str]]:
+    """``by_sink``, the lines of the sinks that merge inputs sorted (their interleaving is the
+    scheduler's), and the lines printed without an identifier under ``""``."""
+    sinks = by_sink([line for line in lines if "> " in line])
+    sinks[""] = [line for line in lines if "> " not in line]
+    return {sink: sorted(found) if sink.startswith(("kunion", "dunion", "conn")) else found
+            for sink, found in sinks.items()}
+
+
+def test_a_keyed_stream_prints_unions_and_reads_as_rows_of_key_and_value_as_pyflink():
+    """Recorded on PyFlink 2.3.0 (parallelism 1). ``print``, ``union`` (either side) and
+    ``project`` take the values (PyFlink's ``_values()``; ``print`` drops the sink identifier);
+    what is applied to the keyed stream itself reads PyFlink's ``Row(f0=key, f1=value)``: a
+    non-keyed operator of connected streams, timestamps without an assigner."""
+    assert keyed_sinks(run_job(keyed_stream_job(1)).lines) == {
+        "": ["(1,a)", "(2,b)", "(3,c)"],
+        "kunion": ["(1,a)", "(2,b)", "(3,c)", "(4,d)"],
+        "dunion": ["(1,a)", "(1,a)", "(2,b)", "(2,b)", "(3,c)", "(3,c)", "(4,d)"],
+        "conn1": ["1 Row(f0=0, f1=(2, 'b'))", "1 Row(f0=1, f1=(1, 'a'))", "1 Row(f0=1, f1=(3, 'c'))", "2 (4, 'd')"],
+        "conn2": ["1 (4, 'd')", "2 Row(f0='a', f1=(1, 'a'))", "2 Row(f0='b', f1=(2, 'b'))",
+                  "2 Row(f0='c', f1=(3, 'c'))"],
+        "wm": ["Row(f0=1, f1=(1, 'a'))", "Row(f0=0, f1=(2, 'b'))", "Row(f0=1, f1=(3, 'c'))"],
+        "wm2": ["Row(f0='a', f1=(1, 'a'))", "Row(f0='b', f1=(2, 'b'))", "Row(f0='c', f1=(3, 'c'))"],
+        "proj": ["(a)", "(b)", "(c)"],
+        "filter": ["(1,a)", "(2,b)", "(3,c)"],
+        "rowkey": ["(<Row(1, 'x')>, 1)", "(None, 2)"],
+    }
+
+
+def test_a_keyed_streams_rows_and_values_go_to_pyflinks_subtasks():
+    """Parallelism 2 (PyFlink 2.3.0): the keyed print's values on subtask 1 without an
+    identifier; timestamps on a keyed stream run at the parallelism the key_by had. The lines
+    fed through a rebalance (of ``(4, 'd')``) start at a channel PyFlink draws at random; the
+    keyed print's lines carry only the subtask (``1> ``)."""
+    sinks = keyed_sinks(run_job(keyed_stream_job(2)).lines)
+    sinks = {sink: [line for line in found if "4" not in line] for sink, found in sinks.items()}
+    assert {sink: found for sink, found in sinks.items() if found} == {
+        "1": ["(1,a)", "(2,b)", "(3,c)"],
+        "conn1:1": ["1 Row(f0=0, f1=(2, 'b'))", "1 Row(f0=1, f1=(1, 'a'))", "1 Row(f0=1, f1=(3, 'c'))"],
+        "conn2:1": ["2 Row(f0='c', f1=(3, 'c'))"],
+        "conn2:2": ["2 Row(f0='a', f1=(1, 'a'))", "2 Row(f0='b', f1=(2, 'b'))"],
+        "dunion:1": ["(1,a)", "(2,b)", "(3,c)", "(3,c)"],
+        "dunion:2": ["(1,a)", "(2,b)"],
+        "kunion:1": ["(1,a)", "(2,b)", "(3,c)"],
+        "wm:1": ["Row(f0=1, f1=(1, 'a'))", "Row(f0=0, f1=(2, 'b'))", "Row(f0=1, f1=(3, 'c'))"],
+        "wm2:1": ["Row(f0='c', f1=(3, 'c'))"],
+        "wm2:2": ["Row(f0='a', f1=(1, 'a'))", "Row(f0='b', f1=(2, 'b'))"],
+        "proj:1": ["(a)", "(b)", "(c)"],
+        "filter:1": ["(1,a)", "(2,b)", "(3,c)"],
+        "rowkey:2": ["(<Row(1, 'x')>, 1)", "(None, 2)"],
+    }
+
+
+def test_a_keyed_stream_collects_rows_of_key_and_value_as_pyflink():
+    """PyFlink 2.3.0's ``KeyedStream.execute_and_collect()``: ``Row(f0=key, f1=value)``, a
+    pickled key as the bytearray of its pickle; its type ``ROW([key_type, value type])``; a
+    union of it collects the values; timestamps with an assigner apply KeyedStream.process."""
+    import pytest
+
+    results = {}
+    pairs = Types.TUPLE([Types.INT(), Types.STRING()])
+
+    def collect(env):
+        env.set_parallelism(2)
+        a = env.from_collection([(1, "a"), (2, "b"), (3, "c")], pairs)
+        keyed = a.key_by(lambda x: x[0] % 2)
+        results["type"] = repr(keyed.get_type())
+        results["typed type"] = repr(a.key_by(lambda x: x[0], Types.INT()).get_type())
+        results["limit"] = sorted(map(repr, keyed.execute_and_collect(limit=3)))
+        with a.key_by(lambda x: x[1], Types.STRING()).execute_and_collect() as rows:
+            results["iter"] = sorted(map(repr, rows))
+        b = env.from_collection([(4, "d")], pairs)
+        results["union"] = sorted(map(repr, a.key_by(lambda x: x[0]).union(b).execute_and_collect(limit=4)))
+        with pytest.raises(TypeError, match="^KeyedProcessFunction is required for KeyedStream.$"):
+            keyed.assign_timestamps_and_watermarks(WatermarkStrategy.for_monotonous_timestamps()
+                                                   .with_timestamp_assigner(Ts()))
+        with pytest.raises(Exception, match="^Get name of KeyedStream is not supported.$"):
+            keyed.get_name()
+
+    run_job(collect)
+    assert results == {
+        "type": "RowTypeInfo(f0: PickledByteArrayTypeInfo, f1: TupleTypeInfo(Integer, String))",
+        "typed type": "RowTypeInfo(f0: Integer, f1: TupleTypeInfo(Integer, String))",
+        "limit": ["Row(f0=bytearray(b'\\x80\\x05K\\x00.'), f1=(2, 'b'))", "Row(f0=bytearray(b'\\x80\\x05K\\x01.'), f1=(1, 'a'))",
+                  "Row(f0=bytearray(b'\\x80\\x05K\\x01.'), f1=(3, 'c'))"],
+        "iter": ["Row(f0='a', f1=(1, 'a'))", "Row(f0='b', f1=(2, 'b'))", "Row(f0='c', f1=(3, 'c'))"],
+        "union": ["(1, 'a')", "(2, 'b')", "(3, 'c')", "(4, 'd')"],
+    }
+
+
+def test_a_keyed_print_reads_its_input_sorted_by_key_in_batch_as_pyflink():
+    """BATCH (PyFlink 2.3.0): the values map of ``print`` and ``union`` is a keyed operator, so
+    it reads its input key after key; the stream it is united with comes as it is."""
+    from kernel.datastream import RuntimeExecutionMode
+
+    def build(env):
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+        env.set_parallelism(1)
+        t = env.from_collection([("b", 1), ("a", 2), ("c", 3), ("a", 4)], Types.TUPLE([Types.STRING(), Types.INT()]))
+        t.key_by(lambda x: x[0], Types.STRING()).print("kprint")
+        t.key_by(lambda x: x[0], Types.STRING()).union(t).print("kunion")
+        env.execute("batch keyed print")
+
+    lines = run_job(build).lines
+    assert [line for line in lines if "> " not in line] == ["(a,2)", "(a,4)", "(b,1)", "(c,3)"]
+    assert sorted(by_sink([line for line in lines if "> " in line])["kunion"]) == sorted(
+        ["(a,2)", "(a,4)", "(b,1)", "(c,3)", "(b,1)", "(a,2)", "(c,3)", "(a,4)"])
