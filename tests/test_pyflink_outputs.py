@@ -919,6 +919,11 @@ BATCH_KEYS = [1, "b", True, [2], 1.0, "a", [1], {"x": 1}, 1, [2], "b", (1, [2]),
 #: recorded on PyFlink 2.3.0: the keys in the order of their pickled bytes, one value per key
 _BATCH_KEY_ORDER = ["True", "False", "0", "1", "'a'", "'b'", "[1]", "[2]", "0.0", "1.0", "(1, [2])", "{'x': 1}", "None"]
 PYFLINK_BATCH_KEYS_LINES = {
+    # a key's records come in the order Flink's QuickSort leaves the records it cannot tell apart
+    "count": [f"{i} key={k} n={n} sub=0" for i, k, n in [
+        (12, "True", 1), (2, "True", 2), (15, "False", 1), (14, "0", 2), (0, "1", 1), (8, "1", 2), (5, "'a'", 1),
+        (10, "'b'", 1), (1, "'b'", 2), (6, "[1]", 1), (9, "[2]", 1), (3, "[2]", 2), (16, "0.0", 1), (4, "1.0", 1),
+        (11, "(1, [2])", 1), (7, "{'x': 1}", 1), (13, "None", 1)]],
     "min_by": [f"({k}, {v})" for k, v in zip(_BATCH_KEY_ORDER, [2, 15, 14, 0, 5, 1, 6, 3, 16, 4, 11, 7, 13])],
     "reduce": [f"({k}, {v})" for k, v in zip(_BATCH_KEY_ORDER, [14, 15, 14, 8, 5, 11, 6, 12, 16, 4, 11, 7, 13])],
 }
@@ -930,6 +935,7 @@ def batch_keys_job(env):
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     env.set_parallelism(1)
     ds = env.from_collection([(k, i) for i, k in enumerate(BATCH_KEYS)])
+    ds.key_by(lambda x: x[0]).process(CountPerKey()).print("count")
     ds.key_by(lambda x: x[0]).min_by(1).print("min_by")
     ds.key_by(lambda x: x[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).print("reduce")
     env.execute("batch keys")
@@ -937,8 +943,78 @@ def batch_keys_job(env):
 
 def test_batch_rolling_aggregations_of_keys_python_cannot_hash_or_tell_apart():
     """BATCH: keys sorted by their pickled bytes, one final value per Java key; False and 0
-    (equal to Python) are two keys."""
+    (equal to Python) are two keys, 0 right after False counts on in False's state; a key's
+    records in the order Flink's (unstable) QuickSort leaves them: True's 12 before its 2."""
     assert by_sink(run_job(batch_keys_job).lines) == PYFLINK_BATCH_KEYS_LINES
+
+
+class CountBoth(KeyedCoProcessFunction):
+    def open(self, ctx: RuntimeContext):
+        from kernel.datastream.state import ValueStateDescriptor
+
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.PICKLED_BYTE_ARRAY()))
+        self.sub = ctx.get_index_of_this_subtask()
+
+    def process_element1(self, value, ctx):
+        self.n.update((self.n.value() or 0) + 1)
+        yield f"1 {value[1]} key={ctx.get_current_key()!r} n={self.n.value()} sub={self.sub}"
+
+    def process_element2(self, value, ctx):
+        self.n.update((self.n.value() or 0) + 10)
+        yield f"2 {value[1]} key={ctx.get_current_key()!r} n={self.n.value()} sub={self.sub}"
+
+
+RULES = MapStateDescriptor("rules", Types.STRING(), Types.STRING())
+
+
+class CountWithRules(KeyedBroadcastProcessFunction):
+    def open(self, ctx: RuntimeContext):
+        from kernel.datastream.state import ValueStateDescriptor
+
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.PICKLED_BYTE_ARRAY()))
+        self.sub = ctx.get_index_of_this_subtask()
+
+    def process_element(self, value, ctx):
+        self.n.update((self.n.value() or 0) + 1)
+        yield f"el {value[1]} key={ctx.get_current_key()!r} n={self.n.value()} sub={self.sub}"
+
+    def process_broadcast_element(self, value, ctx):
+        ctx.get_broadcast_state(RULES).put("r", value)
+        yield f"bc {value} sub={self.sub}"
+
+
+def connected_keys_job(parallelism: int):
+    def build(env):
+        env.set_parallelism(parallelism)
+        left = env.from_collection([([1], 0), ({"a": 1}, 1), ([1], 2), (1, 3), (True, 4)])
+        right = env.from_collection([([1], 100), (1.0, 101), ({"a": 1}, 102)])
+        left.connect(right).key_by(lambda x: x[0], lambda x: x[0]).process(CountBoth()).print("co")
+        left.key_by(lambda x: x[0]).connect(env.from_collection(["x"], Types.STRING()).broadcast(RULES)) \
+            .process(CountWithRules()).print("bc")
+        env.execute("connected keys")
+
+    return build
+
+
+def test_connected_and_broadcast_keyed_streams_of_unhashable_keys_as_pyflink():
+    """Recorded on PyFlink 2.3.0. Parallelism 1: the keyed side's records one by one (True
+    right after 1 counts on in 1's state). Parallelism 2: every record on PyFlink's subtask (the
+    counts there depend on how the two inputs interleave, which is the scheduler's)."""
+    import re
+
+    bc = by_sink(run_job(connected_keys_job(1)).lines)["bc"]
+    assert [line for line in bc if line.startswith("el")] == [
+        "el 0 key=[1] n=1 sub=0", "el 1 key={'a': 1} n=1 sub=0", "el 2 key=[1] n=2 sub=0", "el 3 key=1 n=1 sub=0",
+        "el 4 key=True n=2 sub=0"]
+    sinks = by_sink(run_job(connected_keys_job(2)).lines)
+    assert {sink: sorted(re.sub(r" n=\d+", "", line) for line in found) for sink, found in sinks.items()} == {
+        "co:1": ["1 0 key=[1] sub=0", "1 1 key={'a': 1} sub=0", "1 2 key=[1] sub=0", "1 3 key=1 sub=0",
+                 "2 100 key=[1] sub=0", "2 102 key={'a': 1} sub=0"],
+        "co:2": ["1 4 key=True sub=1", "2 101 key=1.0 sub=1"],
+        "bc:1": ["bc x sub=0", "el 0 key=[1] sub=0", "el 1 key={'a': 1} sub=0", "el 2 key=[1] sub=0",
+                 "el 3 key=1 sub=0"],
+        "bc:2": ["bc x sub=1", "el 4 key=True sub=1"],
+    }
 
 
 # -- KeyedStream: PyFlink's stream of Row(key, value), and what its _values() adds ---------------
