@@ -9,6 +9,7 @@ operators choose it (:meth:`KeyedStateBackend.state_keys`).
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from kernel.common.keyidentity import PLAIN_KEY_TYPES, user_key
@@ -51,7 +52,7 @@ class KeyedStateBackend:
         if to_state is None or not keys:
             return keys
         held = self._held_key
-        if PLAIN_KEY_TYPES.issuperset(map(type, keys)) and (held is _NO_KEY or type(held) in PLAIN_KEY_TYPES):
+        if _own_state_keys(keys) and (held is _NO_KEY or _own_state_keys((held,))):
             self._held_key = self._held_state_key = keys[-1]
             return keys
         state = self._held_state_key
@@ -185,6 +186,19 @@ class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
             cleanup.run()
 
 
+def _own_state_keys(keys: list | tuple) -> bool:
+    """Whether every key is its own state key and equal keys are equal by Python's ``==`` only
+    (str, int, bytes and None keys and tuples of them: PyFlink's switching changes nothing)."""
+    kinds = set(map(type, keys))
+    if kinds <= PLAIN_KEY_TYPES:
+        return True
+    if not kinds <= _PLAIN_OR_TUPLE:
+        return False
+    tuples = keys if len(kinds) == 1 else [key for key in keys if type(key) is tuple]
+    return PLAIN_KEY_TYPES.issuperset(map(type, chain.from_iterable(tuples)))
+
+
+_PLAIN_OR_TUPLE = PLAIN_KEY_TYPES | {tuple}
 _CURRENT = object()  # the state follows the backend's current namespace
 _NO_KEY = object()  # no key held yet (PyFlink's None, equal to no Row)
 
