@@ -30,9 +30,11 @@ class KeyedStateBackend:
         self.current_namespace: Any = None
         self.now = now
         self._state_key = state_key
-        #: the Python key whose state the backend holds (PyFlink's current key) and its state key
+        #: the Python key whose state the backend holds (PyFlink's current key) and its state key;
+        #: whether a timer's key made it current
         self._held_key: Any = _NO_KEY
         self._held_state_key: Any = None
+        self._held_by_timer = False
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
         self._ttl: dict[str, Any] = {}
@@ -47,10 +49,14 @@ class KeyedStateBackend:
         that key's state — PyFlink compares ``Row(key)`` with the Row it holds and switches only
         when they differ —, so ``True`` right after ``1`` (different keys to Java) reads and
         writes the state of ``1``, registers its timers for ``1`` and its window function gets
-        ``1``; any other record switches to its own key."""
+        ``1``; any other record switches to its own key. A key a timer made current never equals
+        a record's: PyFlink reads a timer's key as a Row with field names (``Row(f0=key)``), and a
+        named Row is never equal to a record's ``Row(key)``."""
         to_state = self._state_key
         if to_state is None or not keys:
             return keys
+        if self._held_by_timer:
+            self._held_key, self._held_by_timer = _NO_KEY, False
         held = self._held_key
         if _own_state_keys(keys) and (held is _NO_KEY or _own_state_keys((held,))):
             self._held_key = self._held_state_key = keys[-1]
@@ -66,15 +72,17 @@ class KeyedStateBackend:
         return state_keys
 
     def select_key(self, state_key: Any) -> Any:
-        """Make a key as state holds it (a timer's) current, as PyFlink sets a timer's key:
-        unless its Python key equals the one held (see :meth:`state_keys`). The key now current."""
+        """Make a timer's key (as state holds it) current, as PyFlink sets a timer's key: after a
+        record's key always (see :meth:`state_keys`), after another timer's unless its Python key
+        equals the one held (a timer of True right after one of 1 keeps 1's state). The key now
+        current."""
         if self._state_key is not None:
             key = user_key(state_key)
             held = self._held_key
-            if key is held or key == held:
+            if self._held_by_timer and (key is held or key == held):
                 state_key = self._held_state_key
             else:
-                self._held_key, self._held_state_key = key, state_key
+                self._held_key, self._held_state_key, self._held_by_timer = key, state_key, True
         self.current_key = state_key
         return state_key
 
@@ -139,7 +147,7 @@ class KeyedStateBackend:
         state = self.get_state(descriptor)
         process = function if callable(function) else function.process
         for key in self.keys(descriptor.name):
-            self._held_key, self._held_state_key = user_key(key), key
+            self._held_key, self._held_state_key, self._held_by_timer = user_key(key), key, False
             self.current_key = key
             process(user_key(key), state)
 

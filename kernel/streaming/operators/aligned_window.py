@@ -30,6 +30,8 @@ from kernel.streaming.timers import EVENT_TIMERS
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
 
+#: ``_emit_window``'s key when no timer fired the window: the key of the window's state
+_STATE_KEY = object()
 #: kind of the window contents' state in a checkpoint, as the generic operator's
 CONTENTS_KIND = {"list": "list", "reduce": "reducing", "aggregate": "aggregating"}
 
@@ -222,24 +224,26 @@ class AlignedWindowOperator(WindowOperator):
         size, lateness, clearing = self.size, self.allowed_lateness, self.clearing_function
         direct = self.window_function is None and not self.requested_side_outputs
         result = self.spec.function.get_result if self.contents_kind == "aggregate" else None
-        get, emit = windows.get, self._emit_window
+        get, emit, select = windows.get, self._emit_window, backend.select_key
         timers = fired = 0
         try:
+            # a timer's window is looked up under the key the backend holds once the timer's key
+            # is selected (KeyedStateBackend.select_key): a timer of True right after one of 1
+            # reads 1's window, as in PyFlink; the window function gets the timer's key
             if direct and not lateness and clearing is None:  # each timer fires its window and clears it
                 take, append, append_ts = windows.pop, out_values.append, out_ts.append
                 while len(heap) > 1 and heap[1][0] <= timestamp:
                     time, key, start = pop(heap)
                     timers += 1
-                    contents = take((key, start), None)
+                    contents = take((select(key), start), None)
                     if contents is not None:
                         fired += 1
-                        backend.current_key = key
                         append(contents if result is None else result(contents))
                         append_ts(time)
             else:
                 while len(heap) > 1 and heap[1][0] <= timestamp:
                     time, key, start = pop(heap)
-                    slot = (key, start)
+                    slot = (select(key), start)
                     timers += 1
                     last = start + size - 1
                     if time == last:
@@ -247,14 +251,13 @@ class AlignedWindowOperator(WindowOperator):
                         if contents is not None:
                             fired += 1
                             if direct:
-                                backend.current_key = key
                                 out_values.append(contents if result is None else result(contents))
                                 out_ts.append(last)
                             else:
-                                emit(slot, contents, out_values, out_ts, side)
+                                emit(slot, contents, out_values, out_ts, side, key)
                     if time == last + lateness or time == MAX_LONG:
                         if clearing is None:
-                            del windows[slot]
+                            windows.pop(slot, None)
                         else:
                             self._clean_up(slot)
         finally:
@@ -270,7 +273,10 @@ class AlignedWindowOperator(WindowOperator):
             self.runtime.count("windows_fired")
             self._emit_window(slot, contents, out_values, out_ts, side)
 
-    def _emit_window(self, slot: tuple[Any, int], contents: Any, out_values: list, out_ts: list, side: dict) -> None:
+    def _emit_window(self, slot: tuple[Any, int], contents: Any, out_values: list, out_ts: list, side: dict,
+                     timer_key: Any = _STATE_KEY) -> None:
+        """Apply the window function to a window's contents; its key is the timer's that fired
+        the window (``timer_key``), else the key of the window's state."""
         key, start = slot
         kind = self.contents_kind
         if kind == "aggregate":
@@ -281,11 +287,11 @@ class AlignedWindowOperator(WindowOperator):
             elements = [contents]
         self.backend.current_key = key
         end = start + self.size
-        self.emit_results(self._apply(user_key(key), TimeWindow(start, end), elements), end - 1, out_values, out_ts,
-                          side)
+        self.emit_results(self._apply(user_key(key if timer_key is _STATE_KEY else timer_key), TimeWindow(start, end),
+                                      elements), end - 1, out_values, out_ts, side)
 
     def _clean_up(self, slot: tuple[Any, int]) -> None:
-        del self.windows[slot]
+        self.windows.pop(slot, None)
         if self.clearing_function is not None:
             key, start = slot
             self.backend.current_key = key

@@ -390,7 +390,7 @@ class WindowOperator(TimerOperator):
         return function.apply
 
     def _emit(self, key, window, contents, out_values, out_ts, side) -> None:
-        if contents is None:
+        if contents is None or (self.contents_kind == "list" and not contents):  # PyFlink: an empty list is none
             return
         self.runtime.count("windows_fired")
         elements = contents if self.contents_kind == "list" else [contents]
