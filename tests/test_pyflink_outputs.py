@@ -1202,3 +1202,20 @@ def test_a_keyed_print_reads_its_input_sorted_by_key_in_batch_as_pyflink():
     assert [line for line in lines if "> " not in line] == ["(a,2)", "(a,4)", "(b,1)", "(c,3)"]
     assert sorted(by_sink([line for line in lines if "> " in line])["kunion"]) == sorted(
         ["(a,2)", "(a,4)", "(b,1)", "(c,3)", "(b,1)", "(a,2)", "(c,3)", "(a,4)"])
+
+
+def test_a_keyed_stream_sinks_its_rows_of_key_and_value_as_pyflink(tmp_path):
+    """PyFlink 2.3.0's ``KeyedStream.sink_to`` writes the Java rows: ``+I[a, (1,a)]``."""
+    from kernel.common import Encoder
+    from kernel.datastream.connectors.file_system import FileSink
+
+    def build(env):
+        env.set_parallelism(1)
+        env.from_collection([(1, "a"), (2, "b")], Types.TUPLE([Types.INT(), Types.STRING()])) \
+            .key_by(lambda x: x[1], Types.STRING()) \
+            .sink_to(FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder()).build())
+        env.execute("keyed sink")
+
+    run_job(build)
+    (part,) = [p for p in (tmp_path / "out").rglob("part-*") if p.is_file()]
+    assert part.read_text().splitlines() == ["+I[a, (1,a)]", "+I[b, (2,b)]"]
