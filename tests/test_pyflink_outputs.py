@@ -976,6 +976,70 @@ def test_a_timer_keeps_the_state_of_a_timer_before_it_whose_key_python_calls_equ
     }
 
 
+class CoTimerCount(KeyedCoProcessFunction):
+    """A count and a timer per record of input 1; input 2 only says what it got."""
+
+    def open(self, ctx: RuntimeContext):
+        from kernel.datastream.state import ValueStateDescriptor
+
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.PICKLED_BYTE_ARRAY()))
+
+    def process_element1(self, value, ctx):
+        self.n.update((self.n.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(5000)
+        yield f"1 {value[1]} key={ctx.get_current_key()!r} n={self.n.value()}"
+
+    def process_element2(self, value, ctx):
+        yield f"2 {value[1]} key={ctx.get_current_key()!r} n={self.n.value()}"
+
+    def on_timer(self, timestamp, ctx):
+        yield f"timer {timestamp} key={ctx.get_current_key()!r} n={self.n.value()}"
+        self.n.clear()
+
+
+class BroadcastTimerCount(KeyedBroadcastProcessFunction):
+    def open(self, ctx: RuntimeContext):
+        from kernel.datastream.state import ValueStateDescriptor
+
+        self.n = ctx.get_state(ValueStateDescriptor("n", Types.PICKLED_BYTE_ARRAY()))
+
+    def process_element(self, value, ctx):
+        self.n.update((self.n.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(5000)
+        yield f"el {value[1]} key={ctx.get_current_key()!r} n={self.n.value()}"
+
+    def process_broadcast_element(self, value, ctx):
+        ctx.get_broadcast_state(RULES).put("r", value)
+
+    def on_timer(self, timestamp, ctx):
+        yield f"timer {timestamp} key={ctx.get_current_key()!r} n={self.n.value()}"
+        self.n.clear()
+
+
+def test_timers_of_connected_and_broadcast_keyed_streams_switch_keys_as_pyflink():
+    """Recorded on PyFlink 2.3.0 (twice the same): the timers of 1 and True fire one after the
+    other and True's reads the state 1's timer has just read and cleared, in a keyed co-process
+    and a keyed broadcast process function as in a keyed process function (the timer service
+    switches keys for every operator). Input 2's record comes where the scheduler puts it."""
+
+    def build(env):
+        env.set_parallelism(1)
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v, ts: v[1])
+        left = env.from_collection([(1, 100), ("x", 150), (True, 200)]).assign_timestamps_and_watermarks(strategy)
+        right = env.from_collection([("y", 50)]).assign_timestamps_and_watermarks(strategy)
+        left.connect(right).key_by(lambda x: x[0], lambda x: x[0]).process(CoTimerCount()).print("co")
+        left.key_by(lambda x: x[0]).connect(env.from_collection(["r"], Types.STRING()).broadcast(RULES)) \
+            .process(BroadcastTimerCount()).print("bc")
+        env.execute("timer keys of connected streams")
+
+    sinks = by_sink(run_job(build).lines)
+    timers = ["timer 5000 key=1 n=1", "timer 5000 key=True n=None", "timer 5000 key='x' n=1"]
+    assert sinks["bc"] == ["el 100 key=1 n=1", "el 150 key='x' n=1", "el 200 key=True n=1", *timers]
+    assert sorted(sinks["co"][:4]) == ["1 100 key=1 n=1", "1 150 key='x' n=1", "1 200 key=True n=1",
+                                       "2 50 key='y' n=None"]
+    assert sinks["co"][4:] == timers
+
+
 def unhashable_keys_job(parallelism: int):
     import types
 
