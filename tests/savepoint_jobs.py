@@ -4,7 +4,7 @@
 generator (10 records/s, 60 of them unless ``unbounded``); its arguments choose variants: ``uid``
 / ``other-uid`` (the counting operator's uid), ``extra-map`` (a stateless map inserted before
 ``key_by``), ``checkpoints`` (a checkpoint every second), ``max-parallelism=N``, ``keys=N``,
-``rate=N`` (records per second).
+``rate=N`` (records per second), ``list-keys`` (keyed by ``[k<i % 3>]``, a key Python cannot hash).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ source = DataGeneratorSource(lambda i: ("k%d" % (i % keys), i), count, records_p
 numbers = env.from_source(source, WatermarkStrategy.no_watermarks(), "Numbers").uid("numbers")
 if "extra-map" in options:
     numbers = numbers.map(lambda v: v).name("Identity")
-counts = numbers.key_by(lambda v: v[0]).process(Count()).name("Count")
+counts = numbers.key_by((lambda v: [v[0]]) if "list-keys" in options else (lambda v: v[0])).process(Count()).name("Count")
 if "uid" in options:
     counts = counts.uid("count")
 elif "other-uid" in options:

@@ -138,6 +138,27 @@ def test_a_rolling_reduce_is_restored():
     restored_equals_plain(build, "raise:operator=Reduce,record=30")
 
 
+def test_state_timers_and_windows_of_keys_python_cannot_hash_are_restored():
+    """Keys without a key_type that are lists and dicts (PyFlink keys them by their pickled
+    bytes): keyed state of every kind, timers, a rolling reduce and windows come back."""
+    def build(env):
+        env.set_parallelism(2)
+        source = numbers(env, count=60)
+        source.key_by(lambda v: [v % 4]).process(EveryKind()).name("EveryKind").print()
+        source.key_by(lambda v: {"k": [v % 3]}).process(Timers()).name("Timers").print()
+        source.key_by(lambda v: [v % 3]).reduce(lambda a, b: a + b).name("Reduce").print()
+        source.key_by(lambda v: {v % 2}).window(TumblingEventTimeWindows.of(Time.milliseconds(200))) \
+            .process(Describe()).name("Windows").print()
+        env.execute("unhashable keys")
+
+    plain, _ = restored_equals_plain(build, "raise:operator=EveryKind,record=20",
+                                     "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.delay=100ms")
+    lines = set(strip(plain.lines))
+    assert "([1], 57, 15, 435, [49, 53, 57], [(0, 3), (1, 3), (2, 3), (3, 3), (4, 3)], 435, 870)" in lines
+    assert "('TimeDomain.EVENT_TIME', {'k': [2]}, 540)" in lines
+    assert "({1}, 0, 200, [1, 3, 5, 7, 9])" in lines
+
+
 # -- timers ---------------------------------------------------------------------------------------
 
 

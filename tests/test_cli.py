@@ -277,3 +277,23 @@ def test_the_command_ends_without_a_last_collection_unless_it_loaded_duckdb(tmp_
         assert result.stderr.splitlines() == [f"frozen: {frozen}"]
     runs = subprocess.run([*rill_command(), "runs", "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert [run["status"] for run in json.loads(runs.stdout)] == ["finished", "finished"]
+
+
+def test_rill_run_keys_a_stream_by_a_list_as_pyflink(tmp_path):
+    """Issue 27's job, run as a user runs it: a key Python cannot hash (``[1]``) routed and
+    reduced by its pickled bytes; PyFlink 2.3.0 printed these lines (sorted here: two sinks)."""
+    job = tmp_path / "list_keys.py"
+    job.write_text(
+        "from kernel.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.set_parallelism(2)\n"
+        "ds = env.from_collection([(1, 'a'), (2, 'b'), (3, 'c')])\n"
+        "ds.key_by(lambda x: [1]).min_by(0).print()\n"
+        "ds.key_by(lambda x: [x[0] % 2]).reduce(lambda a, b: (a[0] + b[0], a[1] + b[1])).print()\n"
+        "env.execute()\n")
+    env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
+    result = subprocess.run(["rill", "run", "--quiet", str(job)], capture_output=True, text=True, cwd=tmp_path,
+                            env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        "1> (1, 'a')", "1> (1, 'a')", "1> (1, 'a')", "1> (1, 'a')", "1> (4, 'ac')", "2> (2, 'b')"]

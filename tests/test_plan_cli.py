@@ -120,3 +120,22 @@ def test_last_means_the_last_executed_run_not_a_planned_one(cli, tmp_path):
         assert out.startswith(f"run {runs[1]['run_id']} ")
     code, out, _ = cli("metrics", runs[0]["run_id"])  # a planned run by its id
     assert code == 0 and out.startswith(f"run {runs[0]['run_id']} (Window WordCount): planned")
+
+
+def test_plan_shows_the_values_operator_of_a_keyed_union(cli, tmp_path):
+    code, out, err = cli("plan", write(tmp_path, (
+        "from kernel.common import Types\n"
+        "env.set_parallelism(2)\n"
+        "a = env.from_collection([(1, 'a'), (2, 'b')], Types.TUPLE([Types.INT(), Types.STRING()]))\n"
+        "b = env.from_collection([(3, 'c')], Types.TUPLE([Types.INT(), Types.STRING()]))\n"
+        "a.key_by(lambda x: x[0]).union(b).print()\n"
+        "env.execute('keyed union')\n")))
+    assert code == 0, err
+    vertex_lines = [line for line in out.splitlines()[1:] if not line.startswith(" ")]
+    assert [line.split("  ")[1:3] for line in vertex_lines] == [
+        ["Source: Collection Source", "p=1 ssg=default SourceStreamTask"],
+        ["Source: Collection Source", "p=1 ssg=default SourceStreamTask"],
+        ["_keyed_stream_values_operator", "p=2 ssg=default OneInputStreamTask"],
+        ["Sink: Print to Std. Out", "p=2 ssg=default OneInputStreamTask"],
+    ]
+    assert "    -> _keyed_stream_values_operator [HASH ALL_TO_ALL PIPELINED_BOUNDED]" in out.splitlines()

@@ -312,7 +312,8 @@ def test_broadcast_state_keeps_what_was_stored_and_a_keyed_print_gets_the_coders
         env.from_collection([1]).connect(env.from_collection([110.1]).broadcast(PRICES)).process(ReadPrice()).print()
         env.from_collection([110.1]).map(lambda x: x, Types.FLOAT()).key_by(lambda x: 1).print("keyed")
 
-    assert by_sink(job(build).lines) == {"": ["bstate 110.1"], "keyed": ["110.1"]}
+    # PyFlink's KeyedStream.print prints its values without the sink identifier
+    assert sorted(by_sink(job(build).lines)[""]) == ["110.1", "bstate 110.1"]
 
 
 @pytest.mark.parametrize("what, build, error", [

@@ -54,6 +54,14 @@ def final_state(records: list[tuple]) -> dict[str, tuple]:
     return state
 
 
+def test_keyed_state_of_list_keys_rescaled_2_3_1_ends_as_if_never_rescaled(cli, tmp_path):
+    """Keys Python cannot hash (``["k0"]``): savepoints hold them by key group as any key."""
+    job = write(tmp_path, "counts.py", COUNT_JOB)
+    outputs, _ = rescaled_runs(cli, job, ("uid", "keys=7", "list-keys"), tmp_path / "sp")
+    rescaled = [record for out in outputs for record in printed(out)]
+    assert final_state(rescaled) == final_state([ast.literal_eval(line) for line in counts(0, 60, keys=7)])
+
+
 def test_keyed_state_rescaled_2_3_1_ends_as_if_never_rescaled(cli, tmp_path):
     job = write(tmp_path, "counts.py", COUNT_JOB)
     code, out, err = cli("run", *SIM, "--set", "parallelism.default=2", job, "uid", "keys=7")

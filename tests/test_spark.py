@@ -38,10 +38,12 @@ from tests.runtime import run_job
 from tests.test_local_runtime import side_outputs_connect_and_union
 from tests.test_pyflink_outputs import (
     PYFLINK_BATCH_CONNECT_LINES,
+    PYFLINK_BATCH_KEYS_LINES,
     PYFLINK_BATCH_LINES,
     PYFLINK_BATCH_TIMER_LINES,
     batch_connect_job,
     batch_job,
+    batch_keys_job,
     by_sink,
 )
 from tests.test_timers_and_state import Alarm, Everything, scripted
@@ -274,6 +276,12 @@ def test_keyed_operators_read_their_input_key_after_key_in_pyflinks_order():
     assert connect == by_sink(run_job(batch_connect_job).lines)
     connect.pop("co")
     assert connect == PYFLINK_BATCH_CONNECT_LINES
+
+
+def test_keys_python_cannot_hash_are_shuffled_and_reduced_as_pyflink_does():
+    """Lists, dicts and Python-equal keys (1, True, 1.0, 0, False) without a key_type: the
+    shuffle by key group and the final value per Java key, as PyFlink printed them."""
+    assert by_sink(run_job(batch_keys_job, *SPARK).lines) == PYFLINK_BATCH_KEYS_LINES
 
 
 def test_keyed_connect_gives_the_same_results_and_merges_inputs_by_timestamp():

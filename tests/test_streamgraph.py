@@ -192,3 +192,29 @@ def test_sink_to_expands_to_a_writer_operator():
     graph = compile_job(build).stream_graph
     writer = [n for n in graph.nodes.values() if n.name == "Sink: Writer"]
     assert len(writer) == 1 and writer[0].id not in graph.sinks  # an operator, as in Flink
+
+
+def test_the_plan_of_a_keyed_union_has_pyflinks_values_operator():
+    """PyFlink 2.3's ``KeyedStream.union`` (and ``DataStream.union`` of a KeyedStream) first
+    maps the keyed stream to its values, an operator named ``_keyed_stream_values_operator``
+    at the environment's parallelism, read HASH; the union reads it FORWARD. (PyFlink's plan
+    also shows its key_by operator, ``_stream_key_by_map_operator``, which rill does not run.)"""
+    env = StreamExecutionEnvironment.get_execution_environment()
+    with use_executor(CapturingExecutor(Session.open(environ={}))):
+        env.set_parallelism(2)
+        pairs = Types.TUPLE([Types.INT(), Types.STRING()])
+        a = env.from_collection([(1, "a")], pairs)
+        b = env.from_collection([(2, "b")], pairs)
+        a.key_by(lambda x: x[0]).union(b.key_by(lambda x: x[1], Types.STRING()), a).map(lambda x: x).print()
+        plan = json.loads(env.get_execution_plan())
+    types = {node["id"]: node["type"] for node in plan["nodes"]}
+    assert [(node["type"], node["parallelism"], [(types[p["id"]], p["ship_strategy"]) for p in node.get("predecessors", [])])
+            for node in plan["nodes"]] == [
+        ("Source: Collection Source", 1, []),
+        ("Source: Collection Source", 1, []),
+        ("_keyed_stream_values_operator", 2, [("Source: Collection Source", "HASH")]),
+        ("_keyed_stream_values_operator", 2, [("Source: Collection Source", "HASH")]),
+        ("Map", 2, [("_keyed_stream_values_operator", "FORWARD"), ("_keyed_stream_values_operator", "FORWARD"),
+                    ("Source: Collection Source", "REBALANCE")]),
+        ("Sink: Print to Std. Out", 2, [("Map", "FORWARD")]),
+    ]

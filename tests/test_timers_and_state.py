@@ -172,6 +172,31 @@ def test_deleted_timers_leave_the_heap_and_one_registered_again_takes_a_new_plac
     assert fired[2:] == [(60_000 + i, i % 100) for i in range(9_900, 10_000)]
 
 
+def test_the_service_switches_to_a_timers_key_as_pyflink():
+    """Keys as PyFlink's Java keys (untyped: pickled bytes, so 1 and True are two keys): each
+    timer's callback gets its own Python key, and state is read under the key PyFlink would
+    hold: a timer whose key Python calls equal to the previous timer's keeps that key's state
+    (True's after 1's reads 1's), the first timer after records always switches, and the first
+    record after timers too."""
+    from kernel.common.keyidentity import JavaKey, state_key_function
+
+    backend = KeyedStateBackend(lambda: 0, state_key_function(None))
+    held: list = []
+
+    class Holding(Recorder):
+        def on_timer(self, timestamp, key, namespace, domain, out):
+            held.append((key, backend.current_key))
+
+    timers = timer_service(backend, Holding())
+    for key in (1, "x", True):  # a record each: True after "x" has its own state
+        (backend.current_key,) = backend.state_keys([key])
+        timers.register_event_time_timer(None, 10)
+    assert backend.current_key == JavaKey(b"\x80\x05\x88.", True)
+    timers.advance_watermark(10)
+    assert held == [(1, 1), (True, 1), ("x", "x")]
+    assert backend.state_keys([True, 1]) == [JavaKey(b"\x80\x05\x88.", True)] * 2
+
+
 #: recorded with Java 17 and Flink 2.3's table runtime: windows (start,end) added in this order to a
 #: java.util.HashSet of ``org.apache.flink.table.runtime.operators.window.TimeWindow``, and the
 #: order the set iterates them (the last: nine windows in one of 16 bins, the ninth doubles the table)

@@ -17,7 +17,8 @@ when ``from_collection`` is called.
 ``execute_and_collect``: each collected Java object comes back through PyFlink's
 ``convert_to_python_obj``: a FLOAT is parsed from Java's ``Float.toString`` (110.1, not
 110.0999984741211), a BIG_DEC from ``toEngineeringString``, a SQL_TIME loses its milliseconds,
-and SQL_TIMESTAMP and INSTANT values fail as they do there. :func:`collected_conversion`.
+a pickled field of a row is the bytearray of its pickle (a KeyedStream's key), and SQL_TIMESTAMP
+and INSTANT values fail as they do there. :func:`collected_conversion`.
 """
 
 from __future__ import annotations
@@ -402,6 +403,8 @@ def _changes_when_collected(type_info: TypeInformation) -> bool:
 
 
 def _collected(type_info: TypeInformation) -> Conversion:
+    if isinstance(type_info, PickledBytesTypeInfo):  # inside a row: the byte[] Java holds
+        return lambda value: bytearray(jv.pickled_bytes(value))
     if isinstance(type_info, BasicTypeInfo):
         kind = type_info._basic_type
         if kind is BasicType.FLOAT:

@@ -12,6 +12,7 @@ import math
 import pickle
 import re
 import struct
+import types
 from typing import Any, Callable, ClassVar, Iterable
 
 from kernel.common.types import Row, RowKind
@@ -174,22 +175,27 @@ def _java_decimal(shortest: str, magnitude: float) -> str:
 
 
 class _PyFlinkGlobal:
-    """Stands for a global of ``pyflink.common.types`` in a pickle (rill's Row and RowKind pickle
-    under PyFlink's names, so an untyped Row key has the bytes it has in PyFlink)."""
+    """Stands for a global of PyFlink's side in a pickle: of ``pyflink.common.types`` (rill's Row
+    and RowKind pickle under PyFlink's names, so an untyped Row key has the bytes it has in
+    PyFlink) or of cloudpickle."""
 
-    __slots__ = ("name",)
+    __slots__ = ("module", "name")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, module: str = "pyflink.common.types") -> None:
+        self.module = module
         self.name = name
 
     def __call__(self, *args: Any) -> Any:
         """Pickle only accepts a callable as the function of a reduce; this one is never called."""
-        raise TypeError(f"{_PYFLINK_TYPES}.{self.name} exists only in PyFlink")
+        raise TypeError(f"{self.module}.{self.name} exists only in PyFlink")
 
 
-_PYFLINK_TYPES = "pyflink.common.types"
 _CREATE_ROW = _PyFlinkGlobal("_create_row")
 _ROW_KIND = _PyFlinkGlobal("RowKind")
+#: cloudpickle writes the classes of the ``types`` module (SimpleNamespace, MappingProxyType, ...)
+#: as ``cloudpickle.cloudpickle._builtin_type(name)``
+_BUILTIN_TYPE = _PyFlinkGlobal("_builtin_type", "cloudpickle.cloudpickle")
+_BUILTIN_TYPE_NAMES = {v: k for k, v in vars(types).items() if type(v) is type}
 
 
 class _PyFlinkPickler(pickle._Pickler):  # type: ignore[name-defined]
@@ -203,10 +209,12 @@ class _PyFlinkPickler(pickle._Pickler):  # type: ignore[name-defined]
             return _CREATE_ROW, (getattr(obj, "_fields", None), tuple(obj._values), obj.get_row_kind())
         if type(obj) is RowKind:
             return _ROW_KIND, (obj.value,)
+        if type(obj) is type and obj in _BUILTIN_TYPE_NAMES and obj not in _SPECIAL_TYPES:
+            return _BUILTIN_TYPE, (_BUILTIN_TYPE_NAMES[obj],)
         return NotImplemented
 
     def save_pyflink_global(self, obj: _PyFlinkGlobal) -> None:
-        self.save(_PYFLINK_TYPES)
+        self.save(obj.module)
         self.save(obj.name)
         self.write(pickle.STACK_GLOBAL)
         self.memoize(obj)
@@ -214,14 +222,17 @@ class _PyFlinkPickler(pickle._Pickler):  # type: ignore[name-defined]
     dispatch[_PyFlinkGlobal] = save_pyflink_global
 
 
+#: classes pickle and cloudpickle both write as ``type(None)`` and the like
+_SPECIAL_TYPES = frozenset((type(None), type(Ellipsis), type(NotImplemented)))
 _ATOMS = frozenset((str, int, float, bool, bytes, type(None)))
 
 
 def pickled_bytes(value: Any) -> bytes:
     """The bytes PyFlink's ``PICKLED_BYTE_ARRAY`` coder hands to Java in process mode:
     ``cloudpickle.dumps(value)``, protocol 5. For None, bool, int, float, str, bytes and
-    containers of them (tuple, list, dict, set, frozenset), Row and importable classes
-    cloudpickle writes what ``pickle`` writes with protocol 5; this reproduces that."""
+    containers of them (tuple, list, dict, set, frozenset, bytearray), Row and instances of
+    importable classes cloudpickle writes what ``pickle`` writes with protocol 5, except for the
+    classes of the ``types`` module (``SimpleNamespace``); this reproduces that."""
     if type(value) in _ATOMS:
         return pickle.dumps(value, protocol=5)
     buffer = io.BytesIO()

@@ -80,12 +80,12 @@ def _async_wait(data_stream: DataStream, descriptor: AsyncFunctionDescriptor,
     if descriptor.capacity <= 0:  # PyFlink's queue would wait forever; Flink's operator refuses it
         raise ValueError("The number of concurrent async operation should be greater than 0.")
     env = data_stream.get_execution_environment()
-    operator = OperatorSpec("async_wait", descriptor.async_function, {
+    operator = data_stream._reads(OperatorSpec("async_wait", descriptor.async_function, {
         "timeout_ms": descriptor.timeout.to_milliseconds(),
         "capacity": descriptor.capacity,
         "retry_strategy": descriptor.async_retry_strategy,
         "ordered": descriptor.output_mode is AsyncFunctionDescriptor.OutputMode.ORDERED,
-    }, keys=(None,), yielding=True)
+    }, keys=(None,), yielding=True))
     t = OneInputTransformation(env, data_stream.get_transformation(), OPERATOR_NAME, operator,
                                resolve_type(output_type), env.get_parallelism())
     env._add_operator(t)

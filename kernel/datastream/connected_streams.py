@@ -36,9 +36,18 @@ class ConnectedStreams:
             origin(self.stream1).key_by(key_selector1, key_type), origin(self.stream2).key_by(key_selector2, key_type)
         )
 
+    def _key_rows(self) -> tuple[Any, Any]:
+        """A non-keyed operator reads a KeyedStream input as PyFlink's rows of key and value."""
+        from kernel.datastream.keyed_stream import KeyedStream
+
+        if self._is_keyed():
+            return None, None
+        return tuple(s.get_key_spec() if isinstance(s, KeyedStream) else None  # type: ignore[return-value]
+                     for s in (self.stream1, self.stream2))
+
     def _two_input(self, name: str, kind: str, function: Any, output_type: TypeInformation | None) -> DataStream:
         env = self.stream1.get_execution_environment()
-        operator = OperatorSpec(kind, function, keys=self._keys())
+        operator = OperatorSpec(kind, function, keys=self._keys(), key_rows=self._key_rows())
         t = TwoInputTransformation(
             env, self.stream1.get_transformation(), self.stream2.get_transformation(), name, operator,
             resolve_type(output_type), env.get_parallelism(),

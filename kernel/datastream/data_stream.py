@@ -173,14 +173,21 @@ class DataStream:
                                projection=field_indexes)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        return self._timestamps(watermark_strategy, self._transformation.parallelism)
+
+    def _timestamps(self, watermark_strategy: WatermarkStrategy, parallelism: int) -> DataStream:
         params = {"strategy": watermark_strategy, "python_parallelism": self._env.get_parallelism()}
-        operator = OperatorSpec("timestamps_watermarks", None, params, keys=(None,))
+        operator = self._reads(OperatorSpec("timestamps_watermarks", None, params, keys=(None,)))
         t = TimestampsAndWatermarksTransformation(
-            self._env, self._transformation, "Timestamps/Watermarks", operator, self.get_type(),
-            self._transformation.parallelism, watermark_strategy,
+            self._env, self._transformation, "Timestamps/Watermarks", operator, self.get_type(), parallelism,
+            watermark_strategy,
         )
         self._env._add_operator(t)
         return DataStream(self._env, t)
+
+    def _reads(self, operator: OperatorSpec) -> OperatorSpec:
+        """An operator applied to this stream as it is (a KeyedStream's: its rows of key and value)."""
+        return operator
 
     # -- partitioning -------------------------------------------------------------------------
 
@@ -241,6 +248,10 @@ class DataStream:
     # -- combining ----------------------------------------------------------------------------
 
     def union(self, *streams: DataStream) -> DataStream:
+        """As PyFlink: a KeyedStream among ``streams`` gives its values (``KeyedStream._values``)."""
+        from kernel.datastream.keyed_stream import KeyedStream
+
+        streams = tuple(s._values() if isinstance(s, KeyedStream) else s for s in streams)
         inputs = [self._transformation] + [s._transformation for s in streams]
         for other in streams:
             if other.get_type() != self.get_type():
@@ -297,7 +308,7 @@ class DataStream:
         ))
 
     def sink_to(self, sink: Any) -> DataStreamSink:
-        operator = OperatorSpec("sink_writer", sink, {"type": self.get_type()}, keys=(None,))
+        operator = self._reads(OperatorSpec("sink_writer", sink, {"type": self.get_type()}, keys=(None,)))
         return self._sink(SinkTransformation(self._env, self._transformation, "Sink", operator, self._env.get_parallelism()))
 
 
@@ -308,7 +319,7 @@ class DataStream:
         from kernel.datastream.collect import CloseableIterator, CollectedRecords
 
         records = CollectedRecords()
-        operator = OperatorSpec("collect", None, {"target": records}, keys=(None,))
+        operator = self._reads(OperatorSpec("collect", None, {"target": records}, keys=(None,)))
         t = LegacySinkTransformation(self._env, self._transformation, "Data stream collect sink", operator, 1)
         self._env._add_operator(t)
         client = self._env.execute_async(job_execution_name or COLLECT_JOB_NAME)

@@ -1,4 +1,14 @@
-"""``KeyedStream``: a stream partitioned by key; its operators may use keyed state and timers."""
+"""``KeyedStream``: a stream partitioned by key; its operators may use keyed state and timers.
+
+As in PyFlink, where ``key_by`` turns the stream into a Java stream of ``Row(key, value)``: the
+stream's type is ``ROW([key_type, value type])`` (key type ``PICKLED_BYTE_ARRAY`` without one),
+and what is applied to the Java stream itself reads those rows (``execute_and_collect``,
+``sink_to``, ``assign_timestamps_and_watermarks`` without a timestamp assigner, a non-keyed
+operator of connected streams, async I/O). ``print``, ``union``, ``project`` and ``add_sink``
+take the values first, through a keyed map named ``_keyed_stream_values_operator``
+(PyFlink's ``_values()``): it shows in the plan, reads its input sorted in BATCH, and
+``print``'s sink identifier is not passed on (PyFlink drops it).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +16,18 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.common.types import Row
-from kernel.common.typeinfo import TypeInformation, resolve_type
+from kernel.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo, TypeInformation, resolve_type
 from kernel.datastream import functions as fn
-from kernel.datastream.data_stream import DataStream, check_function
+from kernel.datastream.data_stream import DataStream, DataStreamSink, check_function
 from kernel.datastream.transformations import KeySpec, OperatorSpec, PartitionTransformation, ReduceTransformation
 
 if TYPE_CHECKING:
+    from kernel.common.watermark_strategy import WatermarkStrategy
     from kernel.datastream.windowed_stream import WindowedStream
+
+#: the name of the map that takes a KeyedStream's values (PyFlink's
+#: ``PythonConfigUtil.KEYED_STREAM_VALUE_OPERATOR_NAME``)
+KEYED_STREAM_VALUE_OPERATOR_NAME = "_keyed_stream_values_operator"
 
 
 class AccumulateType(Enum):
@@ -84,6 +99,29 @@ class KeyedStream(DataStream):
         super().__init__(env, transformation)
         self._key = key
         self._origin_stream = origin
+        #: the values' type (PyFlink's ``_original_data_type_info``)
+        self._original_data_type_info = transformation.output_type
+        #: the parallelism of PyFlink's key_by operator (the environment's when it was added):
+        #: what operators taking their input's parallelism get (``assign_timestamps_and_watermarks``)
+        self._key_by_parallelism = env.get_parallelism()
+
+    def get_type(self) -> TypeInformation:
+        """``ROW([key_type, value type])``: the Java stream PyFlink's ``key_by`` makes."""
+        key_type = self._key.key_type if self._key.key_type is not None else PickledBytesTypeInfo()
+        return RowTypeInfo([key_type, self._original_data_type_info], ["f0", "f1"])
+
+    def get_name(self) -> str:
+        raise Exception("Get name of KeyedStream is not supported.")
+
+    def _values(self) -> DataStream:
+        """The values (PyFlink's ``_values()``: an identity map on the keyed stream)."""
+        values = self.map(lambda value: value, output_type=self._original_data_type_info)
+        values.name(KEYED_STREAM_VALUE_OPERATOR_NAME)
+        return values
+
+    def _reads(self, operator: OperatorSpec) -> OperatorSpec:
+        operator.key_rows = (self._key,)
+        return operator
 
     set_parallelism = _unsupported("Set parallelism")
     set_max_parallelism = _unsupported("Set max parallelism")
@@ -108,6 +146,27 @@ class KeyedStream(DataStream):
     def key_by(self, key_selector: Any, key_type: TypeInformation | None = None) -> KeyedStream:
         return self._origin_stream.key_by(key_selector, key_type)
 
+    # -- what PyFlink applies to the values ----------------------------------------------------
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        return self._values().print()
+
+    def union(self, *streams: DataStream) -> DataStream:
+        return self._values().union(*streams)
+
+    def project(self, *field_indexes: int) -> DataStream:
+        return self._values().project(*field_indexes)
+
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
+        return self._values().add_sink(sink_func)
+
+    # -- what PyFlink applies to the rows of keys and values ----------------------------------
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: WatermarkStrategy) -> DataStream:
+        if watermark_strategy._timestamp_assigner is not None:  # PyFlink applies KeyedStream.process
+            raise TypeError("KeyedProcessFunction is required for KeyedStream.")
+        return self._timestamps(watermark_strategy, self._key_by_parallelism)
+
     def map(self, func: Callable | fn.MapFunction, output_type: TypeInformation | None = None) -> DataStream:
         check_function(func, fn.MapFunction, "The input must be a MapFunction or a callable function")
         return self._one_input("Map", "map", func, resolve_type(output_type), self._key)
@@ -118,7 +177,7 @@ class KeyedStream(DataStream):
 
     def filter(self, func: Callable | fn.FilterFunction) -> DataStream:
         check_function(func, fn.FilterFunction, "The input must be a FilterFunction or a callable function")
-        return self._one_input("Filter", "filter", func, self.get_type(), self._key)
+        return self._one_input("Filter", "filter", func, self._original_data_type_info, self._key)
 
     def process(self, func: fn.KeyedProcessFunction, output_type: TypeInformation | None = None) -> DataStream:
         if not isinstance(func, fn.KeyedProcessFunction):
@@ -133,7 +192,8 @@ class KeyedStream(DataStream):
 
     def _reduce(self, name: str, func: Any) -> DataStream:
         operator = OperatorSpec("reduce", func, keys=(self._key,))
-        t = ReduceTransformation(self._env, self._transformation, name, operator, self.get_type(), self._env.get_parallelism())
+        t = ReduceTransformation(self._env, self._transformation, name, operator, self._original_data_type_info,
+                                 self._env.get_parallelism())
         self._env._add_operator(t)
         return DataStream(self._env, t)
 

@@ -66,6 +66,9 @@ class OperatorSpec:
     params: dict[str, Any] = field(default_factory=dict)
     #: key of each keyed input (one entry for one-input operators, two for two-input ones)
     keys: tuple[KeySpec | None, ...] = ()
+    #: per input, the key of a KeyedStream the operator reads as PyFlink's Java stream of it:
+    #: ``Row(f0=key, f1=value)`` records (a sink, timestamps or a non-keyed operator on a KeyedStream)
+    key_rows: tuple[KeySpec | None, ...] = ()
     #: side outputs downstream asked for (``get_side_output``), by tag id
     side_outputs: dict[str, OutputTag] = field(default_factory=dict)
     #: the operator yields to the mailbox while it waits (Flink's YieldingOperatorFactory: async

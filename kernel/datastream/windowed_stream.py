@@ -40,7 +40,7 @@ class _Windowed:
         return self._input.get_execution_environment()
 
     def get_input_type(self) -> TypeInformation:
-        return self._input.get_type()
+        return self._input._original_data_type_info
 
     def trigger(self, trigger: Trigger):
         if not isinstance(trigger, Trigger):

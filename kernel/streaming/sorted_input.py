@@ -4,7 +4,8 @@
 A keyed operator in BATCH reads its keyed inputs sorted: their records are held until the
 operator's data ended, then handed over key by key — keys in the order of their serialized
 bytes (``kernel.common.keybytes``), each key's records in timestamp order (no timestamp counts as
-the smallest; ties keep their arrival order) — and after each key the operator's ``end_key``
+the smallest; records equal in both are left in the order Flink's QuickSort leaves them:
+``kernel.streaming.quicksort``) — and after each key the operator's ``end_key``
 fires what that key has pending (Flink's batch timer service fires a key's timers when the next
 key comes). Watermarks are held too: the largest goes in after the last key. So the results of a
 BATCH job come key after key, in the order Flink gives them. Keys of a type whose serialized
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from kernel.clock import MIN_LONG
 from kernel.common.javavalues import pickled_bytes
 from kernel.common.keybytes import key_sort_bytes
+from kernel.streaming.quicksort import quick_sort_order
 
 if TYPE_CHECKING:
     from kernel.streaming.operators.base import StreamOperator
@@ -100,10 +102,10 @@ class SortingDataInput:
         self._values[index], self._timestamps[index] = [], []
         if not values:
             return []
-        groups: dict[Any, list[int]] = {}
         sort_bytes = self._sort_bytes
         known: dict[Any, Any] = {}  # str and int keys: their sort bytes, computed once
-        for position, key in enumerate(self._keys_of[index](values)):
+        groups = []
+        for key in self._keys_of[index](values):
             kind = type(key)
             if kind is str or kind is int:
                 group = known.get(key)
@@ -111,18 +113,15 @@ class SortingDataInput:
                     group = known[key] = sort_bytes(key)
             else:
                 group = sort_bytes(key)
-            members = groups.get(group)
-            if members is None:
-                groups[group] = [position]
-            else:
-                members.append(position)
-        timed = any(ts is not None for ts in timestamps)
+            groups.append(group)
+        order = quick_sort_order([(group, MIN_LONG if ts is None else ts) for group, ts in zip(groups, timestamps)])
         runs: list[Run] = []
-        for group in sorted(groups):
-            run = groups[group]
-            if timed:
-                run.sort(key=lambda i: MIN_LONG if timestamps[i] is None else timestamps[i])  # stable
-            runs.append((group, index, [values[i] for i in run], [timestamps[i] for i in run]))
+        start = 0
+        for end in range(1, len(order) + 1):
+            if end == len(order) or groups[order[end]] != groups[order[start]]:
+                run = order[start:end]
+                runs.append((groups[run[0]], index, [values[i] for i in run], [timestamps[i] for i in run]))
+                start = end
         return runs
 
     def _merged_runs(self) -> Iterator[tuple[Any, int, list, list | None]]:

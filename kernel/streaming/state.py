@@ -4,13 +4,19 @@ The operator sets the current key before user code runs; state objects read and 
 it and their own namespace: None for the keyed state user functions get (Flink's
 VoidNamespace), a window for a window operator's contents, which it moves from window to window
 (PyFlink's ``set_current_namespace``), and for ``bound_state`` objects (a trigger's state).
+The current key is the key as state holds it (``kernel.common.keyidentity``: the key itself, or
+a ``JavaKey`` where Python's equality is not Java's), chosen per record as PyFlink's Python
+operators choose it (:meth:`KeyedStateBackend.state_keys`) and per timer by the timer service
+(:meth:`KeyedStateBackend.select_key`).
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from kernel.common.javavalues import hash_set_order
+from kernel.common.keyidentity import PLAIN_KEY_TYPES, JavaKey, user_key
 from kernel.datastream import state as api
 
 if TYPE_CHECKING:
@@ -19,15 +25,74 @@ if TYPE_CHECKING:
 
 class KeyedStateBackend:
     """The keyed state of one operator. ``now`` is the processing time states with a TTL
-    (``descriptor.enable_time_to_live``) expire on; states without TTL never read it."""
+    (``descriptor.enable_time_to_live``) expire on; states without TTL never read it.
+    ``state_key``: what state holds a key under (``keyidentity.state_key_function`` of the
+    key type; None when every key is its own)."""
 
-    def __init__(self, now: Callable[[], int]) -> None:
+    def __init__(self, now: Callable[[], int], state_key: Callable[[Any], Any] | None = None) -> None:
         self.current_key: Any = None
         self.now = now
+        self._state_key = state_key
+        #: the Python key whose state the backend holds (PyFlink's current key) and its state key;
+        #: whether a timer's key made it current
+        self._held_key: Any = _NO_KEY
+        self._held_state_key: Any = None
+        self._held_by_timer = False
         self._tables: dict[str, dict] = {}
         self._states: dict[tuple[str, type], Any] = {}
         self._ttl: dict[str, Any] = {}
         self._with_ttl: dict[str, tuple[bool, str]] = {}  # name -> (with a TTL, kind)
+
+    # -- the current key ------------------------------------------------------------------------
+
+    def state_keys(self, keys: list) -> list:
+        """The keys the state of a batch's records is held under, one per record (``keys``: as
+        ``key_by`` gives them). As PyFlink's Python operator sets its state backend's key per
+        record: a record whose key equals, by Python's ``==``, the key the backend holds keeps
+        that key's state — PyFlink compares ``Row(key)`` with the Row it holds and switches only
+        when they differ —, so ``True`` right after ``1`` (different keys to Java) reads and
+        writes the state of ``1``, registers its timers for ``1`` and its window function gets
+        ``1``; any other record switches to its own key. A key a timer made current never equals
+        a record's: PyFlink reads a timer's key as a Row with field names (``Row(f0=key)``), and a
+        named Row is never equal to a record's ``Row(key)``."""
+        to_state = self._state_key
+        if to_state is None or not keys:
+            return keys
+        if self._held_by_timer:
+            self._held_key, self._held_by_timer = _NO_KEY, False
+        held = self._held_key
+        if _own_state_keys(keys) and (held is _NO_KEY or _own_state_keys((held,))):
+            self._held_key = self._held_state_key = keys[-1]
+            return keys
+        state = self._held_state_key
+        state_keys = []
+        append = state_keys.append
+        for key in keys:
+            if not (key is held or key == held):
+                held, state = key, to_state(key)
+            append(state)
+        self._held_key, self._held_state_key = held, state
+        return state_keys
+
+    @property
+    def switches_keys(self) -> bool:
+        """Whether keys are switched as PyFlink's (:meth:`state_keys`, :meth:`select_key`); when
+        not, every key is its own state key and a timer's key simply becomes current."""
+        return self._state_key is not None
+
+    def select_key(self, state_key: Any) -> Any:
+        """Make a timer's key (as state holds it) current, as PyFlink sets a timer's key: after a
+        record's key always (see :meth:`state_keys`), after another timer's unless its Python key
+        equals the one held (a timer of True right after one of 1 keeps 1's state). The timer's
+        Python key (what its context reports). The timer service calls this for every timer."""
+        key = state_key.value if type(state_key) is JavaKey else state_key
+        held = self._held_key
+        if self._held_by_timer and (key is held or key == held):
+            state_key = self._held_state_key
+        else:
+            self._held_key, self._held_state_key, self._held_by_timer = key, state_key, True
+        self.current_key = state_key
+        return key
 
     def table(self, name: str) -> dict:
         table = self._tables.get(name)
@@ -76,8 +141,8 @@ class KeyedStateBackend:
         return kind(ttl, self, table, descriptor, namespace)
 
     def keys(self, state_name: str) -> list[Any]:
-        """The keys with state of that name outside any window, in the order the backend holds
-        them (when each got its state)."""
+        """The keys (as state holds them) with state of that name outside any window, in the
+        order the backend holds them (when each got its state)."""
         return list(dict.fromkeys(key for key, namespace in self._tables.get(state_name, {}) if namespace is None))
 
     def apply_to_all_keys(self, descriptor: api.StateDescriptor, function: Callable[[Any, Any], Any]) -> None:
@@ -87,18 +152,24 @@ class KeyedStateBackend:
         state = self.get_state(descriptor)
         process = function if callable(function) else function.process
         for key in self.keys(descriptor.name):
+            self._held_key, self._held_state_key, self._held_by_timer = user_key(key), key, False
             self.current_key = key
-            process(key, state)
+            process(user_key(key), state)
 
     # -- checkpoints ------------------------------------------------------------------------------
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
-        """Every state's entries (key, namespace, value) — TTL values with their timestamps."""
+        """Every state's entries (key, namespace, value) — TTL values with their timestamps; the
+        keys as Python keys (what Flink's snapshot holds: the Java key)."""
         for name, table in self._tables.items():
             if table:
                 with_ttl, kind = self._with_ttl.get(name, (False, "internal"))
-                snapshot.add_keyed(name, kind, ((key, namespace, value) for (key, namespace), value in table.items()),
-                                   ttl=with_ttl)
+                snapshot.add_keyed(name, kind, ((user_key(key), namespace, value)
+                                                for (key, namespace), value in table.items()), ttl=with_ttl)
+
+    def restored_key(self, key: Any) -> Any:
+        """The state key of a key read from a checkpoint."""
+        return key if self._state_key is None else self._state_key(key)
 
     def restore(self, restored: RestoredOperatorState) -> None:
         """Put the restored entries of every state back (into the tables state objects use)."""
@@ -107,7 +178,8 @@ class KeyedStateBackend:
             if registered[0] is not ttl:
                 raise ValueError(f"state {name!r} was checkpointed {'with' if ttl else 'without'} a TTL and is "
                                  f"registered {'with' if registered[0] else 'without'} one: it cannot be restored")
-            self.table(name).update(((key, namespace), value) for key, namespace, value in entries)
+            restored_key = self.restored_key
+            self.table(name).update(((restored_key(key), namespace), value) for key, namespace, value in entries)
 
 
 class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
@@ -125,6 +197,22 @@ class _RecordCleanupKeyedStateBackend(KeyedStateBackend):
         self._current_key = key
         for cleanup in self._record_cleanups:
             cleanup.run()
+
+
+def _own_state_keys(keys: list | tuple) -> bool:
+    """Whether every key is its own state key and equal keys are equal by Python's ``==`` only
+    (str, int, bytes and None keys and tuples of them: PyFlink's switching changes nothing)."""
+    kinds = set(map(type, keys))
+    if kinds <= PLAIN_KEY_TYPES:
+        return True
+    if not kinds <= _PLAIN_OR_TUPLE:
+        return False
+    tuples = keys if len(kinds) == 1 else [key for key in keys if type(key) is tuple]
+    return PLAIN_KEY_TYPES.issuperset(map(type, chain.from_iterable(tuples)))
+
+
+_PLAIN_OR_TUPLE = PLAIN_KEY_TYPES | {tuple}
+_NO_KEY = object()  # no key held yet (PyFlink's None, equal to no Row)
 
 
 class _KeyedState:

@@ -9,11 +9,15 @@ timers due at once fire in rounds, as PyFlink's Python operators get them (``_dr
 round in timestamp order; what their callbacks register at or before that time, in the next.
 
 Every keyed operator's timers fire here, through its :class:`Triggerable` ``on_timer`` (Flink's
-``Triggerable``): the service makes the timer's key the backend's current key, calls ``on_timer``
-with the timer's namespace (a window operator's window) and a :class:`TimerOutput` that collects
-what the callbacks emit, counts the timers that fired (the task's ``timers_fired``) and hands the
-output to the operator in one batch. (The keyed state user functions read stays in no namespace
-while timers fire, as in PyFlink: a window operator moves only its own states to the window.)
+``Triggerable``): the service switches the backend to the timer's key as PyFlink's Python
+operators do (:meth:`~kernel.streaming.state.KeyedStateBackend.select_key`: the first timer after
+records always switches; a timer whose Python key equals the previous timer's keeps that key's
+state, so a timer of True right after one of 1 reads and clears 1's), calls ``on_timer`` with the
+timer's Python key, its namespace (a window operator's window) and a :class:`TimerOutput` that
+collects what the callbacks emit, counts the timers that fired (the task's ``timers_fired``) and
+hands the output to the operator in one batch. (The keyed state user functions read stays in no
+namespace while timers fire, as in PyFlink: a window operator moves only its own states to the
+window.)
 
 In BATCH execution (Flink's ``BatchExecutionInternalTimeService``) processing time does not
 advance: processing-time timers are not scheduled, and all of them fire when the final
@@ -23,9 +27,10 @@ ignored (the service is quiesced, so a timer re-registering itself cannot loop f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kernel.clock import MAX_LONG, MIN_LONG
+from kernel.common.keyidentity import user_key
 from kernel.datastream.time_domain import TimeDomain
 from kernel.streaming.state import KeyedStateBackend
 from kernel.streaming.timer_heap import DistinctTimerHeap, TimerHeap
@@ -74,8 +79,9 @@ class Triggerable(Protocol):
     """The operator whose timers fire (Flink's ``Triggerable``)."""
 
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
-        """A timer of ``key`` (the backend's current key) and ``namespace`` fired. What the
-        operator emits goes to ``out``."""
+        """A timer of ``key`` (the Python key, what the timer's context reports) and ``namespace``
+        fired; state is read under the backend's current key, the key PyFlink would be holding
+        (usually the timer's). What the operator emits goes to ``out``."""
 
     def flush_results(self, values: list, timestamps: list | None, side: dict[str, tuple[list, list | None]]) -> None:
         """Emit what timers fired at once emitted (main output, then side outputs)."""
@@ -163,15 +169,20 @@ class InternalTimerService:
         a callback registers at or before ``limit`` fires in the next round, and a timer taken
         in this round fires even when an earlier callback of the round deleted it. How many fired."""
         backend, take_due, on_timer = self.backend, queue.take_due, self._target.on_timer
+        select = backend.select_key if backend.switches_keys else None
         fired = 0
         while True:
             due = take_due(limit)
             if not due:
                 return fired
             fired += len(due)
-            for timestamp, key, namespace, _ in due:
-                backend.current_key = key
-                on_timer(timestamp, key, namespace, domain, out)
+            if select is None:
+                for timestamp, key, namespace, _ in due:
+                    backend.current_key = key
+                    on_timer(timestamp, key, namespace, domain, out)
+            else:
+                for timestamp, key, namespace, _ in due:
+                    on_timer(timestamp, select(key), namespace, domain, out)
 
     def _fired(self, fired: int, out: TimerOutput) -> None:
         """Count the timers that fired and emit what their callbacks emitted."""
@@ -203,15 +214,19 @@ class InternalTimerService:
     # -- checkpoints ------------------------------------------------------------------------------
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
+        """The timers, their keys as Python keys (as the backend's state)."""
         for name, queue in ((EVENT_TIMERS, self.event_timers), (PROCESSING_TIMERS, self.processing_timers)):
             if len(queue):
-                snapshot.add_keyed(name, "timers", queue.entries())
+                snapshot.add_keyed(name, "timers", [(user_key(key), namespace, order)
+                                                    for key, namespace, order in queue.entries()])
 
     def restore(self, event_timers: list[Entry], processing_timers: list[Entry]) -> None:
         """Timers restored from a checkpoint: event-time ones fire when a watermark reaches them,
         processing-time ones get their wake-up (at once when already due)."""
-        self.event_timers.restore(event_timers)
-        self.processing_timers.restore(processing_timers)
+        restored_key = self.backend.restored_key
+        self.event_timers.restore([(restored_key(key), namespace, order) for key, namespace, order in event_timers])
+        self.processing_timers.restore([(restored_key(key), namespace, order)
+                                        for key, namespace, order in processing_timers])
         earliest = self.processing_timers.head_time()
         if earliest is not None and not self.batch and (self._wakeup is None or earliest < self._wakeup):
             self._wake_at(earliest)

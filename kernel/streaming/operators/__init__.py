@@ -52,7 +52,27 @@ def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperato
         raise ValueError(f"operator {node.name!r}: unknown operator kind {spec.kind!r}")
     module, attribute = target.split(":")
     operator_class = getattr(import_module(f"{__name__}.{module}"), attribute)
-    return operator_class(subtask_copy(spec), node, runtime)
+    operator = operator_class(subtask_copy(spec), node, runtime)
+    if any(key is not None for key in spec.key_rows):
+        _read_key_rows(operator, spec.key_rows)
+    return operator
+
+
+def _read_key_rows(operator: StreamOperator, key_rows: tuple) -> None:
+    """Make the operator read each input ``key_rows`` names as the Java stream PyFlink's
+    ``key_by`` makes: every record a ``Row(f0=key, f1=value)`` (the key as ``key_type`` reads it)."""
+    from kernel.common.types import Row
+
+    for index, key in enumerate(key_rows):
+        if key is None:
+            continue
+        name = "process_batch" if len(key_rows) == 1 else f"process_batch{index + 1}"
+        process, keys_of = getattr(operator, name), key.keys_of
+
+        def rows(values: list, timestamps: list | None, process: Any = process, keys_of: Any = keys_of) -> None:
+            process([Row(f0=k, f1=v) for k, v in zip(keys_of(values), values)], timestamps)
+
+        setattr(operator, name, rows)
 
 
 def subtask_copy(spec: OperatorSpec) -> OperatorSpec:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
+from kernel.common.keyidentity import user_key
 from kernel.datastream.window import (
     EventTimeTrigger,
     SlidingEventTimeWindows,
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from kernel.datastream.time_domain import TimeDomain
     from kernel.streaming.timers import TimerOutput
 
+#: ``_emit_window``'s key when no timer fired the window: the key of the window's state
+_STATE_KEY = object()
 #: kind of the window contents' state in a checkpoint, as the generic operator's
 CONTENTS_KIND = {"list": "list", "reduce": "reducing", "aggregate": "aggregating"}
 
@@ -80,7 +83,7 @@ class AlignedWindowOperator(WindowOperator):
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         get = windows.get
-        keys = self.keys_of(values)
+        keys = self.backend.state_keys(self.keys_of(values))
         for key, value, ts in zip(keys, values, timestamps or [None] * len(values)):
             if ts is None:
                 check_time_record(ts, self.assigner)
@@ -139,7 +142,7 @@ class AlignedWindowOperator(WindowOperator):
         fired: tuple[list, list, dict] | None = None
         late_values: list = []
         late_ts: list = []
-        for key, value, ts in zip(self.keys_of(values), values, timestamps):
+        for key, value, ts in zip(self.backend.state_keys(self.keys_of(values)), values, timestamps):
             start = ts - (ts + shift) % size
             if start <= skipped_from:
                 if ts + lateness <= watermark:
@@ -190,6 +193,7 @@ class AlignedWindowOperator(WindowOperator):
                 window = windows.get(start)
                 if window is None:
                     window = windows[start] = TimeWindow(start, start + size)
+                key = user_key(key)
                 group = group_of(key)
                 found = grouped.get(group)
                 if found is None:
@@ -204,10 +208,11 @@ class AlignedWindowOperator(WindowOperator):
             (key, start, (time, position)) for position, (time, key, start, _) in enumerate(self.due[1:], 1)))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
+        restored_key = self.backend.restored_key
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
-            self.windows[(key, window.start)] = contents
+            self.windows[(restored_key(key), window.start)] = contents
         for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2][1]):
-            push(self.due, (time, key, window.start, None))
+            push(self.due, (time, restored_key(key), window.start, None))
         super().initialize_state(restored)
 
     # -- firing -------------------------------------------------------------------------------
@@ -221,8 +226,11 @@ class AlignedWindowOperator(WindowOperator):
             self._windows_fired = 0
 
     def on_timer(self, timestamp: int, key: Any, start: Any, domain: TimeDomain, out: TimerOutput) -> None:
-        """A window's timer: at its end it fires, at its cleanup time its contents go."""
-        slot = (key, start)
+        """A window's timer: at its end it fires, at its cleanup time its contents go. The
+        window is the one of the key the backend holds (a timer of True right after one of 1
+        reads 1's window, as in PyFlink: ``KeyedStateBackend.select_key``); the window
+        function gets the timer's key."""
+        slot = (self.backend.current_key, start)
         last = start + self.size - 1
         windows = self.windows
         if timestamp == last:
@@ -233,17 +241,17 @@ class AlignedWindowOperator(WindowOperator):
                     out.values.append(contents if self._result is None else self._result(contents))
                     out.timestamps.append(last)
                 else:
-                    self._emit_window(slot, contents, out.values, out.timestamps, out.side)
+                    self._emit_window(slot, contents, out.values, out.timestamps, out.side, key)
         if timestamp == last + self.allowed_lateness or timestamp == MAX_LONG:
             if self.clearing_function is None:
-                del windows[slot]
+                windows.pop(slot, None)
             else:
                 self._clean_up(slot)
 
     def _fire_and_clear(self, timestamp: int, key: Any, start: Any, domain: TimeDomain, out: TimerOutput) -> None:
         """``on_timer`` without lateness, window function or side outputs: each timer fires its
         window (its contents the result) and clears it."""
-        contents = self.windows.pop((key, start), None)
+        contents = self.windows.pop((self.backend.current_key, start), None)
         if contents is not None:
             self._windows_fired += 1
             out.values.append(contents if self._result is None else self._result(contents))
@@ -255,7 +263,10 @@ class AlignedWindowOperator(WindowOperator):
             self.runtime.count("windows_fired")
             self._emit_window(slot, contents, out_values, out_ts, side)
 
-    def _emit_window(self, slot: tuple[Any, int], contents: Any, out_values: list, out_ts: list, side: dict) -> None:
+    def _emit_window(self, slot: tuple[Any, int], contents: Any, out_values: list, out_ts: list, side: dict,
+                     timer_key: Any = _STATE_KEY) -> None:
+        """Apply the window function to a window's contents; its key is the (Python) key of the
+        timer that fired the window (``timer_key``), else the key of the window's state."""
         key, start = slot
         kind = self.contents_kind
         if kind == "aggregate":
@@ -266,10 +277,11 @@ class AlignedWindowOperator(WindowOperator):
             elements = [contents]
         self.backend.current_key = key
         end = start + self.size
-        self.emit_results(self._apply(key, TimeWindow(start, end), elements), end - 1, out_values, out_ts, side)
+        self.emit_results(self._apply(user_key(key) if timer_key is _STATE_KEY else timer_key, TimeWindow(start, end),
+                                      elements), end - 1, out_values, out_ts, side)
 
     def _clean_up(self, slot: tuple[Any, int]) -> None:
-        del self.windows[slot]
+        self.windows.pop(slot, None)
         if self.clearing_function is not None:
             key, start = slot
             self.backend.current_key = key

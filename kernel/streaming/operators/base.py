@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.keyhash import equal_keys_hash_equal, key_hasher
+from kernel.common.keyidentity import state_key_function
 from kernel.datastream.functions import Function
 from kernel.datastream.output_tag import OutputTag
 from kernel.datastream.transformations import OperatorSpec
@@ -51,8 +52,8 @@ class StreamOperator:
         self.name = node.name
         self.runtime = runtime
         self.keyed = spec.keyed
-        self.backend = KeyedStateBackend(runtime.now_ms) if self.keyed else None
         key = next((k for k in spec.keys if k is not None), None)
+        self.backend = KeyedStateBackend(runtime.now_ms, state_key_function(key.key_type)) if key is not None else None
         #: the keys of a batch of records (operators take them once per batch)
         self.keys_of = key.keys_of if key is not None else None
         self.runtime_context = StreamingRuntimeContext(

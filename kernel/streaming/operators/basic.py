@@ -23,7 +23,7 @@ class MapOperator(StreamOperator):
             backend = self.backend
             out = []
             append = out.append
-            for key, value in zip(self.keys_of(values), values):
+            for key, value in zip(backend.state_keys(self.keys_of(values)), values):
                 backend.current_key = key
                 append(f(value))
         else:
@@ -44,7 +44,7 @@ class FlatMapOperator(StreamOperator):
             return
         out: list = []
         extend = out.extend
-        keys = self.keys_of(values) if backend is not None else repeat(None)
+        keys = backend.state_keys(self.keys_of(values)) if backend is not None else repeat(None)
         if timestamps is None:
             if backend is None:
                 for value in values:
@@ -69,7 +69,7 @@ class FlatMapOperator(StreamOperator):
     def _process_with_side_outputs(self, values, timestamps):
         f = self._flat_map
         backend = self.backend
-        keys = self.keys_of(values) if backend is not None else None
+        keys = backend.state_keys(self.keys_of(values)) if backend is not None else None
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
@@ -91,7 +91,7 @@ class FilterOperator(StreamOperator):
         if self.keyed:
             backend = self.backend
             keep = []
-            for key, value in zip(self.keys_of(values), values):
+            for key, value in zip(backend.state_keys(self.keys_of(values)), values):
                 backend.current_key = key
                 keep.append(bool(f(value)))
         else:

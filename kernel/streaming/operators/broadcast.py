@@ -208,12 +208,13 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
     def process_batch1(self, values: list, timestamps: list | None) -> None:
         ctx, process, backend = self._ctx, self._process_element, self.backend
         keys = self.keys_of_inputs[0](values)
+        state_keys = backend.state_keys(keys)
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             key = keys[i]
-            backend.current_key = key
+            backend.current_key = state_keys[i]
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = MIN_LONG if ts is None else ts, key
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)

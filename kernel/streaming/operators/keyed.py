@@ -6,6 +6,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
+from kernel.common.keyidentity import user_key
 from kernel.datastream import functions as fn
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
@@ -88,12 +89,13 @@ class KeyedProcessOperator(StreamOperator):
             return
         ctx, process, backend = self._ctx, self._process, self.backend
         keys = self.keys_of(values)
+        state_keys = backend.state_keys(keys)
         out_values: list = []
         extend = out_values.extend
         if timestamps is None:
             ctx._timestamp = None
-            for key, value in zip(keys, values):
-                backend.current_key = key
+            for key, state_key, value in zip(keys, state_keys, values):
+                backend.current_key = state_key
                 ctx._key = key
                 results = process(value, ctx)
                 if results is not None:
@@ -102,8 +104,8 @@ class KeyedProcessOperator(StreamOperator):
                 self.output.collect(out_values, None)
             return
         out_ts: list = []
-        for key, value, ts in zip(keys, values, timestamps):
-            backend.current_key = key
+        for key, state_key, value, ts in zip(keys, state_keys, values, timestamps):
+            backend.current_key = state_key
             ctx._timestamp, ctx._key = ts, key
             results = process(value, ctx)
             if results is not None:
@@ -117,12 +119,13 @@ class KeyedProcessOperator(StreamOperator):
     def _process_with_side_outputs(self, values, timestamps):
         ctx, process, backend = self._ctx, self._process, self.backend
         keys = self.keys_of(values)
+        state_keys = backend.state_keys(keys)
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             key = keys[i]
-            backend.current_key = key
+            backend.current_key = state_keys[i]
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = ts, key
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
@@ -149,7 +152,7 @@ class ReduceOperator(StreamOperator):
 
     def process_batch(self, values, timestamps):
         reduce, state, backend = self._reduce, self._values, self.backend
-        keys = self.keys_of(values)
+        keys = backend.state_keys(self.keys_of(values))
         if self.runtime.batch:
             for key, value in zip(keys, values):
                 backend.current_key = key
@@ -179,10 +182,11 @@ class ReduceOperator(StreamOperator):
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
         super().snapshot_state(snapshot)
-        snapshot.add_keyed(REDUCE_STATE, "value", ((key, None, value) for key, value in self._values.items()))
+        snapshot.add_keyed(REDUCE_STATE, "value", ((user_key(key), None, value) for key, value in self._values.items()))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
-        self._values.update((key, value) for key, _, value in restored.pop_keyed(REDUCE_STATE))
+        restored_key = self.backend.restored_key
+        self._values.update((restored_key(key), value) for key, _, value in restored.pop_keyed(REDUCE_STATE))
         super().initialize_state(restored)
 
     def process_watermark(self, timestamp: int) -> None:

@@ -23,12 +23,14 @@ class _PerRecord(TwoInputStreamOperator):
         keys_of = self.keys_of_inputs[index]
         backend = self.backend
         keys = keys_of(values) if backend is not None else None
+        state_keys = backend.state_keys(keys) if backend is not None else None
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
         for i, value in enumerate(values):
             if backend is not None:
-                backend.current_key = keys[i]
+                backend.current_key = state_keys[i]
+                self._key = keys[i]
             ts = timestamps[i] if timestamps is not None else None
             self.emit_results(self._call(index, value, ts), ts, out_values, out_ts, side)
         self.flush_results(out_values, out_ts, side)
@@ -85,7 +87,7 @@ class KeyedCoProcessOperator(_PerRecord):
 
     def _call(self, index, value, ts):
         ctx = self._ctx
-        ctx._timestamp, ctx._key = ts, self.backend.current_key
+        ctx._timestamp, ctx._key = ts, self._key
         return self._processes[index](value, ctx)
 
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kernel.clock import MAX_LONG
+from kernel.common.keyidentity import user_key
 from kernel.datastream import functions as fn
 from kernel.datastream import state as st
 from kernel.datastream.time_domain import TimeDomain
@@ -210,7 +211,7 @@ class WindowOperator(StreamOperator):
 
     def process_batch(self, values, timestamps):
         backend = self.backend
-        keys = self.keys_of(values)
+        keys = backend.state_keys(self.keys_of(values))
         out_values: list = []
         out_ts: list = []
         side: dict = {}
@@ -273,7 +274,7 @@ class WindowOperator(StreamOperator):
             contents = self._contents()
             if contents is None:
                 return  # as PyFlink's: nothing to fire, nor to purge, no cleanup timer
-            self._emit(key, window, contents, out_values, out_ts, side)
+            self._emit(user_key(key), window, contents, out_values, out_ts, side)
         if result.is_purge():
             self.contents.namespace = state_window
             self.contents.clear()
@@ -328,8 +329,9 @@ class WindowOperator(StreamOperator):
     def on_timer(self, timestamp: int, key: Any, window: Any, domain: TimeDomain, out: TimerOutput) -> None:
         merging_set = None
         state_window = window
-        if self.merging:
-            merging_set = self._merging_set(key)
+        if self.merging:  # the merging windows of the key the backend holds (KeyedStateBackend.select_key)
+            state_key = self.backend.current_key
+            merging_set = self._merging_set(state_key)
             state_window = merging_set.state_window(window)
             if state_window is None:
                 return  # a timer of a window merged away: nothing left to do
@@ -352,7 +354,7 @@ class WindowOperator(StreamOperator):
                 timestamp == cleanup_time(window, self.assigner, self.allowed_lateness):
             self._clear_all_state(window, state_window, merging_set)
         if merging_set is not None:
-            self._store_merging_set(key, merging_set)
+            self._store_merging_set(state_key, merging_set)
 
     def _clear_all_state(self, window, state_window, merging_set) -> None:
         self.contents.namespace = state_window
@@ -394,6 +396,8 @@ class WindowOperator(StreamOperator):
         return None if self.contents_kind == "list" and not contents else contents
 
     def _emit(self, key, window, contents, out_values, out_ts, side) -> None:
+        """Apply the window function to a window's contents; ``key`` is the Python key (a
+        timer's, or the held key of the record that fired the window)."""
         self.runtime.count("windows_fired")
         elements = contents if self.contents_kind == "list" else [contents]
         self.emit_results(self._apply(key, window, elements), window.max_timestamp(), out_values, out_ts, side)
