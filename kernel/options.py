@@ -5,6 +5,7 @@ of one runtime (the local cluster's TaskExecutors, network, RPC) are that plugin
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal
 
 import msgspec
@@ -160,6 +161,18 @@ class SecurityOptions(Section):
         if self.ssl_enabled and (not self.keystore or not self.truststore):
             raise ValueError("security.ssl.internal.enabled needs security.ssl.internal.keystore and "
                              "security.ssl.internal.truststore (PEM files)")
+
+    def resolved(self) -> dict[str, tuple[object, str]]:
+        return {key: (os.path.abspath(path), "relative to the working directory")
+                for key, path in (("security.ssl.internal.keystore", self.keystore),
+                                  ("security.ssl.internal.truststore", self.truststore))
+                if path and not os.path.isabs(path)}
+
+    def absolute(self) -> SecurityOptions:
+        """With the stores' paths made absolute (for a process that works elsewhere)."""
+        return msgspec.structs.replace(self, **{
+            name: os.path.abspath(path) for name, path in (("keystore", self.keystore), ("truststore", self.truststore))
+            if path})
 
 
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,

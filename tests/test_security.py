@@ -149,14 +149,14 @@ def test_a_client_refuses_a_server_that_does_not_prove_the_secret_or_is_no_rill_
 
 
 class Relay:
-    """A TCP relay in front of ``target`` recording what each connection's client sent (and
-    what its server answered)."""
+    """A TCP relay at ``listen`` in front of ``target`` recording what each connection's client
+    sent (and what its server answered)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, listen: tuple[str, int] = ("127.0.0.1", 0)) -> None:
         host, port = target.rsplit(":", 1)
         self.target = (host, int(port))
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.listener = socket.create_server(listen)
+        self.address = f"{listen[0]}:{self.listener.getsockname()[1]}"
         self.sent: list[bytearray] = []
         self.answered: list[bytearray] = []
         threading.Thread(target=self._accept, daemon=True).start()
@@ -167,7 +167,11 @@ class Relay:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(self.target)
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
             self.sent.append(bytearray())
             self.answered.append(bytearray())
             for a, b, record in ((client, server, self.sent[-1]), (server, client, self.answered[-1])):

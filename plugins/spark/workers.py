@@ -129,7 +129,7 @@ class SparkWorkerDriver:
     def request_resource(self, spec: TaskExecutorProcessSpec) -> Future:
         """Submits the worker's Spark job; the Future completes when its task says hello."""
         placed = Future(self.host.loop)
-        security = self.run.config.section(SecurityOptions)
+        security = self.run.config.section(SecurityOptions).absolute()  # the task starts in Spark's directory
         if self.channel is None:  # where tasks connect: where they connect to the cluster's process
             self.channel = self._listen(spec, security)
         worker = self.workers[spec.resource_id] = _Worker(spec.resource_id, f"rill-{self.run_id}-{spec.resource_id}",
