@@ -15,7 +15,7 @@ connection both ways::
 Both proofs cover both nonces, so a handshake recorded on one connection proves nothing on
 another, and a server answers no challenge before its peer proved itself. The messages have
 fixed sizes: until the handshake is over nothing is length-prefixed, nothing allocated on a
-peer's word, nothing decoded; it must be over within ``rill.security.handshake-timeout``.
+peer's word, nothing decoded; all of it must be over within ``rill.security.handshake-timeout``.
 After it, frames are bounded by ``rill.security.max-frame-size`` (checked from their header).
 
 With ``security.ssl.internal.enabled`` every connection is mutual TLS first (both sides
@@ -36,6 +36,7 @@ import hmac
 import secrets
 import socket
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.errors import UsageError
@@ -78,15 +79,16 @@ class TlsSession:
         self.outgoing = ssl.MemoryBIO()
         self.tls = context.wrap_bio(self.incoming, self.outgoing, server_side=server_side)
 
-    def handshake(self, sock: socket.socket) -> None:
+    def handshake(self, stream: _HandshakeStream) -> None:
         ssl = self._ssl
+        sock = stream.sock
         while True:
             try:
                 self.tls.do_handshake()
                 break
             except ssl.SSLWantReadError:
                 self._flush(sock)
-                chunk = sock.recv(_RECV)
+                chunk = stream.recv()
                 if not chunk:
                     raise Rejected("closed during the TLS handshake") from None
                 self.incoming.write(chunk)
@@ -141,19 +143,28 @@ def _tls_reason(exc: Exception) -> str:
 
 
 class _HandshakeStream:
-    """The bytes of a handshake, through TLS when there is a session."""
+    """The bytes of a handshake, through TLS once there is a session, all of it by ``deadline``
+    (``time.monotonic``): a peer trickling bytes gets no more time than a silent one."""
 
-    def __init__(self, sock: socket.socket, tls: TlsSession | None) -> None:
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
         self.sock = sock
-        self.tls = tls
+        self.deadline = deadline
+        self.tls: TlsSession | None = None
         self.buffer = bytearray()
+
+    def recv(self) -> bytes:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout
+        self.sock.settimeout(left)
+        return self.sock.recv(_RECV)
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(self.tls.encrypt(data) if self.tls is not None else data)
 
     def receive(self, size: int) -> bytes:
         while len(self.buffer) < size:
-            chunk = self.sock.recv(_RECV)
+            chunk = self.recv()
             if not chunk:
                 raise Rejected("closed during the handshake")
             if self.tls is not None:
@@ -215,15 +226,15 @@ class TransportSecurity:
         return self._handshake(sock, server=False)
 
     def _handshake(self, sock: socket.socket, server: bool) -> tuple[TlsSession | None, bytes]:
-        sock.settimeout(self.handshake_timeout)
+        sock.settimeout(self.handshake_timeout)  # sending, too
+        stream = _HandshakeStream(sock, time.monotonic() + self.handshake_timeout)
         try:
-            tls = None
             context = self.server_tls if server else self.client_tls
             if context is not None:
                 tls = TlsSession(context, server_side=server)
-                tls.handshake(sock)
+                tls.handshake(stream)
                 self._check_fingerprint(tls)
-            stream = _HandshakeStream(sock, tls)
+                stream.tls = tls
             if server:
                 self._prove_server(stream)
             else:
@@ -233,7 +244,7 @@ class TransportSecurity:
         except (ConnectionError, OSError) as exc:
             raise Rejected(f"closed during the handshake ({exc.strerror or type(exc).__name__})") from None
         sock.settimeout(None)
-        return tls, bytes(stream.buffer)
+        return stream.tls, bytes(stream.buffer)
 
     def _check_fingerprint(self, tls: TlsSession) -> None:
         if not self.fingerprints:

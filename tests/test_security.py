@@ -248,6 +248,22 @@ def test_a_pickle_garbage_a_huge_header_or_silence_are_never_decoded(tmp_path):
     ends.close()
 
 
+def test_a_peer_trickling_its_handshake_gets_no_more_time_than_a_silent_one():
+    ends = Ends(handshake_timeout=0.5)
+    sock = ends.raw()
+    started = time.monotonic()
+    try:
+        for _ in range(40):  # a byte every 0.1 s: each read would be in time, the whole is not
+            sock.sendall(b"x")
+            time.sleep(0.1)
+    except OSError:
+        pass
+    assert dropped(sock) and time.monotonic() - started < 3
+    wait_for(lambda: ends.rejections)
+    assert [r[3] for r in ends.rejections] == ["no handshake within 0.5 s"]
+    ends.close()
+
+
 def test_an_authenticated_peer_sending_a_frame_over_the_bound_is_dropped():
     ends = Ends(max_frame_size=1024)
     client = ends.connect()
