@@ -48,15 +48,15 @@ def _name(address: Any) -> str:
 
 
 class Connection:
-    """One connection of the run (see the module). An accepted one (``accepted``) proves on
-    its reader thread that its peer belongs to the run before it reads a frame; one made by
-    :func:`connect` has done so before it starts. ``reject(reason)`` drops the peer (reported
+    """One connection of the run (see the module). An accepted one proves on its reader thread
+    that its peer belongs to the run before it reads a frame (and then releases its server's
+    ``accepted`` semaphore); one made by :func:`connect` has done so before it starts. ``reject(reason)`` drops the peer (reported
     to the security's ``on_rejected``); ``on_closed`` then gets :class:`Rejected`."""
 
     def __init__(self, sock: socket.socket, on_frames: Callable[[Connection, list[bytes]], None],
                  on_closed: Callable[[Connection, BaseException | None], None], name: str,
-                 security: TransportSecurity, accepted: bool = False, tls: TlsSession | None = None,
-                 received: bytes = b"") -> None:
+                 security: TransportSecurity, accepted: threading.Semaphore | None = None,
+                 tls: TlsSession | None = None, received: bytes = b"") -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = sock
         self.name = name
@@ -159,7 +159,7 @@ class Connection:
 
     def _read(self) -> None:
         sock = self.sock
-        if self._accepted:
+        if self._accepted is not None:
             try:
                 self._tls, self._received = self.security.accept(sock)
             except Rejected as exc:
@@ -167,6 +167,8 @@ class Connection:
                 self.closed = True
                 self.security.rejected(self.name, self.address, self.peer, str(exc))
                 return
+            finally:
+                self._accepted.release()
         error: BaseException | None = None
         try:
             self._frames(sock)
@@ -246,7 +248,10 @@ class Refused(ConnectionError):
 class Server:
     """Accepts connections on ``host`` (port 0: any free one), each a :class:`Connection`
     named ``name`` handing its frames to ``on_frames``; ``address`` is where peers reach it
-    (``advertised`` host, else ``host``)."""
+    (``advertised`` host, else ``host``). At most ``MAX_HANDSHAKES`` peers prove themselves at
+    once: one more is dropped at once (a flood of connections costs no more threads)."""
+
+    MAX_HANDSHAKES = 64
 
     def __init__(self, host: str, port: int, on_frames: Callable[[Connection, list[bytes]], None],
                  on_closed: Callable[[Connection, BaseException | None], None], name: str,
@@ -257,6 +262,8 @@ class Server:
         self.on_closed = on_closed
         self.name = name
         self.security = security
+        self._bound = _name(self._sock.getsockname())
+        self._handshakes = threading.Semaphore(self.MAX_HANDSHAKES)
         self._thread = threading.Thread(target=self._accept, name=f"rill-accept-{self.address}", daemon=True)
         self._thread.start()
 
@@ -266,10 +273,23 @@ class Server:
                 sock, _ = self._sock.accept()
             except OSError:
                 return
+            if not self._handshakes.acquire(blocking=False):
+                self._refuse(sock, f"more than {self.MAX_HANDSHAKES} peers proving themselves at once")
+                continue
             try:
-                Connection(sock, self.on_frames, self.on_closed, self.name, self.security, accepted=True).start()
-            except OSError:  # it went away at once
-                sock.close()
+                Connection(sock, self.on_frames, self.on_closed, self.name, self.security,
+                           accepted=self._handshakes).start()
+            except (OSError, RuntimeError) as exc:  # it went away at once; no thread to be had
+                self._handshakes.release()
+                self._refuse(sock, f"cannot take it: {describe(exc)}")
+
+    def _refuse(self, sock: socket.socket, reason: str) -> None:
+        try:
+            peer = _name(sock.getpeername())
+        except OSError:
+            peer = "?"
+        sock.close()
+        self.security.rejected(self.name, self._bound, peer, reason)
 
     def close(self) -> None:
         try:

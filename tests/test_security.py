@@ -264,6 +264,22 @@ def test_a_peer_trickling_its_handshake_gets_no_more_time_than_a_silent_one():
     ends.close()
 
 
+def test_a_flood_of_connections_costs_a_bounded_number_of_handshakes(monkeypatch):
+    monkeypatch.setattr(Server, "MAX_HANDSHAKES", 4)
+    ends = Ends(handshake_timeout=1.0)
+    silent = [ends.raw() for _ in range(4)]
+    time.sleep(0.2)  # accepted, each proving itself (silently) on a thread of its own
+    flood = ends.raw()
+    assert dropped(flood)  # at once, not after the handshake timeout
+    assert [r[3] for r in ends.rejections] == ["more than 4 peers proving themselves at once"]
+    assert all(dropped(sock) for sock in silent)
+    ends.connect().send(b"after the flood")
+    wait_for(lambda: ends.frames == [b"after the flood"])
+    assert sorted(r[3] for r in ends.rejections) == ["more than 4 peers proving themselves at once"] + [
+        "no handshake within 1 s"] * 4
+    ends.close()
+
+
 def test_an_authenticated_peer_sending_a_frame_over_the_bound_is_dropped():
     ends = Ends(max_frame_size=1024)
     client = ends.connect()
