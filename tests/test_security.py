@@ -410,3 +410,18 @@ def test_every_run_gets_a_secret_of_its_own_whatever_its_seed():
     assert len({new_secret() for _ in range(100)}) == 100 and len(new_secret()) == 32
     with pytest.raises(ValueError, match="at least 16 bytes"):
         TransportSecurity(b"short")
+
+
+@needs_openssl
+def test_a_run_whose_tls_files_cannot_be_loaded_fails_in_one_line(shell, tmp_path):
+    run = self_signed(tmp_path / "run", "rill-internal")
+    (tmp_path / "job.py").write_text("from kernel.datastream import StreamExecutionEnvironment\n"
+                                     "env = StreamExecutionEnvironment.get_execution_environment()\n"
+                                     "env.from_collection([1]).print()\nenv.execute()\n")
+    code, out, err = shell("run", "--set", "plugins.workers=processes", "--set", "security.ssl.internal.enabled=true",
+                           "--set", "security.ssl.internal.keystore=nowhere.pem",
+                           "--set", f"security.ssl.internal.truststore={run.certificate}", "job.py")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"rill: error: security.ssl.internal.keystore 'nowhere.pem': cannot load a PEM certificate and private key "
+        f"from it (No such file or directory)"]
