@@ -283,8 +283,9 @@ class Config:
         return sorted(self._keys.values(), key=lambda info: info.key)
 
     def effective(self) -> list[tuple[str, Any, str]]:
-        """(key, value, source) for every key, sorted by key."""
-        return [(info.key, self.get(info.key), self.source(info.key)) for info in self.keys()]
+        """(key, value, source) for every key, sorted by key; a password set is shown as
+        ``HIDDEN`` (what ``rill config`` prints and a run's ``runs`` row records)."""
+        return [(info.key, shown(info.key, self.get(info.key)), self.source(info.key)) for info in self.keys()]
 
     def resolved(self) -> list[tuple[str, Any, str]]:
         """As :meth:`effective`, with the values sections work out in effect (``Section.resolved``)."""
@@ -309,6 +310,15 @@ class Config:
         if self.faults:
             flat[FAULTS_KEY] = [msgspec.to_builtins(fault) for fault in self.faults]
         return flat
+
+
+#: what the value of a sensitive key is shown and recorded as (Flink's hidden content)
+HIDDEN = "******"
+
+
+def shown(key: str, value: Any) -> Any:
+    """``value`` of ``key`` as it may be shown or recorded: a password's set value hidden."""
+    return HIDDEN if value is not None and "password" in key.lower() else value
 
 
 def _unknown_key_message(key: str, source: str, keys: Mapping[str, KeyInfo]) -> str:

@@ -140,6 +140,21 @@ class MessageDelayed(Event, tag="message_delayed"):
     delay_ms: float = 0.0
 
 
+class ConnectionRejected(Event, tag="connection_rejected"):
+    """A process of the run dropped a TCP peer (:mod:`kernel.security`): it did not prove it
+    belongs to the run (the secret, the certificate), or sent a frame no process of the run
+    sends. ``role`` is what the connection is for (``rpc``: the cluster's messaging hub,
+    ``partition``: a TaskExecutor's partitions, ``task-channel``: the Spark driver's channel to
+    its tasks); ``address`` this process's end, ``peer`` the other's; ``reason`` why."""
+
+    environment = ("address", "peer")
+
+    role: str = ""
+    address: str = ""
+    peer: str = ""
+    reason: str = ""
+
+
 # -------------------------------------------------------------------------------------------
 # Kernel events: compiling a job.
 # -------------------------------------------------------------------------------------------
@@ -195,6 +210,6 @@ class ExecutionGraphCompiled(Event, tag="execution_graph_compiled"):
 
 
 KERNEL_EVENT_TYPES: tuple[type[Event], ...] = (
-    RunStarted, RunFinished, MessageDropped, MessageDelayed, StreamGraphCompiled, JobGraphCompiled,
+    RunStarted, RunFinished, MessageDropped, MessageDelayed, ConnectionRejected, StreamGraphCompiled, JobGraphCompiled,
     JobVertexDefined, JobEdgeDefined, ExecutionGraphCompiled,
 )

@@ -5,6 +5,7 @@ of one runtime (the local cluster's TaskExecutors, network, RPC) are that plugin
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Literal
 
 import msgspec
@@ -12,7 +13,7 @@ import msgspec
 from kernel.checkpointing.options import CheckpointingOptions
 from kernel.checkpointing.recovery import StateRecoveryOptions
 from kernel.config import Section
-from kernel.configtypes import DurationMs
+from kernel.configtypes import DurationMs, MemoryBytes
 from kernel.pythonenv.options import PythonOptions
 
 
@@ -110,6 +111,62 @@ class WorkerOptions(Section):
     ] = msgspec.field(name="rill.workers.stop-timeout", default=10_000)
 
 
+class SecurityOptions(Section):
+    """How the processes of a run trust each other (kernel/security.py): Flink's
+    ``security.ssl.internal.*`` keys (mutual TLS between rill's processes, PEM files) and the
+    bounds of rill's own handshake and frames. Whatever these say, a peer proves it knows the
+    run's secret before anything it sends is decoded."""
+
+    ssl_enabled: Annotated[
+        bool, msgspec.Meta(description="mutual TLS on every TCP connection between the processes of a run")
+    ] = msgspec.field(name="security.ssl.internal.enabled", default=False)
+    keystore: Annotated[
+        str | None, msgspec.Meta(description="PEM file with this process's certificate (chain) and private key")
+    ] = msgspec.field(name="security.ssl.internal.keystore", default=None)
+    keystore_password: Annotated[
+        str | None, msgspec.Meta(description="password of the keystore's private key when key-password is unset")
+    ] = msgspec.field(name="security.ssl.internal.keystore-password", default=None)
+    key_password: Annotated[
+        str | None, msgspec.Meta(description="password of the keystore's (encrypted) private key")
+    ] = msgspec.field(name="security.ssl.internal.key-password", default=None)
+    truststore: Annotated[
+        str | None, msgspec.Meta(description="PEM file with the certificates (or CA) a peer's certificate must be "
+                                             "signed by")
+    ] = msgspec.field(name="security.ssl.internal.truststore", default=None)
+    truststore_password: Annotated[
+        str | None, msgspec.Meta(description="accepted for Flink's configurations; PEM trust stores have none")
+    ] = msgspec.field(name="security.ssl.internal.truststore-password", default=None)
+    cert_fingerprint: Annotated[
+        str | None, msgspec.Meta(description="SHA-1 (or SHA-256) fingerprints, comma-separated, that a peer's "
+                                             "certificate must have")
+    ] = msgspec.field(name="security.ssl.internal.cert.fingerprint", default=None)
+    handshake_timeout: Annotated[
+        DurationMs, msgspec.Meta(ge=1, description="a peer that has not proved it belongs to the run this long after "
+                                                   "connecting (TLS and the secret) is dropped")
+    ] = msgspec.field(name="rill.security.handshake-timeout", default=10_000)
+    max_frame_size: Annotated[
+        MemoryBytes, msgspec.Meta(ge=1024, le=(1 << 32) - 1, description="largest frame a process accepts from "
+                                                                          "another: a larger one drops the connection")
+    ] = msgspec.field(name="rill.security.max-frame-size", default=256 << 20)
+
+    def check(self) -> None:
+        if self.ssl_enabled and (not self.keystore or not self.truststore):
+            raise ValueError("security.ssl.internal.enabled needs security.ssl.internal.keystore and "
+                             "security.ssl.internal.truststore (PEM files)")
+
+    def resolved(self) -> dict[str, tuple[object, str]]:
+        return {key: (os.path.abspath(path), "relative to the working directory")
+                for key, path in (("security.ssl.internal.keystore", self.keystore),
+                                  ("security.ssl.internal.truststore", self.truststore))
+                if path and not os.path.isabs(path)}
+
+    def absolute(self) -> SecurityOptions:
+        """With the stores' paths made absolute (for a process that works elsewhere)."""
+        return msgspec.structs.replace(self, **{
+            name: os.path.abspath(path) for name, path in (("keystore", self.keystore), ("truststore", self.truststore))
+            if path})
+
+
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
                                               CheckpointingOptions, StateRecoveryOptions, WorkerOptions,
-                                              PythonOptions)
+                                              PythonOptions, SecurityOptions)

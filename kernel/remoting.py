@@ -16,7 +16,10 @@ when it is plain data (None, numbers, strings, bytes; lists and tuples of those 
 lists) and else travels as a cloudpickle extension: a deployment with its job graph and user
 functions, an exception, a set. Channel ``"hello"`` introduces a
 process; other channels go to the handlers registered for them (events, task summaries, ...).
-Frames are decoded on the reader thread and handled on the event loop.
+Frames are decoded on the reader thread and handled on the event loop; a connection's peer
+proved it belongs to the run before (:mod:`kernel.security`): pickles are only ever read from
+processes of the run. A frame that does not decode, or that its channel's handler cannot take,
+drops the connection (``reject``) and is reported; nothing of it reaches a component.
 """
 
 from __future__ import annotations
@@ -28,13 +31,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import msgspec
 
 from kernel.messaging import Envelope, LocalTransport
-from kernel.tcp import Connection, Server, connect
+from kernel.tcp import Connection, Server, connect, malformed
 
 if TYPE_CHECKING:
-    import socket
-
     from kernel.loop import EventLoop
     from kernel.messaging import MessagingService
+    from kernel.security import TransportSecurity
 
 PICKLED = 1  # msgpack extension code of cloudpickled objects
 
@@ -122,11 +124,13 @@ class TcpTransport(LocalTransport):
     """Delivers to this process's components through the loop and to other processes' over
     their connections (see the module). ``handlers`` receive the frames of other channels as
     ``handler(connection, *values)`` on the loop; ``on_hello(connection, addresses, *info)``
-    and ``on_disconnected(connection, addresses, error)`` tell of processes coming and going."""
+    and ``on_disconnected(connection, addresses, error)`` tell of processes coming and going.
+    Every connection is guarded by ``security``."""
 
-    def __init__(self, loop: EventLoop, service: MessagingService, hub: bool) -> None:
+    def __init__(self, loop: EventLoop, service: MessagingService, hub: bool, security: TransportSecurity) -> None:
         super().__init__(loop, service)
         self.hub = hub
+        self.security = security
         self.routes: dict[str, Connection] = {}
         #: a process that is not the hub sends everything for other processes to the hub
         self.default_route: Connection | None = None
@@ -141,17 +145,15 @@ class TcpTransport(LocalTransport):
 
     # -- connections --------------------------------------------------------------------------
 
-    def listen(self, host: str, port: int = 0) -> str:
-        """Accept processes' connections (the hub); returns ``host:port``."""
-        self.server = Server(host, port, self._accepted)
+    def listen(self, host: str, port: int = 0, advertised: str = "") -> str:
+        """Accept processes' connections (the hub) on ``host``; returns where they reach it,
+        ``advertised:port`` (``host:port`` when not given)."""
+        self.server = Server(host, port, self._frames, self._closed, "rpc", self.security, advertised)
         return self.server.address
-
-    def _accepted(self, sock: socket.socket) -> None:
-        Connection(sock, self._frames, self._closed, "rpc").start()
 
     def connect(self, address: str, addresses: list[str], *info: Any) -> Connection:
         """Connect to the hub at ``address`` as the process hosting ``addresses``."""
-        connection = connect(address, self._frames, self._closed, "rpc")
+        connection = connect(address, self._frames, self._closed, "rpc", self.security)
         self.default_route = connection
         self.loop.io_started()  # the loop waits for what the hub sends
         connection.send(encode_frame("hello", addresses, *info))
@@ -165,7 +167,11 @@ class TcpTransport(LocalTransport):
 
     def _frames(self, connection: Connection, frames: list[bytes]) -> None:
         """Reader thread: decode the frames, handle them on the loop."""
-        decoded = [_FRAME.decode(frame) for frame in frames]
+        try:
+            decoded = [_FRAME.decode(frame) for frame in frames]
+        except Exception as exc:  # noqa: BLE001 -- whatever a frame makes the decoder raise
+            connection.reject(malformed(exc))
+            return
         self.loop.call_soon_threadsafe(self._handle, connection, decoded)
 
     def _closed(self, connection: Connection, error: BaseException | None) -> None:
@@ -175,22 +181,31 @@ class TcpTransport(LocalTransport):
 
     def _handle(self, connection: Connection, frames: list[list]) -> None:
         for frame in frames:
-            channel = frame[0]
-            if channel == "msg":
-                envelope = decode_envelope(frame)
-                if self.hub:
-                    self.deliver(envelope)  # the network conditions apply here
+            if connection.rejection is not None:
+                return
+            try:
+                channel = frame[0]
+                if channel == "msg":
+                    envelope = decode_envelope(frame)
+                    if self.hub:
+                        self.deliver(envelope)  # the network conditions apply here
+                    else:
+                        self.forward(envelope)
+                elif channel == "hello":
+                    self._hello(connection, frame[1], frame[2:])
                 else:
-                    self.forward(envelope)
-            elif channel == "hello":
-                addresses = frame[1]
-                self.connections[connection] = addresses
-                for address in addresses:
-                    self.routes[address] = connection
-                self.loop.io_started()  # the hub's loop waits for the process's messages
-                self.on_hello(connection, addresses, *frame[2:])
-            else:
-                self.handlers[channel](connection, *frame[1:])
+                    self.handlers[channel](connection, *frame[1:])
+            except Exception as exc:  # noqa: BLE001 -- a frame no process of the run sends
+                connection.reject(malformed(exc))
+
+    def _hello(self, connection: Connection, addresses: list[str], info: list) -> None:
+        if connection in self.connections or type(addresses) is not list or not all(type(a) is str for a in addresses):
+            raise ValueError(f"a second or malformed hello: {addresses!r:.100}")
+        self.connections[connection] = addresses
+        for address in addresses:
+            self.routes[address] = connection
+        self.loop.io_started()  # the hub's loop waits for the process's messages
+        self.on_hello(connection, addresses, *info)
 
     def _disconnected(self, connection: Connection, error: BaseException | None) -> None:
         addresses = self.connections.pop(connection, None)

@@ -25,6 +25,7 @@ from kernel.streaming.elements import (
     Watermark,
     WatermarkStatus,
 )
+from kernel.security import TransportSecurity, new_secret
 from kernel.tcp import Server
 from plugins.local.deployment import ConsumedInput
 from plugins.local.network.partition import ResultPartition
@@ -37,6 +38,7 @@ from plugins.local.network.remote import (
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
 from plugins.local.network.wire import RecordCodec
 
+SECURITY = TransportSecurity(new_secret())
 SETTINGS = NetworkSettings(buffers_per_channel=2, floating_buffers_per_gate=8, max_buffers_per_channel=10,
                            records_per_buffer=4)
 
@@ -73,11 +75,11 @@ class Link:
         self.loop = EventLoop(RealtimeClock())
         self.loop.io_started()  # frames come from the sockets' threads
         self.producer = ShuffleEnvironment(SETTINGS)
-        self.server = PartitionRequestServer(self.producer, self.loop, "127.0.0.1")
+        self.server = PartitionRequestServer(self.producer, self.loop, "127.0.0.1", SECURITY)
         self.partition = ResultPartition("p", 1, SETTINGS, False, output_type, lock=self.producer.lock)
         self.producer.register_partition(self.partition)
         self.consumer = ShuffleEnvironment(SETTINGS, data_address="127.0.0.1:1",
-                                           client=PartitionRequestClient(self.loop))
+                                           client=PartitionRequestClient(self.loop, SECURITY))
         consumed = ConsumedInput(0, [("p", 0)], [self.server.address], [Edge()])
         self.gate = self.consumer.create_input_gate(consumed, 0, Graph(output_type))
         self.failures: list[BaseException] = []
@@ -271,10 +273,10 @@ def test_a_lost_connection_fails_a_task_reading_two_channels_on_it_once():
     loop = EventLoop(RealtimeClock())
     loop.io_started()
     producer = ShuffleEnvironment(SETTINGS)
-    server = PartitionRequestServer(producer, loop, "127.0.0.1")
+    server = PartitionRequestServer(producer, loop, "127.0.0.1", SECURITY)
     partition = ResultPartition("p", 2, SETTINGS, False)
     producer.register_partition(partition)
-    consumer = ShuffleEnvironment(SETTINGS, data_address="127.0.0.1:1", client=PartitionRequestClient(loop))
+    consumer = ShuffleEnvironment(SETTINGS, data_address="127.0.0.1:1", client=PartitionRequestClient(loop, SECURITY))
     consumed = ConsumedInput(0, [("p", 0), ("p", 1)], [server.address] * 2, [Edge(), Edge()])
     gate = consumer.create_input_gate(consumed, 0, Graph(None))
     failures: list = []
@@ -301,9 +303,10 @@ def test_a_lost_connection_fails_a_task_reading_two_channels_on_it_once():
 
 def test_a_producer_that_cannot_be_reached_fails_the_consumer():
     loop = EventLoop(RealtimeClock())
-    closed = Server("127.0.0.1", 0, lambda sock: None)
+    closed = Server("127.0.0.1", 0, lambda connection, frames: None, lambda connection, error: None, "partition",
+                    SECURITY)
     closed.close()  # nobody listens there any more
-    consumer = ShuffleEnvironment(SETTINGS, data_address="127.0.0.1:1", client=PartitionRequestClient(loop))
+    consumer = ShuffleEnvironment(SETTINGS, data_address="127.0.0.1:1", client=PartitionRequestClient(loop, SECURITY))
     consumed = ConsumedInput(0, [("p", 0)], [closed.address], [Edge()])
     gate = consumer.create_input_gate(consumed, 0, Graph(None))
     failures: list = []
@@ -312,3 +315,68 @@ def test_a_producer_that_cannot_be_reached_fails_the_consumer():
     loop.run()
     assert isinstance(failures[0], RemoteTransportException)
     assert str(failures[0]).startswith(f"Connecting to remote task manager '{closed.address}' has failed")
+
+
+def test_a_malformed_frame_from_a_task_executor_of_the_run_drops_its_connection_not_the_task_executor(
+        link, monkeypatch):
+    """What no TaskExecutor sends, from a peer that proved the run's secret (a bug, a compromised
+    worker): its connection is dropped and reported; the producer serves its consumers on."""
+    import msgspec
+
+    from kernel.tcp import connect
+
+    rejections: list[tuple] = []
+    monkeypatch.setattr(SECURITY, "on_rejected", lambda *rejection: rejections.append(rejection))
+    frames = {
+        "not msgpack": b"\xc1",
+        "short request": msgspec.msgpack.encode(["req"]),
+        "unknown kind": msgspec.msgpack.encode(["zzz", 1]),
+        "typed wrong": msgspec.msgpack.encode(["req", 1, 5, 0, 2]),
+        "credit of what": msgspec.msgpack.encode(["credit", [1], 1]),
+    }
+    peers = {}
+    for name, frame in frames.items():
+        attacker = connect(link.server.address, lambda c, f: None, lambda c, e: None, "partition", SECURITY)
+        peers[attacker.address] = name
+        attacker.send(frame)
+    link.settle(lambda: len(rejections) == len(frames))
+    assert all(role == "partition" and address == link.server.address for role, address, _, _ in rejections)
+    assert {peers[peer]: reason for _, _, peer, reason in rejections} == {
+        "not msgpack": "malformed frame: DecodeError: MessagePack data is malformed: invalid opcode '\\xc1' (byte 0)",
+        "short request": "malformed frame: IndexError: list index out of range",
+        "unknown kind": "malformed frame: ValueError: unknown frame kind 'zzz'",
+        "typed wrong": "malformed frame: ValueError: request ['req', 1, 5, 0, 2]",
+        "credit of what": "malformed frame: ValueError: receiver id [1]",
+    }
+    link.partition.subpartitions[0].add(list(range(4)), None)
+    link.settle(lambda: len(link.received()) == 1)
+    assert link.received()[0].values == [0, 1, 2, 3] and link.failures == []
+
+
+def test_a_malformed_frame_from_a_producer_fails_the_consumer_as_a_lost_connection(monkeypatch):
+    """A consumer's TaskExecutor is not killed by what a producer sends: the connection is
+    dropped (reported) and its channels fail, as if it broke."""
+    import msgspec
+
+    rejections: list[tuple] = []
+    monkeypatch.setattr(SECURITY, "on_rejected", lambda *rejection: rejections.append(rejection))
+    loop = EventLoop(RealtimeClock())
+    loop.io_started()
+
+    def answer(connection, frames) -> None:  # a producer that answers a request with nonsense
+        connection.send(msgspec.msgpack.encode(["evt", msgspec.msgpack.decode(frames[0])[1], "?"]))
+
+    producer = Server("127.0.0.1", 0, answer, lambda c, e: None, "partition", SECURITY)
+    consumer = ShuffleEnvironment(SETTINGS, data_address="127.0.0.1:1", client=PartitionRequestClient(loop, SECURITY))
+    consumed = ConsumedInput(0, [("p", 0)], [producer.address], [Edge()])
+    gate = consumer.create_input_gate(consumed, 0, Graph(None))
+    failures: list = []
+    consumer.connect_input_gate(gate, consumed, failures.append)
+    settle(loop, lambda: bool(failures))
+    assert isinstance(failures[0], RemoteTransportException)
+    assert str(failures[0]).startswith(f"Lost connection to remote task manager '{producer.address}'")
+    [(role, address, peer, reason)] = rejections
+    assert role == "partition" and peer == producer.address
+    assert reason == "malformed frame: ValueError: unknown network event ['?']"
+    producer.close()
+    consumer.client.close()

@@ -14,6 +14,7 @@ from kernel.clock import NS_PER_MS, RealtimeClock
 from kernel.loop import EventLoop
 from kernel.messaging import AskTimeout, Component, DeliveryRule, MessagingService, RecipientUnreachable
 from kernel.remoting import TcpTransport
+from kernel.security import TransportSecurity, new_secret
 
 
 class Ping(msgspec.Struct, frozen=True):
@@ -62,7 +63,8 @@ class Cluster:
     def __init__(self) -> None:
         self.loop = EventLoop(RealtimeClock())
         self.messaging = MessagingService(self.loop)
-        self.hub = TcpTransport(self.loop, self.messaging, hub=True)
+        self.security = TransportSecurity(new_secret())
+        self.hub = TcpTransport(self.loop, self.messaging, hub=True, security=self.security)
         self.messaging.use_transport(self.hub)
         self.dropped: list[tuple[str, str, str]] = []
         self.messaging.conditions.listeners.append(
@@ -72,7 +74,7 @@ class Cluster:
         self.asker.start()
         self.worker_loop = EventLoop(RealtimeClock())
         self.worker_messaging = MessagingService(self.worker_loop)
-        self.worker = TcpTransport(self.worker_loop, self.worker_messaging, hub=False)
+        self.worker = TcpTransport(self.worker_loop, self.worker_messaging, hub=False, security=self.security)
         self.worker_messaging.use_transport(self.worker)
         Echo("echo", self.worker_messaging).start()
         joined = threading.Event()
@@ -137,3 +139,50 @@ def test_asks_to_a_process_whose_connection_is_gone_fail_at_once(cluster):
     assert gone.is_set() and cluster.hub.routes == {}
     answer = cluster.ask(Ping("anyone?"))
     assert isinstance(answer.exception(), RecipientUnreachable)
+
+
+def test_a_malformed_frame_from_a_process_of_the_run_drops_its_connection_and_nothing_else(cluster):
+    """A peer that proved the secret but sends what no process of the run sends (a bug, a
+    compromised worker) is dropped with one reported line; the hub and its other processes go on."""
+    from kernel.tcp import connect
+
+    rejections: list[tuple] = []
+    cluster.security.on_rejected = lambda *rejection: rejections.append(rejection)
+    frames = {
+        "not msgpack": b"\xc1",
+        "not a list": msgspec.msgpack.encode(5),
+        "unknown channel": msgspec.msgpack.encode(["nope", 1]),
+        "malformed hello": msgspec.msgpack.encode(["hello", 5]),
+        "short envelope": msgspec.msgpack.encode(["msg", "x"]),
+        "unknown extension": msgspec.msgpack.encode([msgspec.msgpack.Ext(7, b"x")]),
+    }
+    closed: dict[str, BaseException | None] = {}
+    peers = {}
+    for name, frame in frames.items():
+        attacker = connect(cluster.hub.server.address, lambda c, f: None,
+                           lambda c, error, name=name: closed.__setitem__(name, error), "rpc", cluster.security)
+        peers[attacker.address] = name
+        attacker.send(frame)
+    deadline = cluster.loop.clock.now() + 10_000 * NS_PER_MS
+
+    def check() -> None:
+        if len(closed) == len(frames) or cluster.loop.clock.now() > deadline:
+            cluster.loop.stop()
+        else:
+            cluster.loop.call_later(2 * NS_PER_MS, check)
+
+    cluster.loop.call_soon(check)
+    cluster.loop.run()
+    assert closed.keys() == frames.keys() and all(error is None for error in closed.values())
+    reasons = {peers[peer]: reason for role, address, peer, reason in rejections}
+    assert all(role == "rpc" and address == cluster.hub.server.address for role, address, _, _ in rejections)
+    assert reasons == {
+        "not msgpack": "malformed frame: DecodeError: MessagePack data is malformed: invalid opcode '\\xc1' (byte 0)",
+        "not a list": "malformed frame: ValidationError: Expected `array`, got `int`",
+        "unknown channel": "malformed frame: KeyError: 'nope'",
+        "malformed hello": "malformed frame: ValueError: a second or malformed hello: 5",
+        "short envelope": "malformed frame: ValueError: not enough values to unpack (expected 8, got 2)",
+        "unknown extension": "malformed frame: ValueError: unknown MessagePack extension 7",
+    }
+    assert cluster.hub.routes.keys() == {"echo"}
+    assert cluster.ask(Ping("still there")).result() == Pong("still there from asker", ())

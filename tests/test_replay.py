@@ -257,8 +257,8 @@ def test_export_writes_parquet(cli, fault_run, tmp_path):
 
 
 ENVIRONMENT = ("compared without the fields that describe the environment: checkpoint_completed.external_path, "
-               "checkpoint_state_restored.external_path, worker_started.pid, worker_started.host, "
-               "worker_started.executor_id")
+               "checkpoint_state_restored.external_path, connection_rejected.address, connection_rejected.peer, "
+               "worker_started.pid, worker_started.host, worker_started.executor_id")
 
 FAILING_JOB = """
 import tempfile
@@ -314,6 +314,7 @@ def test_rerun_of_a_fault_run_reproduces_it(shell, tmp_path):
     report = json.loads(out)
     assert report["identical"] and report["status"] == "finished"
     assert report["left_out"] == ["checkpoint_completed.external_path", "checkpoint_state_restored.external_path",
+                                  "connection_rejected.address", "connection_rejected.peer",
                                   "worker_started.pid", "worker_started.host", "worker_started.executor_id"]
 
 

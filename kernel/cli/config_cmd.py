@@ -7,6 +7,7 @@ import json
 import click
 
 from kernel.cli.common import config_options, format_table, open_session
+from kernel.config import shown
 
 
 def _show(value: object) -> str:
@@ -27,7 +28,7 @@ def config_command(as_json: bool, config_path: str | None, sets: tuple[str, ...]
     if selection.disabled:
         entries.append(("plugins.disabled", list(selection.disabled), selection.sources.get("disabled", "default")))
     for key, source in sorted(config.unused.items()):
-        entries.append((key, f"{config.raw.values[key]} (unused: its plugin is not loaded)", source))
+        entries.append((key, f"{shown(key, config.raw.values[key])} (unused: its plugin is not loaded)", source))
     if config.faults:
         entries.append(("faults", config.faults, config.raw.sources.get("faults", "?")))
     if as_json:

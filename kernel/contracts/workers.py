@@ -32,12 +32,15 @@ class TaskExecutorProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
     ``cwd``: it builds the worker's part of run ``run_id`` from ``config`` (the run's
     ``RawConfig`` and input overrides, pickled) and calls ``entry`` (``"module:function"``)
     with the spec and that run. The TaskExecutor connects to the cluster at ``rpc_address``
-    (``host:port``)."""
+    (``host:port``), proving it knows the run's ``secret`` (:mod:`kernel.security`): a driver
+    hands the spec to the worker where only the worker reads it (a pipe, the task's own data),
+    never on a command line or in the environment."""
 
     resource_id: str
     slots: int
     entry: str
     rpc_address: str
+    secret: bytes = b""
     run_id: str
     job_name: str = ""
     config: bytes = b""

@@ -5,23 +5,32 @@ event bus records (the run's one event log), what they print (to this process's 
 order with their messages), the summaries of their ended tasks, the
 records their collect sinks took (``execute_and_collect``, for the caller's iterator) and the
 ``raise`` faults that fired there. Each process gets the injected faults' state when it
-connects and whenever it changes: the run's counts of raised faults, its ``slow`` factor."""
+connects and whenever it changes: the run's counts of raised faults, its ``slow`` factor.
+
+It listens on ``jobmanager.bind-host`` (else ``jobmanager.rpc.address``) at
+``jobmanager.rpc.port`` (0: any free port) and TaskExecutors reach it at
+``jobmanager.rpc.address``; a process connecting proves it knows the run's ``secret`` first
+(:mod:`kernel.security`), and rejected ones are recorded (``connection_rejected``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kernel.options import SecurityOptions
 from kernel.remoting import TcpTransport, encode_frame
+from kernel.security import TransportSecurity, report_rejections
 from kernel.streaming.runtime import print_to_stdout
 
 if TYPE_CHECKING:
     from plugins.local.minicluster import MiniCluster
+    from plugins.local.options import ClusterOptions
 
 
 class ClusterEndpoint:
-    def __init__(self, cluster: MiniCluster, host: str) -> None:
+    def __init__(self, cluster: MiniCluster, options: ClusterOptions, secret: bytes) -> None:
         run = cluster.run
-        self.transport = TcpTransport(run.loop, run.messaging, hub=True)
+        security = TransportSecurity.of(run.config.section(SecurityOptions), secret, report_rejections(run))
+        self.transport = TcpTransport(run.loop, run.messaging, hub=True, security=security)
         run.messaging.use_transport(self.transport)
         decode = run.session.events.decoder().decode
         emit = run.bus.emit
@@ -45,7 +54,8 @@ class ClusterEndpoint:
         self.transport.handlers["collected"] = lambda connection, node_id, values: (
             cluster.job_graph.stream_graph.nodes[node_id].operator.params["target"].extend(values))
         self.transport.on_hello = lambda connection, addresses, *info: [self.send_faults(a) for a in addresses]
-        self.address = self.transport.listen(host)
+        self.address = self.transport.listen(options.rpc_bind_host or options.rpc_address, options.rpc_port,
+                                             advertised=options.rpc_address)
 
     def send_faults(self, address: str) -> None:
         """Tell the process of TaskExecutor ``address`` the run's raise counts and its slow factor."""

@@ -77,10 +77,17 @@ class MiniCluster:
         run.plugin_manager.require("create_resource_manager_driver", "workers")
         self.driver = run.plugin_manager.hook.create_resource_manager_driver(host=self, run=run)
         self.endpoint: ClusterEndpoint | None = None
+        self.secret = b""
         if not self.driver.in_process:  # TaskExecutors connect to this process (TCP: loaded only then)
+            from kernel.security import new_secret
             from plugins.local.endpoint import ClusterEndpoint
 
-            self.endpoint = ClusterEndpoint(self, options.rpc_address)
+            self.secret = new_secret()  # what the processes of the run prove they know (kernel.security)
+            try:
+                self.endpoint = ClusterEndpoint(self, options, self.secret)
+            except BaseException:  # its TLS files cannot be loaded: nothing of the driver's outlives the run
+                self.driver.terminate()
+                raise
         self.rpc_address = self.endpoint.address if self.endpoint is not None else ""
         self.resource_manager = ResourceManager(run.messaging, run, options, self.driver, self._worker_spec,
                                                 self.tracker, self._worker_stopped)
@@ -101,7 +108,7 @@ class MiniCluster:
         """What a requested worker runs: a TaskManagerRunner connecting back to this cluster."""
         return TaskExecutorProcessSpec(
             resource_id=resource_id, slots=self.options.task_slots, entry="plugins.local.runner:run_task_manager",
-            rpc_address=self.rpc_address, run_id=self.run.id, job_name=self.run.job_name,
+            rpc_address=self.rpc_address, secret=self.secret, run_id=self.run.id, job_name=self.run.job_name,
             config=pickle.dumps((self.run.config.raw, self.run.input_overrides)), sys_path=list(sys.path),
             cwd=os.getcwd(), python=self.run.python_environment,
         )

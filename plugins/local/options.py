@@ -44,9 +44,20 @@ class ClusterOptions(Section):
     rpc_address: Annotated[
         str, msgspec.Meta(description="where the cluster's process listens for TaskExecutor processes")
     ] = msgspec.field(name="jobmanager.rpc.address", default="127.0.0.1")
+    rpc_port: Annotated[
+        int, msgspec.Meta(ge=0, le=65535, description="the port of jobmanager.rpc.address (0: any free one)")
+    ] = msgspec.field(name="jobmanager.rpc.port", default=0)
+    rpc_bind_host: Annotated[
+        str | None, msgspec.Meta(description="the local address the cluster's process listens on (unset: "
+                                             "jobmanager.rpc.address)")
+    ] = msgspec.field(name="jobmanager.bind-host", default=None)
     taskmanager_host: Annotated[
         str, msgspec.Meta(description="where a TaskExecutor process listens for other TaskExecutors' partition requests")
     ] = msgspec.field(name="taskmanager.host", default="127.0.0.1")
+    taskmanager_bind_host: Annotated[
+        str | None, msgspec.Meta(description="the local address a TaskExecutor process serves its partitions on "
+                                             "(unset: taskmanager.host)")
+    ] = msgspec.field(name="taskmanager.bind-host", default=None)
     slot_request_timeout: Annotated[DurationMs, msgspec.Meta(description="a slot request failing after this long fails the job")] = (
         msgspec.field(name="slot.request.timeout", default=300_000)
     )

@@ -10,6 +10,8 @@ interval's. The summaries of its ended tasks go there too. It samples its tasks'
 second. Injected faults reach it from the cluster's process (:mod:`.endpoint`). SIGTERM stops
 it (its tasks are cancelled, its last events sent); so does its TaskExecutor giving up
 (``taskmanager.registration.timeout``); losing the connection to the cluster ends it at once.
+Every connection it makes or accepts proves both ways that the peer knows the run's secret
+(from its spec, :mod:`kernel.security`); what it rejects it records (``connection_rejected``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_S
+from kernel.options import SecurityOptions
 from kernel.remoting import ENCODER, TcpTransport, encode_frame
+from kernel.security import TransportSecurity, report_rejections
 from kernel.streaming.committer import SinkCommitter
 from kernel.tcp import LineWriter
 from plugins.local import messages as m
@@ -73,12 +77,14 @@ class TaskManagerServices:
     tracker, where the summaries of ended tasks go, and where its tasks' sinks stage their
     output until the JobMaster finishes it (when the job stages it)."""
 
-    def __init__(self, run: Any, options: ClusterOptions, connection: Connection) -> None:
+    def __init__(self, run: Any, options: ClusterOptions, connection: Connection, security: TransportSecurity) -> None:
         self.run = run
         self.connection = connection
         self.network_settings = NetworkSettings.of(options)
-        self.shuffle = ShuffleEnvironment(self.network_settings, client=PartitionRequestClient(run.loop))
-        self.server = PartitionRequestServer(self.shuffle, run.loop, options.taskmanager_host)
+        self.shuffle = ShuffleEnvironment(self.network_settings, client=PartitionRequestClient(run.loop, security))
+        self.server = PartitionRequestServer(self.shuffle, run.loop,
+                                             options.taskmanager_bind_host or options.taskmanager_host, security,
+                                             advertised=options.taskmanager_host)
         self.shuffle.data_address = self.server.address
         self.tracker = RecoveryTracker(start=run.clock.now())
         self.faults = FaultInjector(self, run.config.faults)
@@ -111,7 +117,8 @@ class TaskManagerServices:
 def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     """The worker process's main: run one TaskExecutor until stopped or cut off."""
     loop = run.loop
-    transport = TcpTransport(loop, run.messaging, hub=False)
+    security = TransportSecurity.of(run.config.section(SecurityOptions), spec.secret, report_rejections(run))
+    transport = TcpTransport(loop, run.messaging, hub=False, security=security)
     run.messaging.use_transport(transport)
     transport.on_disconnected = lambda connection, addresses, error: loop.stop()
     connection = transport.connect(spec.rpc_address, [spec.resource_id], os.getpid(), socket.gethostname())
@@ -122,7 +129,7 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     sys.stdout = stdout = LineWriter(lambda text: connection.send(encode_frame("stdout", text)))
     run.bus.start()
     options = run.config.section(ClusterOptions)
-    services = TaskManagerServices(run, options, connection)
+    services = TaskManagerServices(run, options, connection, security)
     task_executor = TaskExecutor(spec.resource_id, run.messaging, run, services, options)
 
     def faults(connection: Connection, raised: list, slowdown: float) -> None:

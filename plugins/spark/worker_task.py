@@ -1,8 +1,9 @@
 """What the Spark task of a ``spark`` worker runs: one TaskExecutor, in the Python worker
 process that hosts the task on a Spark executor.
 
-The task gets its worker's :class:`~kernel.contracts.workers.TaskExecutorProcessSpec` and the
-address of the driver's *task channel*. It connects there and says hello (the resource id,
+The task gets its worker's :class:`~kernel.contracts.workers.TaskExecutorProcessSpec`, the
+address of the driver's *task channel* and the run's security keys. It connects there, proves
+it knows the run's secret (:mod:`kernel.security`), and says hello (the resource id,
 its process id and host, its Spark stage and task attempt, from which the driver learns the
 executor), sends what is printed while it runs (``sys.stdout``, whole lines) over the channel,
 and runs the TaskExecutor with :func:`kernel.worker_process.run_worker` — which connects to the
@@ -36,7 +37,7 @@ from typing import Any, Iterator
 
 import msgspec
 
-from kernel.tcp import Connection, LineWriter, connect
+from kernel.tcp import Connection, LineWriter, connect, malformed
 
 #: what a task yields: its TaskExecutor returned (it was stopped, or it gave up)
 FINISHED = "finished"
@@ -56,11 +57,20 @@ def decode(payload: bytes) -> list:
 
 def _commands(connection: Connection, frames: list[bytes]) -> None:
     for frame in frames:
-        command = decode(frame)[0]
-        if command == "stop":
-            os.kill(os.getpid(), signal.SIGTERM)
-        elif command == "kill":
-            os.kill(os.getpid(), signal.SIGKILL)
+        try:
+            command = decode(frame)[0]
+            if command not in ("stop", "kill"):
+                raise ValueError(f"unknown command {command!r:.40}")
+        except Exception as exc:  # noqa: BLE001 -- a frame the driver does not send
+            connection.reject(malformed(exc))
+            return
+        os.kill(os.getpid(), signal.SIGTERM if command == "stop" else signal.SIGKILL)
+
+
+def _rejected(role: str, address: str, peer: str, reason: str) -> None:
+    """Before its run exists, the task can only say so (in its executor's log)."""
+    print(f"rill: warning: rejected a connection from {peer} to {address} ({role}): {reason}", file=sys.stderr,
+          flush=True)
 
 
 def serving_at(spec: Any, host: str) -> Any:
@@ -92,16 +102,20 @@ def in_spark_working_directory(spec: Any) -> Any:
     return msgspec.structs.replace(spec, cwd=root, python=msgspec.structs.replace(spec.python, working_dir=root))
 
 
-def run_in_spark_task(items: Iterator[tuple[bytes, str]]) -> Iterator[str]:
+def run_in_spark_task(items: Iterator[tuple[bytes, str, bytes]]) -> Iterator[str]:
     """The Spark task (``mapPartitions``): for its one element (the encoded spec, the task
-    channel's address), run the TaskExecutor; yield how it ended."""
+    channel's address, the encoded security keys), run the TaskExecutor; yield how it ended."""
     from kernel.contracts.workers import TaskExecutorProcessSpec
+    from kernel.options import SecurityOptions
+    from kernel.security import TransportSecurity
 
-    for encoded, channel in items:
-        yield run_task_executor(msgspec.msgpack.decode(encoded, type=TaskExecutorProcessSpec), channel)
+    for encoded, channel, security in items:
+        spec = msgspec.msgpack.decode(encoded, type=TaskExecutorProcessSpec)
+        options = msgspec.msgpack.decode(security, type=SecurityOptions)
+        yield run_task_executor(spec, channel, TransportSecurity.of(options, spec.secret, _rejected))
 
 
-def run_task_executor(spec: Any, channel: str) -> str:
+def run_task_executor(spec: Any, channel: str, security: Any) -> str:
     from pyspark import TaskContext
 
     from kernel.worker_process import run_worker
@@ -109,7 +123,7 @@ def run_task_executor(spec: Any, channel: str) -> str:
     context = TaskContext.get()
     if context.attemptNumber() > 0:
         return RETRIED
-    connection = connect(channel, _commands, lambda connection, error: None, name=f"{spec.resource_id}-channel")
+    connection = connect(channel, _commands, lambda connection, error: None, "task-channel", security)
     connection.send(encode("hello", spec.resource_id, os.getpid(), socket.gethostname(), context.stageId(),
                            context.taskAttemptId()))
     if spec.python.info.archives:

@@ -28,6 +28,11 @@ TaskExecutors. Spark workers need the realtime clock: a simulated run is refused
 rill reaches the executors shipped (:mod:`.shipping`): before the first worker, one probe task
 checks that it runs there, else the run fails at once. A worker whose task raises is reported
 with the Python exception it raised, in its ``worker_stopped`` and on stderr.
+The task channel listens where the cluster's process does (``jobmanager.bind-host``, else the
+host of ``jobmanager.rpc.address``; tasks reach it at that host, or at the rpc address's when it
+is a wildcard); a task proves it knows the run's secret before anything it sends is read
+(:mod:`kernel.security`). The secret and the security keys travel in the task's own data
+(Spark's RPC: ``spark.authenticate`` / ``spark.network.crypto.enabled`` guard it on a network).
 """
 
 from __future__ import annotations
@@ -42,8 +47,9 @@ from kernel import hookimpl
 from kernel.contracts.workers import WorkerNode
 from kernel.errors import UsageError
 from kernel.messaging import Future
-from kernel.options import WorkerOptions
-from kernel.tcp import Connection, Server, parse_address
+from kernel.options import SecurityOptions, WorkerOptions
+from kernel.security import TransportSecurity, report_rejections
+from kernel.tcp import Connection, Server, malformed, parse_address
 from plugins.spark.failures import spark_failure
 from plugins.spark.options import SparkOptions
 from plugins.spark.shipping import Shipment, executors_python
@@ -98,13 +104,14 @@ class SparkWorkerDriver:
     in_process = False
 
     def __init__(self, host: WorkerHost, spark: Any, created: bool, options: WorkerOptions,
-                 run_id: str, shipment: Shipment) -> None:
+                 run_id: str, shipment: Shipment, run: Any) -> None:
         self.host = host
         self.spark = spark
         self.created = created
         self.task = shipment.wrap(run_in_spark_task)  # what each worker's Spark task runs
         self.stop_timeout = options.stop_timeout / 1000
         self.run_id = run_id
+        self.run = run
         self.handler: ResourceEventHandler | None = None
         self.workers: dict[str, _Worker] = {}
         self.channel: Server | None = None
@@ -118,11 +125,12 @@ class SparkWorkerDriver:
     def request_resource(self, spec: TaskExecutorProcessSpec) -> Future:
         """Submits the worker's Spark job; the Future completes when its task says hello."""
         placed = Future(self.host.loop)
-        if self.channel is None:  # where tasks connect: the host the TaskExecutors connect to
-            self.channel = Server(parse_address(spec.rpc_address)[0], 0, self._accepted)
+        security = self.run.config.section(SecurityOptions).absolute()  # the task starts in Spark's directory
+        if self.channel is None:  # where tasks connect: where they connect to the cluster's process
+            self.channel = self._listen(spec, security)
         worker = self.workers[spec.resource_id] = _Worker(spec.resource_id, f"rill-{self.run_id}-{spec.resource_id}",
                                                           placed)
-        payload = (msgspec.msgpack.encode(on_executors(spec)), self.channel.address)
+        payload = (msgspec.msgpack.encode(on_executors(spec)), self.channel.address, msgspec.msgpack.encode(security))
         from pyspark import InheritableThread
 
         worker.thread = InheritableThread(target=self._run_job, args=(worker, payload), name=f"rill-{spec.resource_id}",
@@ -131,7 +139,15 @@ class SparkWorkerDriver:
         worker.thread.start()
         return placed
 
-    def _run_job(self, worker: _Worker, payload: tuple[bytes, str]) -> None:
+    def _listen(self, spec: TaskExecutorProcessSpec, options: SecurityOptions) -> Server:
+        """The task channel (see the module)."""
+        rpc_host = parse_address(spec.rpc_address)[0]
+        bind_host = self.run.config.get("jobmanager.bind-host") or rpc_host
+        advertised = rpc_host if bind_host in ("0.0.0.0", "::", "") else bind_host
+        security = TransportSecurity.of(options, spec.secret, report_rejections(self.run))
+        return Server(bind_host, 0, self._frames, self._closed, "task-channel", security, advertised)
+
+    def _run_job(self, worker: _Worker, payload: tuple[bytes, str, bytes]) -> None:
         context = self.spark.sparkContext
         context.setJobGroup(worker.group, f"rill {self.run_id}: TaskExecutor {worker.resource_id}",
                             interruptOnCancel=True)
@@ -189,18 +205,23 @@ class SparkWorkerDriver:
 
     # -- the task channel ---------------------------------------------------------------------
 
-    def _accepted(self, sock: Any) -> None:
-        Connection(sock, self._frames, self._closed, name="spark-task").start()
-
     def _frames(self, connection: Connection, frames: list[bytes]) -> None:
         for frame in frames:
-            kind, *fields = decode(frame)
-            if kind == "out":
-                _write(fields[0])
-            elif kind == "hello":
-                self._hello(connection, *fields)
+            try:
+                kind, *fields = decode(frame)
+                if kind == "out" and len(fields) == 1 and type(fields[0]) is str:
+                    _write(fields[0])
+                elif kind == "hello" and not hasattr(connection, "worker"):
+                    self._hello(connection, *fields)
+                else:
+                    raise ValueError(f"unexpected {kind!r:.40} frame")
+            except Exception as exc:  # noqa: BLE001 -- a frame no task of the run sends
+                connection.reject(malformed(exc))
+                return
 
     def _hello(self, connection: Connection, resource_id: str, pid: int, host: str, stage: int, task: int) -> None:
+        if not (type(resource_id) is str and type(host) is str and all(type(n) is int for n in (pid, stage, task))):
+            raise ValueError("malformed hello")
         worker = self.workers.get(resource_id)
         if worker is None:  # its worker ended meanwhile
             connection.send(encode("stop"))
@@ -316,4 +337,4 @@ def create_resource_manager_driver(host, run):
         if created:
             spark.stop()
         raise
-    return SparkWorkerDriver(host, spark, created, run.config.section(WorkerOptions), run.id, shipment)
+    return SparkWorkerDriver(host, spark, created, run.config.section(WorkerOptions), run.id, shipment, run)

@@ -22,7 +22,9 @@ to the channel state it is persisting), then the barrier as a priority event —
 the one connection.
 
 A connection that breaks (or cannot be made) fails, at once, every task with a channel on it
-that had not ended — Flink's RemoteTransportException.
+that had not ended — Flink's RemoteTransportException. Both ends prove they belong to the run
+before a frame crosses (:mod:`kernel.security`); a frame either end cannot take drops the
+connection (``reject``: reported, and it breaks as above), never the TaskExecutor.
 """
 
 from __future__ import annotations
@@ -33,14 +35,13 @@ from typing import TYPE_CHECKING, Any, Callable
 import msgspec
 
 from kernel.streaming.elements import EndOfPartition, RecordBatch
-from kernel.tcp import Connection, Server, connect
+from kernel.tcp import Connection, Server, connect, malformed
 from plugins.local.network.input_channel import InputChannel
 from plugins.local.network.wire import RecordCodec, decode_event, encode_event
 
 if TYPE_CHECKING:
-    import socket
-
     from kernel.loop import EventLoop
+    from kernel.security import TransportSecurity
     from plugins.local.network.input_gate import InputGate
     from plugins.local.network.partition import Subpartition
     from plugins.local.network.shuffle import ShuffleEnvironment
@@ -103,22 +104,29 @@ class SubpartitionView:
             subpartition.channel = None
 
 
-class PartitionRequestServer:
-    """Serves this TaskExecutor's subpartitions to remote consumers, at ``address``."""
+_LOCKED = frozenset({"credit", "resume", "convert", "processed"})
 
-    def __init__(self, shuffle: ShuffleEnvironment, loop: EventLoop, host: str) -> None:
+
+class PartitionRequestServer:
+    """Serves this TaskExecutor's subpartitions to remote consumers, listening on ``host``;
+    they reach it at ``address`` (on the ``advertised`` host when given)."""
+
+    def __init__(self, shuffle: ShuffleEnvironment, loop: EventLoop, host: str, security: TransportSecurity,
+                 advertised: str = "") -> None:
         self.shuffle = shuffle
         self.loop = loop
         self.views: dict[tuple[Connection, int], SubpartitionView] = {}
         self.requests: dict[tuple[Connection, int], tuple[str, int]] = {}
-        self.server = Server(host, 0, self._accepted)
+        self.server = Server(host, 0, self._frames, self._closed, "partition", security, advertised)
         self.address = self.server.address
 
-    def _accepted(self, sock: socket.socket) -> None:
-        Connection(sock, self._frames, self._closed, "data-server").start()
-
     def _frames(self, connection: Connection, frames: list[bytes]) -> None:
-        self.loop.call_soon_threadsafe(self._handle, connection, [_decode(frame) for frame in frames])
+        try:
+            decoded = [_decode(frame) for frame in frames]
+        except msgspec.DecodeError as exc:
+            connection.reject(malformed(exc))
+            return
+        self.loop.call_soon_threadsafe(self._handle, connection, decoded)
 
     def _closed(self, connection: Connection, error: BaseException | None) -> None:
         self.loop.call_soon_threadsafe(self._disconnected, connection)
@@ -126,20 +134,33 @@ class PartitionRequestServer:
     def _handle(self, connection: Connection, frames: list[list]) -> None:
         """The consumers' requests, in this TaskExecutor's loop; what reaches a subpartition
         under the network's lock (its producer may run in a thread of its own)."""
-        lock = self.shuffle.lock
         for frame in frames:
-            kind, receiver_id = frame[0], frame[1]
-            key = (connection, receiver_id)
-            if kind == "req":
-                _, _, partition_id, index, credit = frame
-                view = self.views[key] = SubpartitionView(connection, receiver_id, credit)
-                self.requests[key] = (partition_id, index)
-                self.shuffle.register_channel(partition_id, index, view)
-            elif kind == "cancel":
-                self._release(key)
-            else:
-                with lock:
-                    self._handle_locked(key, kind, frame)
+            if connection.rejection is not None:
+                return
+            try:
+                self._handle_frame(connection, frame)
+            except Exception as exc:  # noqa: BLE001 -- a frame no TaskExecutor sends
+                connection.reject(malformed(exc))
+
+    def _handle_frame(self, connection: Connection, frame: list) -> None:
+        kind, receiver_id = frame[0], frame[1]
+        if type(receiver_id) is not int:
+            raise ValueError(f"receiver id {receiver_id!r:.40}")
+        key = (connection, receiver_id)
+        if kind == "req":
+            _, _, partition_id, index, credit = frame
+            if type(partition_id) is not str or type(index) is not int or type(credit) is not int or key in self.views:
+                raise ValueError(f"request {frame!r:.100}")
+            view = self.views[key] = SubpartitionView(connection, receiver_id, credit)
+            self.requests[key] = (partition_id, index)
+            self.shuffle.register_channel(partition_id, index, view)
+        elif kind == "cancel":
+            self._release(key)
+        elif kind in _LOCKED:
+            with self.shuffle.lock:
+                self._handle_locked(key, kind, frame)
+        else:
+            raise ValueError(f"unknown frame kind {kind!r:.40}")
 
     def _handle_locked(self, key: tuple[Connection, int], kind: str, frame: list) -> None:
         view = self.views.get(key)
@@ -264,8 +285,9 @@ class RemoteInputChannel(InputChannel):
 class PartitionRequestClient:
     """This TaskExecutor's connections to other TaskExecutors' partition request servers."""
 
-    def __init__(self, loop: EventLoop) -> None:
+    def __init__(self, loop: EventLoop, security: TransportSecurity) -> None:
         self.loop = loop
+        self.security = security
         self.connections: dict[str, Connection] = {}
         self.channels: dict[int, RemoteInputChannel] = {}
         self._next_id = 0
@@ -279,7 +301,7 @@ class PartitionRequestClient:
             if connection is None or connection.closed:
                 try:
                     connection = self.connections[channel.address] = connect(
-                        channel.address, self._frames, self._closed, "data-client")
+                        channel.address, self._frames, self._closed, "partition", self.security)
                 except OSError as exc:
                     self.loop.call_soon_threadsafe(channel.fail, RemoteTransportException(
                         f"Connecting to remote task manager '{channel.address}' has failed. This might indicate "
@@ -298,28 +320,40 @@ class PartitionRequestClient:
             self.send(channel, "cancel")
 
     def _frames(self, connection: Connection, frames: list[bytes]) -> None:
-        self.loop.call_soon_threadsafe(self._handle, [_decode(frame) for frame in frames])
+        try:
+            decoded = [_decode(frame) for frame in frames]
+        except msgspec.DecodeError as exc:
+            connection.reject(malformed(exc))
+            return
+        self.loop.call_soon_threadsafe(self._handle, connection, decoded)
 
-    def _handle(self, frames: list[list]) -> None:
+    def _handle(self, connection: Connection, frames: list[list]) -> None:
         channels = self.channels
         for frame in frames:
-            channel = channels.get(frame[1])
-            if channel is None:
-                continue
-            kind = frame[0]
-            if kind == "buf":
-                channel.on_buffer(frame[2], frame[3], frame[4])
-                continue
-            with channel.gate.lock:  # the consumer may run in a thread of its own
-                if kind == "evt":
-                    event = decode_event(frame[2:])
-                    if type(event) is EndOfPartition:
-                        del channels[frame[1]]
-                    channel.deliver_event(event)
-                elif kind == "pri":
-                    channel.deliver_priority(decode_event(frame[2:]))
-                else:
-                    channel.add_overtaken(frame[2])
+            if connection.rejection is not None:
+                return
+            try:
+                channel = channels.get(frame[1])
+                if channel is None:
+                    continue
+                kind = frame[0]
+                if kind == "buf":
+                    channel.on_buffer(frame[2], frame[3], frame[4])
+                    continue
+                with channel.gate.lock:  # the consumer may run in a thread of its own
+                    if kind == "evt":
+                        event = decode_event(frame[2:])
+                        if type(event) is EndOfPartition:
+                            del channels[frame[1]]
+                        channel.deliver_event(event)
+                    elif kind == "pri":
+                        channel.deliver_priority(decode_event(frame[2:]))
+                    elif kind == "ovt":
+                        channel.add_overtaken(frame[2])
+                    else:
+                        raise ValueError(f"unknown frame kind {kind!r:.40}")
+            except Exception as exc:  # noqa: BLE001 -- a frame no TaskExecutor sends
+                connection.reject(malformed(exc))
 
     def _closed(self, connection: Connection, error: BaseException | None) -> None:
         self.loop.call_soon_threadsafe(self._disconnected, connection, error)
