@@ -221,6 +221,8 @@ class AlignedWindowOperator(WindowOperator):
         result = self.spec.function.get_result if self.contents_kind == "aggregate" else None
         get, emit = windows.get, self._emit_window
         timers = fired = 0
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         try:
             if direct and not lateness and clearing is None:  # each timer fires its window and clears it
                 take, append, append_ts = windows.pop, out_values.append, out_ts.append
@@ -259,7 +261,7 @@ class AlignedWindowOperator(WindowOperator):
             if fired:
                 runtime.count("windows_fired", fired)
             runtime.count("timers_fired", timers)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()
 
     def _fire(self, slot: tuple[Any, int], out_values: list, out_ts: list, side: dict) -> None:
         contents = self.windows.get(slot)

@@ -10,6 +10,7 @@ from kernel.datastream.functions import Function
 from kernel.datastream.output_tag import OutputTag
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
+from kernel.streaming.handover import HandOver
 from kernel.streaming.outputs import Output
 from kernel.streaming.runtime import OperatorRuntime, StreamingRuntimeContext
 from kernel.streaming.keygroups import assign_to_key_group
@@ -37,6 +38,9 @@ class StreamOperator:
     output: Output
     #: the internal timer service of a keyed operator with timers
     timers: InternalTimerService | None = None
+    #: where its output for the batch in progress waits to be handed on (operators whose user
+    #: functions produce output create it in ``open``: :mod:`kernel.streaming.handover`)
+    handover: HandOver | None = None
 
     def __init__(self, spec: OperatorSpec, node: StreamNode, runtime: OperatorRuntime) -> None:
         self.spec = spec
@@ -62,6 +66,11 @@ class StreamOperator:
         for function in self.user_functions():
             if isinstance(function, Function):
                 function.open(self.runtime_context)
+
+    def open_handover(self) -> HandOver:
+        """Its :class:`HandOver` into its outputs (in ``open``: the outputs are wired)."""
+        self.handover = HandOver(self.output.collect, self.output.collect_side)
+        return self.handover
 
     def end_input(self) -> None:
         """All input consumed; the final watermark (if any) was processed before."""

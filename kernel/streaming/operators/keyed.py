@@ -124,6 +124,7 @@ class KeyedProcessOperator(TimerOperator):
         self._ctx = KeyedContext(KeyedTimerService(self, self.timers))
         self._process = self.spec.function.process_element
         self._on_timer = self.spec.function.on_timer
+        self.open_handover()
 
     def process_batch(self, values, timestamps):
         if self.requested_side_outputs:
@@ -133,7 +134,9 @@ class KeyedProcessOperator(TimerOperator):
         keys = self.keys_of(values)
         out_values: list = []
         extend = out_values.extend
+        handover = self.handover
         if timestamps is None:
+            handover.grown(out_values, None)
             ctx._timestamp = None
             for key, value in zip(keys, values):
                 backend.current_key = key
@@ -141,11 +144,12 @@ class KeyedProcessOperator(TimerOperator):
                 results = process(value, ctx)
                 if results is not None:
                     extend(results)
-            if out_values:
-                self.output.collect(out_values, None)
+            handover.end()
             return
         out_ts: list = []
-        for key, value, ts in zip(keys, values, timestamps):
+        positions = iter(timestamps)
+        handover.grown(out_values, out_ts, timestamps, positions)
+        for key, value, ts in zip(keys, values, positions):
             backend.current_key = key
             ctx._timestamp, ctx._key = ts, key
             results = process(value, ctx)
@@ -154,8 +158,7 @@ class KeyedProcessOperator(TimerOperator):
                 extend(results)
                 if len(out_values) != before:
                     out_ts.extend(repeat(ts, len(out_values) - before))
-        if out_values:
-            self.output.collect(out_values, out_ts)
+        handover.end()
 
     def _process_with_side_outputs(self, values, timestamps):
         ctx, process, backend = self._ctx, self._process, self.backend
@@ -163,13 +166,15 @@ class KeyedProcessOperator(TimerOperator):
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         for i, value in enumerate(values):
             key = keys[i]
             backend.current_key = key
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = ts, key
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()
 
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain) -> None:
         ctx = self._ctx
@@ -199,6 +204,7 @@ class ReduceOperator(StreamOperator):
         #: for a plain callable the key is set once per batch, to the last record's
         self._key_per_record = isinstance(function, fn.Function)
         self._values: dict[Any, Any] = {}
+        self.open_handover()
 
     def process_batch(self, values, timestamps):
         reduce, state, backend = self._reduce, self._values, self.backend
@@ -209,8 +215,10 @@ class ReduceOperator(StreamOperator):
                 current = state.get(key)
                 state[key] = value if current is None else reduce(current, value)
             return
-        out = []
+        out: list = []
         append, get = out.append, state.get
+        handover = self.handover
+        handover.mapped(out, timestamps)
         if self._key_per_record:
             for key, value in zip(keys, values):
                 backend.current_key = key
@@ -228,7 +236,7 @@ class ReduceOperator(StreamOperator):
                 append(value)
             if keys:
                 backend.current_key = keys[-1]
-        self.output.collect(out, timestamps)
+        handover.end()
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
         super().snapshot_state(snapshot)

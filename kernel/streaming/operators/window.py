@@ -185,6 +185,7 @@ class WindowOperator(TimerOperator):
         self.assigner_context = _AssignerContext(self)
         self._apply = self._window_function_caller()
         self._fired: tuple | None = None
+        self.open_handover()
         opener = getattr(self.assigner, "open", None)
         if opener is not None:
             opener(self.runtime_context)
@@ -317,10 +318,11 @@ class WindowOperator(TimerOperator):
 
     def advance_timers(self, timestamp: int) -> None:
         """Fire the windows the watermark completes (their results in one batch)."""
-        self._fired = ([], [], {})
+        self._fired = fired = ([], [], {})
+        self.handover.results(*fired)
         super().advance_timers(timestamp)
-        fired, self._fired = self._fired, None
-        self.flush_results(*fired)
+        self._fired = None
+        self.handover.end()
 
     def on_timer(self, timestamp: int, key: Any, window: Any, domain: TimeDomain) -> None:
         backend = self.backend
