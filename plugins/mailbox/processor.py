@@ -202,6 +202,7 @@ class DefaultMailboxProcessor:
                     break
         except BaseException as exc:  # a task failure: the task decides what it means
             self.running = False
+            self.step_started = None  # the output flusher relays nothing of a failed step
             self.on_error(exc)
             return
         finally:
