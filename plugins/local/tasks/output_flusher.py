@@ -6,7 +6,8 @@ a daemon thread per task (``OutputFlusher for <task>``) flushes every partially 
 on a timer, outside the task thread and its mailbox: a record written before the task thread
 blocks in a user function (a sleep, I/O, a busy loop) is sent within the timeout all the same.
 Timeout 0 flushes after every record (no thread), -1 (or ``execution.buffer-timeout.enabled``
-false) only full buffers. rill's operators work a batch at a time; what an operator produced of
+false) only full buffers; each network output has the timeout of the operator producing it
+(:func:`buffer_timeout`). rill's operators work a batch at a time; what an operator produced of
 the batch in progress waits in its hand-over (:mod:`kernel.streaming.handover`), and reaching
 the buffers is the flusher's first job:
 
@@ -18,13 +19,15 @@ the buffers is the flusher's first job:
   relay thread of the task's (the task's sleeper installed: ``kernel.clock.sleep`` there stays
   interruptible), which runs the downstream chained operators on it, while the task thread is
   still inside the user function upstream; a relay blocking in turn is relayed one level down
-  at the next tick. Then it flushes the task's partitions (timeout > 0). Relays start only
+  at the next tick; a relay flushes what it wrote. Then the flusher flushes each partition
+  whose timeout (> 0) has passed since it last did. Relays start only
   while the task runs and never in a chain with an async I/O operator (its executor belongs to
   the task thread). A user function sleeping through ``kernel.clock.sleep`` hands its
   operators' output on itself, in the task thread, before it blocks (``StreamTask.
   hand_over_emitted``).
 * Simulated (:class:`SimulatedOutputFlusher`): the flush is a timer of the run's loop every
-  timeout of virtual time. A user function's ``kernel.clock.sleep`` is charged to its task's
+  timeout of virtual time, flushing once everything else due at that instant ran (what is
+  emitted at a tick's time leaves with it, whatever the order of timers). A user function's ``kernel.clock.sleep`` is charged to its task's
   step; before each charge the operators' output goes on, in the task's one thread, depth
   first, and :class:`EmissionTimes` has the record writers write it — and everything the step
   emits after a charge, records, watermarks and their ``records_out`` — at its virtual
@@ -237,4 +240,3 @@ class EmittedRecords:
 
     def _count(self, count: int) -> None:
         self._metrics.records_out += count
-
