@@ -262,6 +262,22 @@ def test_without_a_buffer_timeout_watermarks_wait_in_the_buffers_like_records():
                        (6, 499, 600), (7, 499, 700), (8, 699, 800), (9, 699, 900)]
 
 
+def test_watermarks_waiting_for_the_flush_hold_no_buffers_of_the_pool():
+    """Without a buffer timeout, a watermark every 10 ms splits the records into batches of one
+    that wait for the end of the input; they take buffers only once queued, so the source is
+    never back pressured for want of buffers it is itself holding (it would stall for good)."""
+    def build(env):
+        env.set_buffer_timeout(-1)
+        env.get_config().set_auto_watermark_interval(10)
+        strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v, ts: v * 10)
+        env.from_source(DataGeneratorSource(lambda i: i, count=200, records_per_second=100, type_info=Types.LONG()),
+                        strategy, "Numbers").rebalance().map(lambda v: v, Types.LONG()).print()
+        env.execute("frequent watermarks")
+
+    job = run_job(build, "rill.duration=30 s")
+    assert job.outcome.status == "FINISHED" and job.lines == [str(i) for i in range(200)]
+
+
 def relay(sleep, seconds: float, on: int):
     def function(v):
         if v == on:

@@ -51,8 +51,8 @@ def call_now(callback: Callable[..., Any], *args: Any) -> None:
 
 
 class Subpartition:
-    __slots__ = ("partition", "index", "values", "timestamps", "held", "queue", "queued_buffers", "channel",
-                 "blocked", "priority", "data_processed")
+    __slots__ = ("partition", "index", "values", "timestamps", "held", "held_size", "queue", "queued_buffers",
+                 "channel", "blocked", "priority", "data_processed")
 
     def __init__(self, partition: ResultPartition, index: int) -> None:
         self.partition = partition
@@ -60,8 +60,10 @@ class Subpartition:
         self.values: list | None = None  # the open buffer
         self.timestamps: list | None = None
         #: in-band elements (watermarks, statuses, latency markers) and the records written
-        #: before them, in order, waiting with the open buffer for the flush (None: nothing)
+        #: before them, in order, waiting with the open buffer for the flush (None: nothing);
+        #: ``held_size`` counts them (records, and each element as one)
         self.held: list | None = None
+        self.held_size = 0
         self.queue: deque[Any] = deque()  # finished buffers and events, not yet sent
         self.queued_buffers = 0
         self.channel: InputChannel | None = None
@@ -77,9 +79,7 @@ class Subpartition:
         partition = self.partition
         if self.values is None:
             partition.take_buffer()
-            if len(values) == partition.records_per_buffer:  # exactly one buffer: it goes as it is
-                if self.held is not None:
-                    self._release_held()
+            if len(values) == partition.records_per_buffer and self.held is None:  # exactly one buffer: as it is
                 self._enqueue_buffer(values, timestamps)
                 self.try_send()
                 return
@@ -91,7 +91,7 @@ class Subpartition:
                 self.timestamps.extend(timestamps if timestamps is not None else [None] * len(values))
             elif timestamps is not None:
                 self.timestamps = [None] * (len(self.values) - len(values)) + list(timestamps)
-        if len(self.values) >= partition.records_per_buffer:
+        if len(self.values) + self.held_size >= partition.records_per_buffer:
             self._finish_full_buffers()
 
     def _finish_full_buffers(self) -> None:
@@ -139,21 +139,32 @@ class Subpartition:
     def _add_in_band(self, element: Any) -> None:
         """A watermark, watermark status or latency marker: serialised behind the records
         written before it, as a record is, it waits with them for the next flush (buffer
-        timeout, a full buffer, an event, the end) — Flink's ``broadcastEmit``/``randomEmit``;
-        the records written after it start a new buffer."""
+        timeout, an event, the end) or until they fill a buffer — Flink's ``broadcastEmit`` /
+        ``randomEmit``. The records before it wait as a batch of their own, which takes a
+        buffer of the pool only once it is queued (in Flink they share one buffer with what
+        follows), so frequent watermarks never use up the pool while they wait."""
         held = self.held
         if held is None:
             held = self.held = []
-        if self.values:
-            held.append(RecordBatch(self.values, self.timestamps))
+        values = self.values
+        if values:
+            held.append(RecordBatch(values, self.timestamps))
+            self.held_size += len(values)
             self.values = self.timestamps = None
+            self.partition.recycle_buffer()
         held.append(element)
+        self.held_size += 1
+        if self.held_size >= self.partition.records_per_buffer:  # a full buffer goes
+            self._release_held()
+            self.try_send()
 
     def _release_held(self) -> None:
         """The held elements, in order, into the queue (the lock is held)."""
         held, self.held = self.held, None
+        self.held_size = 0
         for item in held:
             if type(item) is RecordBatch:
+                self.partition.take_buffer()
                 self._enqueue_buffer(item.values, item.timestamps)
             else:
                 self.queue.append(item)
@@ -358,5 +369,6 @@ class ResultPartition:
                 subpartition.queue.clear()
                 subpartition.priority.clear()
                 subpartition.values = subpartition.timestamps = subpartition.held = None
+                subpartition.held_size = 0
                 subpartition.blocked = False
             self._waiters.clear()
