@@ -6,7 +6,9 @@ a simulated clock jumps there at once, a realtime clock sleeps. Given the same c
 simulated run is a deterministic sequence.
 
 Invariants: callbacks never run concurrently; a callback scheduled with ``call_soon`` runs
-after every callback already ready; timers with equal deadlines fire in creation order.
+after every callback already ready; timers with equal deadlines fire in creation order; a
+callback scheduled with ``call_at_rest`` runs once nothing is ready or due any more at the
+current time (simulated: after everything else at this instant, whatever it triggered).
 Cancelled timers leave the timer heap when their deadline comes, or earlier when they make up
 most of it (the heap is rebuilt): what the loop holds is bounded by what is pending.
 Work running outside the loop (an I/O thread that will call back with
@@ -101,6 +103,7 @@ class EventLoop:
         #: the thread the loop belongs to (``bound=False``: none until it runs)
         self._thread: int | None = get_ident() if bound else None
         self._ready: deque[tuple[Callable[..., Any], tuple]] = deque()
+        self._at_rest: list[tuple[Callable[..., Any], tuple]] = []
         self._timers: list[tuple[int, int, TimerHandle]] = []
         self._timer_seq = 0
         self._stopping = False
@@ -126,6 +129,11 @@ class EventLoop:
             self._ready.append((callback, args))
         else:
             self.call_soon_threadsafe(callback, *args)
+
+    def call_at_rest(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` once nothing is ready or due now any more (the loop's
+        thread only): after everything else at this instant of a simulated clock."""
+        self._at_rest.append((callback, args))
 
     def call_in_thread(self, callback: Callable[..., Any], *args: Any) -> None:
         """Run ``callback(*args)`` in the loop's thread: at once when called there, else as
@@ -200,12 +208,13 @@ class EventLoop:
     def quiescent(self, io: int = 0) -> bool:
         """Waiting with nothing to run but daemon timers and at most ``io`` pieces of announced
         work: it runs nothing more unless another thread hands it something (read from any thread)."""
-        return self._waiting and not self._ready and not self._external and self._live == 0 and self._io <= io
+        return (self._waiting and not self._ready and not self._at_rest and not self._external and self._live == 0
+                and self._io <= io)
 
     def has_pending(self, daemon: bool = True, io: int = 0) -> bool:
         """Whether anything is left to run (``daemon=False``: anything but daemon timers;
         announced work counts beyond ``io`` pieces)."""
-        if self._ready or self._external or self._io > io:
+        if self._ready or self._at_rest or self._external or self._io > io:
             return True
         if not daemon:
             return self._live > 0
@@ -241,6 +250,10 @@ class EventLoop:
                     callback(*args)
                     if self._stopping:
                         return
+                continue
+            if self._at_rest:
+                ready.extend(self._at_rest)
+                self._at_rest.clear()
                 continue
             while timers and timers[0][2].cancelled:
                 self._forget(heapq.heappop(timers)[2])

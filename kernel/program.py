@@ -127,7 +127,8 @@ class Program:
     max_parallelism: int
     chaining_enabled: bool
     runtime_mode: str
-    buffer_timeout: int  # -1: execution.buffer-timeout.interval
+    #: ``env.set_buffer_timeout`` (ms; -1: only full buffers), None: ``execution.buffer-timeout.*``
+    buffer_timeout: int | None
     auto_watermark_interval: int | None
     env: Any
     #: ``ExecutionConfig.set_global_job_parameters`` (``RuntimeContext.get_job_parameter``)

@@ -340,7 +340,7 @@ def recorded(cli, tmp_path, monkeypatch):
     code, _, err = cli("run", "--clock", "simulated", "--set", "execution.checkpointing.interval=45ms",
                        "--set", "execution.checkpointing.min-pause=45ms", "--set", "execution.buffer-timeout.interval=0ms",
                        "--set", "taskmanager.memory.segment-size=32b", "--set", "slotmanager.requirement-check.delay=0",
-                       "--inject", "raise:operator=Count,record=17",
+                       "--inject", "raise:operator=Count,record=16",
                        str(path))
     assert code == 0, err
     return path
@@ -356,8 +356,8 @@ def test_the_checkpoints_view(cli, recorded):
     rows = sql(cli, "SELECT checkpoint_id, status, kind, trigger_s, end_to_end_ms, state_size > 0 AS has_state, "
                     "max_alignment_ms, acknowledged_subtasks, total_subtasks, failure_reason FROM checkpoints "
                     "ORDER BY checkpoint_id")
-    # 1, triggered at 45 ms, aligns at Count until 150 ms; Count fails on its 17th record (b6, at
-    # 180 ms) before 2 is due (195 ms: 45 ms after 1 completed); the periodic triggers every 45 ms
+    # 1, triggered at 45 ms, aligns at Count until 150 ms; Count fails on its 16th record (b5, at
+    # 180 ms: SlowB emits each record when it is done with it) before 2 is due (195 ms: 45 ms after 1 completed); the periodic triggers every 45 ms
     # fail before they have an id until the job runs again from checkpoint 1 (1 s later, at
     # 1.18 s); 2 at 1.185 s and 3 complete; 4 reaches Source A as it has finished; 5, triggered
     # once every consumer processed all the data (FLIP-147), is the final checkpoint of the others
@@ -376,7 +376,7 @@ def test_the_checkpoint_subtasks_view(cli, recorded):
                     "persisted_bytes, unaligned FROM checkpoint_subtasks WHERE checkpoint_id = 1 ORDER BY t_s, vertex_name")
     assert [(r["vertex_name"], r["status"], r["alignment_ms"], r["processed_records"], r["unaligned"]) for r in rows] == [
         ("Source: A", "ACKNOWLEDGED", 0.0, 0, False), ("Source: B", "ACKNOWLEDGED", 0.0, 0, False),
-        ("Count -> Sink: Print to Std. Out", "ACKNOWLEDGED", 105.0, 3, False), ("SlowB", "ACKNOWLEDGED", 0.0, 0, False)]
+        ("Count -> Sink: Print to Std. Out", "ACKNOWLEDGED", 105.0, 4, False), ("SlowB", "ACKNOWLEDGED", 0.0, 0, False)]
     assert all(r["state_size"] > 0 for r in rows if r["vertex_name"] != "SlowB")
     restored = sql(cli, "SELECT vertex_name, checkpoint_id, attempt FROM rill.ev_checkpoint_state_restored "
                         "ORDER BY vertex_name")

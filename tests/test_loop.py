@@ -22,6 +22,21 @@ def test_call_soon_is_fifo_and_timers_fire_in_deadline_then_creation_order():
     ]
 
 
+def test_a_callback_at_rest_runs_after_everything_else_due_at_its_instant():
+    clock = SimulatedClock()
+    loop = EventLoop(clock)
+    seen = []
+
+    def tick():
+        loop.call_at_rest(lambda: seen.append(("at rest", clock.now())))
+
+    loop.call_later(NS_PER_S, tick)  # created first: it fires first
+    loop.call_later(NS_PER_S, lambda: loop.call_soon(lambda: seen.append(("work", clock.now()))))
+    loop.call_later(2 * NS_PER_S, lambda: seen.append(("later", clock.now())))
+    loop.run()
+    assert seen == [("work", NS_PER_S), ("at rest", NS_PER_S), ("later", 2 * NS_PER_S)]
+
+
 def test_simulated_time_jumps_only_when_nothing_is_ready():
     clock = SimulatedClock()
     loop = EventLoop(clock)

@@ -72,6 +72,28 @@ def test_simulated_work_keeps_the_task_busy_on_the_clock():
     assert done == [0, 250 * NS_PER_MS, 500 * NS_PER_MS]
 
 
+def test_a_charged_sleep_hands_on_first_and_ends_the_step_before_the_mails_behind_it():
+    """Before each charge the task hands on what it emitted (``before_sleep``, seeing the work
+    charged before it); the mail that charged ends the step: the next mail runs once the task
+    is no longer busy, and the step between is known to other threads only while it runs."""
+    log = []
+    loop = EventLoop(SimulatedClock())
+    processor = MailboxProcessor(lambda p: p.suspend_default_action(None, "idle"), loop, log.append,
+                                 before_sleep=lambda: log.append(("hand on", processor.charged_ns())))
+
+    def sleepy():
+        log.append(("sleepy", processor.step_started))
+        kclock.sleep(0.1)
+        kclock.sleep(0.2)
+
+    processor.execute(sleepy, "sleepy")
+    processor.execute(lambda: log.append(("next", loop.clock.now())), "next")
+    processor.schedule()
+    loop.run()
+    assert log == [("sleepy", 0), ("hand on", 0), ("hand on", 100 * NS_PER_MS), ("next", 300 * NS_PER_MS)]
+    assert processor.step_started is None
+
+
 def test_an_exception_stops_the_processor_and_is_reported():
     def default_action(processor):
         raise ValueError("boom")

@@ -115,8 +115,10 @@ env.execute("sequence")
 
 def test_number_sequence_splits_are_reassigned(cli, tmp_path):
     job = write(tmp_path, "sequence.py", SLOW_SEQUENCE_JOB)
-    # small network buffers (8 records): the source cannot read far ahead of the slow map
-    outputs, savepoints = rescaled_runs(cli, job, (), tmp_path / "sp", sets=("rill.network.record-size=4096",))
+    # small network buffers (8 records): the source cannot read far ahead of the slow map; the
+    # second run stops while both splits still have numbers left
+    outputs, savepoints = rescaled_runs(cli, job, (), tmp_path / "sp", stops=("3s", "1500ms"),
+                                        sets=("rill.network.record-size=4096",))
     numbers = [n for out in outputs for n in printed(out)]
     assert sorted(numbers) == list(range(2000))  # each number once: nothing lost, nothing read twice
     assert all(outputs)  # every run read some

@@ -260,6 +260,19 @@ def test_event_time_jobs_print_the_same_on_spark_workers(spark, build):
     assert all(e.pid != os.getpid() for e in started(job).values())
 
 
+@local
+def test_the_output_flusher_sends_during_a_pause_on_spark_workers(spark):
+    """Issue 27's paced job (1.5 s pauses in time.sleep) on TaskExecutors in Spark tasks:
+    PyFlink's windows and late records, and the source task's records leave in three
+    different seconds (tests/test_output_flusher.py)."""
+    from tests.test_output_flusher import PACED, paced, source_records_out
+
+    job = run_job(paced(sleep=time.sleep, pause=1.5), *SPARK_WORKERS)
+    assert job.outcome.status == "FINISHED", job.outcome.failure
+    assert job.lines == PACED
+    assert [n for _, n in source_records_out(job) if n] == [4, 4, 3]
+
+
 # -- print and events through the driver, executor ids -----------------------------------------------
 
 

@@ -299,7 +299,8 @@ class Remember(KeyedProcessFunction):
 
 
 def test_ttl_expires_on_the_simulated_processing_time():
-    """Record i reaches the function at processing time 100 + 100 * i (one per 100 ms)."""
+    """Record i reaches the function at processing time 100 * i (one per 100 ms, sent at once:
+    buffer timeout 0)."""
     script = {0: ("a", True), 1: ("b", True), 8: ("b", False), 9: ("a", False), 10: ("a", False),
               11: ("b", False), 19: ("b", False), 20: ("a", False)}
     records = [(script.get(i, ("x", False))[0], i, script.get(i, ("x", False))[1]) for i in range(23)]
@@ -310,15 +311,15 @@ def test_ttl_expires_on_the_simulated_processing_time():
             .key_by(lambda r: r[0], Types.STRING()).process(Remember(), Types.STRING()).print()
         env.execute()
 
-    lines = [line for line in run_job(build).lines if " x " not in line]
+    lines = [line for line in run_job(build, "execution.buffer-timeout.interval=0").lines if " x " not in line]
     assert lines == [
-        "100 a None None", "200 b None None",
-        "900 b 1 1",  # 700 ms after b's write; the read renews b's "touched" to 900
-        "1000 a 0 0",
-        "1100 a None 0",  # exactly 1000 ms after a's write: "written" has expired, "touched" was read at 1000
-        "1200 b None 1",  # the same for b at 1200; b's "touched" lives until 900 + 1000, renewed to 1200
-        "2000 b None 1",
-        "2100 a None None",  # a's "touched" was last read at 1100
+        "0 a None None", "100 b None None",
+        "800 b 1 1",  # 700 ms after b's write; the read renews b's "touched" to 800
+        "900 a 0 0",
+        "1000 a None 0",  # exactly 1000 ms after a's write: "written" has expired, "touched" was read at 900
+        "1100 b None 1",  # the same for b at 1100; b's "touched" lives until 800 + 1000, renewed to 1100
+        "1900 b None 1",
+        "2000 a None None",  # a's "touched" was last read at 1000
     ]
 
 
@@ -345,15 +346,15 @@ def state_sizes(config: StateTtlConfig) -> list[int]:
             .key_by(lambda i: i, Types.INT()).process(Unique(config), Types.INT()).print()
         env.execute()
 
-    return [int(line) for line in run_job(build).lines]
+    return [int(line) for line in run_job(build, "execution.buffer-timeout.interval=0").lines]
 
 
 def test_incremental_cleanup_keeps_memory_bounded_on_an_unbounded_key_space():
-    """300 keys, one every 100 ms, TTL 1 s: 10 are alive at any time. With the default background
-    cleanup (5 entries per state access, 2 accesses per record) the state holds exactly the live
-    keys (the last two records arrive at the same instant, so then 11); without it, every key."""
+    """300 keys, one every 100 ms (sent at once), TTL 1 s: 10 are alive at any time. With the
+    default background cleanup (5 entries per state access, 2 accesses per record) the state
+    holds exactly the live keys; without it, every key."""
     sizes = state_sizes(StateTtlConfig.new_builder(Time.seconds(1)).build())
-    assert sizes == list(range(1, 11)) + [10] * 289 + [11]
+    assert sizes == list(range(1, 11)) + [10] * 290
     unbounded = state_sizes(StateTtlConfig.new_builder(Time.seconds(1)).disable_cleanup_in_background().build())
     assert unbounded == list(range(1, 301))
 

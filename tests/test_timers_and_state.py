@@ -19,6 +19,7 @@ from kernel.datastream.state import (
     ValueStateDescriptor,
 )
 from kernel.datastream.time_domain import TimeDomain
+from kernel.streaming.handover import HandOver
 from kernel.streaming.state import KeyedStateBackend
 from kernel.streaming.timers import InternalTimerService
 from tests.runtime import run_job
@@ -51,15 +52,13 @@ class Recorder:
         self.flushed: list = []
         self.counters: dict = {}
         self.schedule, self.now_ms = schedule, now
+        self.handover = HandOver(lambda values, timestamps: self.flushed.append((values, timestamps)))
 
     def on_timer(self, timestamp, key, namespace, domain, out):
         self.fired.append(("event" if domain is TimeDomain.EVENT_TIME else "processing", timestamp, key, namespace))
         self.times.append((timestamp, key))
         out.values.append((timestamp, key))
         out.timestamps.append(timestamp)
-
-    def flush_results(self, values, timestamps, side):
-        self.flushed.append((values, timestamps, side))
 
     def count(self, metric, amount=1):
         self.counters[metric] = self.counters.get(metric, 0) + amount
@@ -88,7 +87,7 @@ def test_timers_are_unique_per_key_namespace_and_timestamp_and_fire_in_order():
     assert fired == [("event", 10, "a", None), ("event", 10, "c", None), ("event", 20, "b", None)]
     assert timers.current_watermark == 20
     # what the callbacks emitted, in one batch; the timers counted
-    assert recorder.flushed == [([(10, "a"), (10, "c"), (20, "b")], [10, 10, 20], {})]
+    assert recorder.flushed == [([(10, "a"), (10, "c"), (20, "b")], [10, 10, 20])]
     assert recorder.counters == {"timers_fired": 3}
     timers.advance_watermark(MAX)
     assert len(fired) == 3  # the deleted timer never fires
@@ -96,7 +95,7 @@ def test_timers_are_unique_per_key_namespace_and_timestamp_and_fire_in_order():
     assert scheduled == [500, 400]  # a wake-up when an earlier processing-time timer arrives
     timers.fire_processing_time(1_000)
     assert fired[3:] == [("processing", 400, "a", None), ("processing", 500, "a", None)]
-    assert recorder.flushed[1:] == [([(400, "a"), (500, "a")], [400, 500], {})]
+    assert recorder.flushed[1:] == [([(400, "a"), (500, "a")], [400, 500])]
     assert recorder.counters == {"timers_fired": 5}
     assert timers.pending() == 0
 
@@ -403,8 +402,9 @@ def test_every_keyed_operator_counts_the_timers_and_windows_that_fired():
     """Per operator, timers_fired is the number of timers that fired (for the process functions,
     of on_timer calls: one line each) and windows_fired the number of window results.
     STREAMING, per key: event-time timers at 999, 1500 (registered at 999), 2999 (a) and 1999
-    (b), processing-time timers at 101 and 201 (a's records reached the operators at 100 and
-    200 ms); the session windows [100, 1300) (a's two records merged: its first window's
+    (b), one processing-time timer at 101 (a's records read at 0 and 100 ms reached the
+    operators together at 100 ms: the flush tick at 100 ms takes what was emitted up to its
+    instant); the session windows [100, 1300) (a's two records merged: its first window's
     fire-time timer at 200 still fires, and does nothing), [1200, 2200) and [2100, 3100) each
     fire at their fire time and at their end (7 timers, 6 results); the tumbling windows fire
     at their end and are cleaned up 500 ms later (6 timers, 3 results). BATCH: each key's
@@ -417,11 +417,11 @@ def test_every_keyed_operator_counts_the_timers_and_windows_that_fired():
     for sink in ("process", "co", "broadcast"):
         assert sorted(line for line in streaming.lines if line.startswith(f"{sink}>")) == [
             f"{sink}> {line}" for line in ("EVENT_TIME a 1500", "EVENT_TIME a 2999", "EVENT_TIME a 999",
-                                           "EVENT_TIME b 1999", "PROCESSING_TIME a 101", "PROCESSING_TIME a 201")]
+                                           "EVENT_TIME b 1999", "PROCESSING_TIME a 101")]
     assert sum(line.startswith("sessions>") for line in streaming.lines) == 6
     assert sum(line.startswith("tumbling>") for line in streaming.lines) == 3
-    assert fired_counters(streaming) == {"Source: Records": (0, 0), "Process": (6, 0), "CoProcess": (6, 0),
-                                         "Broadcast": (6, 0), "Sessions": (7, 6), "Tumbling": (6, 3)}
+    assert fired_counters(streaming) == {"Source: Records": (0, 0), "Process": (5, 0), "CoProcess": (5, 0),
+                                         "Broadcast": (5, 0), "Sessions": (7, 6), "Tumbling": (6, 3)}
 
     def batch(env):
         env.set_runtime_mode(RuntimeExecutionMode.BATCH)

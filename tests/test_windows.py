@@ -421,19 +421,20 @@ def test_tumbling_processing_time_windows_count_what_arrives_per_second():
     results: list = []
     job = run_job(processing_time_job(250, TumblingProcessingTimeWindows.of(Time.seconds(1)), results))
     # the simulated clock starts at 0 and record i is read at 10·i ms; records reach the window
-    # task when the 100 ms buffer timeout flushes them (records 0-9 at 100 ms, 90-99 at 1000 ms),
-    # so [0, 1 s) sees 90 of them. The source ends at 2.49 s: like Flink, pending
-    # processing-time timers do not fire at end of input, so [2 s, 3 s) never fires.
-    assert results == [("k", 0, 1000, 90), ("k", 1000, 2000, 100)]
+    # task when the 100 ms buffer timeout flushes them, a tick taking what was read up to its
+    # instant (records 0-10 at 100 ms, 91-100 at 1000 ms), so [0, 1 s) sees 91 of them. The
+    # source ends at 2.49 s: like Flink, pending processing-time timers do not fire at end of
+    # input, so [2 s, 3 s) never fires.
+    assert results == [("k", 0, 1000, 91), ("k", 1000, 2000, 100)]
     assert job.outcome.status == "FINISHED" and job.outcome.clock_seconds == 2.49
 
 
 def test_sliding_processing_time_windows():
     results: list = []
     run_job(processing_time_job(300, SlidingProcessingTimeWindows.of(Time.seconds(1), Time.milliseconds(500)), results))
-    # arrivals at 100, 200, ... ms, ten records each; the end of input at 2.99 s comes before
-    # [2 s, 3 s) fires at 2,999 ms
-    assert results == [("k", -500, 500, 40), ("k", 0, 1000, 90), ("k", 500, 1500, 100), ("k", 1000, 2000, 100),
+    # arrivals at 100 (eleven records), 200, ... ms (ten each); the end of input at 2.99 s comes
+    # before [2 s, 3 s) fires at 2,999 ms
+    assert results == [("k", -500, 500, 41), ("k", 0, 1000, 91), ("k", 500, 1500, 100), ("k", 1000, 2000, 100),
                        ("k", 1500, 2500, 100)]
 
 

@@ -47,12 +47,24 @@ class MailboxTask(Protocol):
         """The default action was suspended (``idle``, ``back_pressure``, ``async_capacity``,
         ``finishing``) or resumed."""
 
+    def hand_over_emitted(self) -> None:
+        """A user function is about to sleep (``kernel.clock.sleep``): what the task's
+        operators emitted so far goes on now (``kernel.streaming.handover``)."""
+
 
 class MailboxProcessor(Protocol):
     """Runs one task's mails and default action, never two at once."""
 
     #: work takes this many times as long (an injected slow TaskExecutor)
     slowdown: float
+    #: clock time (ns) the running step began, None between steps (read by the output
+    #: flusher from its own thread: a long step is a task busy in user code)
+    step_started: int | None
+
+    def charged_ns(self) -> int:
+        """Simulated clock: the work user functions charged in the running step so far (ns);
+        what the step emits now is emitted that long after the step began. Before each
+        charge the processor calls ``MailboxTask.hand_over_emitted``."""
 
     def schedule(self) -> None:
         """Make sure the processor runs (starts the task's loop; idempotent)."""

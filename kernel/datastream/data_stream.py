@@ -108,6 +108,10 @@ class DataStream:
         return self
 
     def set_buffer_timeout(self, timeout_millis: int) -> DataStream:
+        """How long this operator's output may wait in a partially filled buffer (ms): -1 the
+        job's default, 0 none (each batch is sent at once)."""
+        if timeout_millis < -1:
+            raise ValueError("timeout must be >= -1")
         self._operator("set_buffer_timeout()").buffer_timeout = timeout_millis
         return self
 

@@ -146,12 +146,14 @@ class StreamExecutionEnvironment:
         return self
 
     def get_buffer_timeout(self) -> int:
-        """The buffer timeout set in code, else ``execution.buffer-timeout.interval``."""
+        """The buffer timeout set in code, else ``execution.buffer-timeout.interval`` (-1:
+        disabled, only full buffers are sent, as ``execution.buffer-timeout.enabled`` false)."""
         if self._buffer_timeout is not None:
             return self._buffer_timeout
         from kernel.options import ExecutionOptions
 
-        return current_executor().session.config.section(ExecutionOptions).buffer_timeout
+        options = current_executor().session.config.section(ExecutionOptions)
+        return options.buffer_timeout if options.buffer_timeout_enabled else -1
 
     def add_python_file(self, file_path: str) -> None:
         """Add a Python file, zip file or directory to the import path of the job's functions
@@ -290,7 +292,7 @@ class StreamExecutionEnvironment:
             max_parallelism=self.get_max_parallelism(),
             chaining_enabled=self.is_chaining_enabled(),
             runtime_mode=mode,
-            buffer_timeout=self._buffer_timeout if self._buffer_timeout is not None else -1,
+            buffer_timeout=self._buffer_timeout,
             auto_watermark_interval=self._config.configured_auto_watermark_interval(),
             job_parameters=self._config.get_global_job_parameters(),
             env=self,

@@ -62,7 +62,8 @@ class StreamNode:
     output_type: Any = None
     description: str | None = None
     parallelism_configured: bool = False
-    buffer_timeout: int = -1
+    #: of its network outputs, ms (-1: only full buffers); None: ``execution.buffer-timeout.*``
+    buffer_timeout: int | None = None
     co_location_group: str | None = None
     #: the type PyFlink's coder writes the main output with, where it leaves PyFlink's chain of
     #: Python functions (``kernel.datastream.python_chaining``); None where values pass as they are
@@ -91,7 +92,7 @@ class StreamGraph:
     sources: set[int] = field(default_factory=set)
     sinks: set[int] = field(default_factory=set)
     #: settings of the program the graph was generated from
-    buffer_timeout: int = -1
+    buffer_timeout: int | None = None
     auto_watermark_interval: int | None = None
     job_parameters: dict[str, str] = field(default_factory=dict)
 

@@ -13,6 +13,7 @@ from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorSta
 from kernel.common.coders import batch_conversion
 from kernel.graph.job import JobVertex
 from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
+from kernel.streaming.handover import HandOver
 from kernel.streaming.operators import StreamOperator, create_operator
 from kernel.streaming.outputs import (
     ChainingOutput,
@@ -79,6 +80,8 @@ class OperatorChain:
             operator.output = OperatorOutput(main_output, {
                 tag: _serialized(wrap(combine(outs)), tags[tag].type_info) for tag, outs in side.items()})
         self.head = by_node[vertex.head_node_id]
+        #: the operators' hand-overs, head first (:mod:`kernel.streaming.handover`)
+        self.handovers: list[HandOver] = []
 
     def open(self) -> None:
         """Open operators from the tail towards the head (downstream ready first); the key
@@ -99,6 +102,14 @@ class OperatorChain:
             except BaseException as exc:
                 blame(exc, operator.name)
                 raise
+        self.handovers = [operator.handover for operator in self.operators if operator.handover is not None]
+
+    def relay(self) -> None:
+        """A user function is about to sleep: every open hand-over, head first, hands on what
+        it has ready, in the calling thread (depth first: what it hands on may open the
+        hand-overs after it)."""
+        for handover in self.handovers:
+            handover.relay()
 
     def finish(self, resume: Callable[[int], None] | None = None, start: int = 0) -> bool:
         """End of input: each operator from ``start``, head to tail, gets ``end_input`` and

@@ -20,6 +20,7 @@ from kernel import clock
 from kernel.datastream.connectors.datagen import DataGeneratorSource, GeneratorFunction
 from kernel.datastream.connectors.file_system import FileSource
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
+from kernel.streaming.handover import HandOver
 from kernel.streaming.ratelimit import RateLimiter
 from kernel.streaming.runtime import OperatorRuntime
 
@@ -31,6 +32,10 @@ ENUMERATOR_STATE = "SourceEnumeratorState"
 
 class SourceReader:
     finished = False
+    #: the source's hand-over (None: the source admits records for watermark alignment): a
+    #: reader whose user code makes the records opens it on the batch it fills
+    #: (``handover.mapped(batch, None)``), so records made before that code blocks go on
+    handover: HandOver | None = None
 
     def open(self, runtime: OperatorRuntime) -> None:
         pass
@@ -171,6 +176,8 @@ class DataGeneratorReader(SourceReader):
         n = self._due(limit)
         generate, ranges = self.generate, self.ranges
         batch: list = []
+        if self.handover is not None:
+            self.handover.mapped(batch, None)
         while len(batch) < n:
             split = ranges[0]
             stop = min(split[1] + 1, split[0] + n - len(batch))

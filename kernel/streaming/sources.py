@@ -12,6 +12,7 @@ from typing import Any
 from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.streaming.alignment import ActivityClock, SourceAlignment
+from kernel.streaming.handover import HandOver
 from kernel.streaming.operators.base import StreamOperator
 from kernel.streaming.readers import ENUMERATOR_STATE, READER_STATE, create_reader
 
@@ -80,6 +81,8 @@ class SourceOperator(StreamOperator):
                     self._join_alignment(strategy)
         self.ended = False
         self.stopped = False  # by a stop-with-savepoint
+        if self.alignment is None:  # an aligned source admits its records a batch at a time
+            self.handover = self.reader.handover = HandOver(self._emit)
 
     def _schedule_periodic(self) -> None:
         interval = self.runtime.auto_watermark_interval
@@ -144,8 +147,12 @@ class SourceOperator(StreamOperator):
         timestamps = None
         if self._held is not None:
             (values, timestamps), self._held = self._held, None
+            polled = values
         else:
-            values = reader.poll(limit) if not reader.finished else []
+            values = polled = reader.poll(limit) if not reader.finished else []
+            handover = self.handover
+            if handover is not None and handover.values is not None:
+                values = handover.rest()  # the reader's user code was slow: what is not handed on yet
             if values and self.assign is not None:
                 timestamps = list(map(self.assign, values, repeat(MIN_LONG, len(values))))
         if values and self.alignment is not None:
@@ -153,16 +160,23 @@ class SourceOperator(StreamOperator):
             if not values:
                 return InputStatus.NOTHING_AVAILABLE
         if values:
-            if self.generator is not None:
-                self.generator.on_events(values, timestamps, self.watermarks)
-            if self.watermarks.idle:
-                self.watermarks.mark_active()
-            self.output.collect(values, timestamps)
+            self._emit(values, timestamps, assigned=True)
+        if polled:
             reader.batch_emitted()
         if reader.finished and self._held is None:
             self.end()
             return InputStatus.END_OF_INPUT
-        return InputStatus.MORE_AVAILABLE if values else InputStatus.NOTHING_AVAILABLE
+        return InputStatus.MORE_AVAILABLE if polled else InputStatus.NOTHING_AVAILABLE
+
+    def _emit(self, values: list, timestamps: list | None, assigned: bool = False) -> None:
+        """Emit records of the reader (their timestamps assigned here unless ``assigned``)."""
+        if not assigned and self.assign is not None:
+            timestamps = list(map(self.assign, values, repeat(MIN_LONG, len(values))))
+        if self.generator is not None:
+            self.generator.on_events(values, timestamps, self.watermarks)
+        if self.watermarks.idle:
+            self.watermarks.mark_active()
+        self.output.collect(values, timestamps)
 
     def _align(self, values: list, timestamps: list) -> tuple[list, list]:
         """The records that may go now; the rest is held until an announcement allows them."""

@@ -15,7 +15,9 @@ records always switches; a timer whose Python key equals the previous timer's ke
 state, so a timer of True right after one of 1 reads and clears 1's), calls ``on_timer`` with the
 timer's Python key, its namespace (a window operator's window) and a :class:`TimerOutput` that
 collects what the callbacks emit, counts the timers that fired (the task's ``timers_fired``) and
-hands the output to the operator in one batch. (The keyed state user functions read stays in no
+hands the output on through the operator's hand-over (:mod:`kernel.streaming.handover`): in one
+batch when the drain is done, and what earlier callbacks emitted before that, within the buffer
+timeout, while a later one blocks. (The keyed state user functions read stays in no
 namespace while timers fire, as in PyFlink: a window operator moves only its own states to the
 window.)
 
@@ -37,6 +39,7 @@ from kernel.streaming.timer_heap import DistinctTimerHeap, TimerHeap
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import Entry, OperatorSnapshot
+    from kernel.streaming.handover import HandOver
     from kernel.streaming.runtime import OperatorRuntime
 
 EVENT_TIME = TimeDomain.EVENT_TIME
@@ -78,13 +81,14 @@ class TimerOutput:
 class Triggerable(Protocol):
     """The operator whose timers fire (Flink's ``Triggerable``)."""
 
+    #: where what its timers emit waits to be handed on to its outputs, opened on the
+    #: :class:`TimerOutput` of each drain
+    handover: HandOver
+
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
         """A timer of ``key`` (the Python key, what the timer's context reports) and ``namespace``
         fired; state is read under the backend's current key, the key PyFlink would be holding
         (usually the timer's). What the operator emits goes to ``out``."""
-
-    def flush_results(self, values: list, timestamps: list | None, side: dict[str, tuple[list, list | None]]) -> None:
-        """Emit what timers fired at once emitted (main output, then side outputs)."""
 
 
 class InternalTimerService:
@@ -141,16 +145,18 @@ class InternalTimerService:
         heap = self.event_timers.heap
         final = self.batch and watermark == MAX_LONG
         if (len(heap) > 1 and heap[1][0] <= watermark) or (final and len(self.processing_timers)):
-            out = TimerOutput()
+            out = self._output()
             fired = self._drain(self.event_timers, watermark, EVENT_TIME, out)
             if final:
                 fired += self._drain(self.processing_timers, MAX_LONG, PROCESSING_TIME, out)
-            self._fired(fired, out)
+            self._fired(fired)
 
     def fire_processing_time(self, now: int) -> None:
         """Fire every processing-time timer <= ``now`` in timestamp order."""
-        out = TimerOutput()
-        self._fired(self._drain(self.processing_timers, now, PROCESSING_TIME, out), out)
+        heap = self.processing_timers.heap
+        if len(heap) > 1 and heap[1][0] <= now:
+            out = self._output()
+            self._fired(self._drain(self.processing_timers, now, PROCESSING_TIME, out))
 
     def fire_event_time(self, queue: DistinctTimerHeap, watermark: int) -> None:
         """The watermark is ``watermark``: fire the event-time timers of an operator that keeps
@@ -159,8 +165,8 @@ class InternalTimerService:
         self.current_watermark = watermark
         heap = queue.heap
         if len(heap) > 1 and heap[1][0] <= watermark:
-            out = TimerOutput()
-            self._fired(self._drain(queue, watermark, EVENT_TIME, out), out)
+            out = self._output()
+            self._fired(self._drain(queue, watermark, EVENT_TIME, out))
 
     def _drain(self, queue: TimerHeap | DistinctTimerHeap, limit: int, domain: TimeDomain, out: TimerOutput) -> int:
         """Fire the timers of ``queue`` up to ``limit`` in rounds, as PyFlink's Python operators
@@ -184,12 +190,19 @@ class InternalTimerService:
                 for timestamp, key, namespace, _ in due:
                     on_timer(timestamp, select(key), namespace, domain, out)
 
-    def _fired(self, fired: int, out: TimerOutput) -> None:
-        """Count the timers that fired and emit what their callbacks emitted."""
+    def _output(self) -> TimerOutput:
+        """The output of timers about to fire, open on the operator's hand-over: what their
+        callbacks emit can go on before the drain is done."""
+        out = TimerOutput()
+        self._target.handover.results(out.values, out.timestamps, out.side)
+        return out
+
+    def _fired(self, fired: int) -> None:
+        """Count the timers that fired and hand on the rest of what their callbacks emitted
+        (main output, then side outputs), once per drain."""
         if fired:
             self._runtime.count("timers_fired", fired)
-        if out.values or out.side:
-            self._target.flush_results(out.values, out.timestamps, out.side)
+        self._target.handover.end()
 
     def _wake_at(self, timestamp: int) -> None:
         if self._wakeup_handle is not None:

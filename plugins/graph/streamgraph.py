@@ -111,7 +111,7 @@ class StreamGraphGenerator:
             output_type=t.output_type,
             description=t.description,
             parallelism_configured=t.parallelism_configured,
-            buffer_timeout=t.buffer_timeout if t.buffer_timeout != -1 else program.buffer_timeout,
+            buffer_timeout=t.buffer_timeout if t.buffer_timeout >= 0 else program.buffer_timeout,
         )
         if node.max_parallelism > 0 and node.parallelism > node.max_parallelism:
             raise JobDefinitionError(

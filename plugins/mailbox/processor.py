@@ -14,9 +14,13 @@ suspended task reacts to availability before older mails. Mails and resumes may 
 any thread: from another thread than the loop's they are handed over to it (thread-safe), so
 the mailbox itself is only ever touched in the task's thread. Work a user function charges
 through ``kernel.clock.sleep`` under a simulated clock keeps the task busy (not stepped)
-until the clock has advanced by that much. With ``slowdown`` F > 1 every step's work (its
-wall time under the realtime clock, its charged time under the simulated one) keeps the task
-busy F times as long.
+until the clock has advanced by that much: the step ends with the mail or default action
+that charged it (the mails after it wait for the next step), and before each charge the task
+hands on what it emitted so far (``before_sleep``), which becomes visible at its virtual
+emission time (``charged_ns``: the step's start plus the work charged before it). With
+``slowdown`` F > 1 every step's work (its wall time under the realtime clock, its charged
+time under the simulated one) keeps the task busy F times as long. ``step_started`` tells
+other threads (the output flusher) how long the running step has been busy.
 """
 
 from __future__ import annotations
@@ -92,7 +96,8 @@ class Suspension:
 class DefaultMailboxProcessor:
     def __init__(self, default_action: Callable[[DefaultMailboxProcessor], None], loop: EventLoop,
                  on_error: Callable[[BaseException], None],
-                 on_suspension: Callable[[str, bool], None] | None = None) -> None:
+                 on_suspension: Callable[[str, bool], None] | None = None,
+                 before_sleep: Callable[[], None] | None = None) -> None:
         self.default_action = default_action
         self.loop = loop
         self.clock = loop.clock
@@ -107,6 +112,10 @@ class DefaultMailboxProcessor:
         self._simulated = self.clock.mode == "simulated"
         #: work takes this many times as long (a slow TaskExecutor, an injected fault)
         self.slowdown = 1.0
+        #: clock time the running step began (None between steps; read from other threads)
+        self.step_started: int | None = None
+        #: called before a user function's charged sleep (the task hands on what it emitted)
+        self.before_sleep = before_sleep
 
     # -- mails --------------------------------------------------------------------------------
 
@@ -156,8 +165,17 @@ class DefaultMailboxProcessor:
     # -- the loop step ------------------------------------------------------------------------
 
     def charge(self, seconds: float) -> None:
-        """Simulated work of a user function (``kernel.clock.sleep``)."""
+        """Simulated work of a user function (``kernel.clock.sleep``): what the step emitted
+        so far goes on first (``before_sleep``), at the virtual time it was emitted."""
+        if self.before_sleep is not None:
+            self.before_sleep()
         self._charge += int(seconds * 1e9)
+
+    def charged_ns(self) -> int:
+        """Simulated work charged in the running step so far (slowdown applied): what the
+        step emits now is emitted that long after the step's start."""
+        charge = self._charge
+        return int(charge * self.slowdown) if charge and self.slowdown != 1.0 else charge
 
     def run_step(self) -> None:
         self._scheduled = False
@@ -171,10 +189,11 @@ class DefaultMailboxProcessor:
             previous = kclock.set_sleeper(self.charge, deferred=True)
         clock = self.clock
         deadline = now + TIME_SLICE_NS
+        self.step_started = now
         try:
             for _ in range(MAX_STEPS_PER_SLICE):
                 self._run_mails()
-                if not self.running or self.suspension is not None:
+                if self._charge or not self.running or self.suspension is not None:
                     break
                 self.default_action(self)
                 if self._charge or not self.running or self.suspension is not None:
@@ -183,9 +202,11 @@ class DefaultMailboxProcessor:
                     break
         except BaseException as exc:  # a task failure: the task decides what it means
             self.running = False
+            self.step_started = None  # the output flusher relays nothing of a failed step
             self.on_error(exc)
             return
         finally:
+            self.step_started = None
             if self._simulated:
                 kclock.set_sleeper(previous)
         if self.slowdown != 1.0:
@@ -217,6 +238,8 @@ class DefaultMailboxProcessor:
         if timer is not None:
             timer.mark_end(self.clock.now())
         for _ in range(len(mailbox)):
+            if self._charge:  # a mail charged work: the task is busy, the rest waits for it
+                break
             mail = mailbox.take(MIN_PRIORITY)
             if mail is None or not self.running:
                 break

@@ -12,6 +12,7 @@ from kernel.datastream.functions import Function
 from kernel.datastream.output_tag import OutputTag
 from kernel.datastream.transformations import OperatorSpec
 from kernel.graph.stream import StreamNode
+from kernel.streaming.handover import HandOver
 from kernel.streaming.outputs import Output
 from kernel.metrics.groups import unregistered_group
 from kernel.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
@@ -45,6 +46,9 @@ class StreamOperator:
     output: Output
     #: the internal timer service of a keyed operator with timers
     timers: InternalTimerService | None = None
+    #: where its output for the batch in progress waits to be handed on (operators whose user
+    #: functions produce output create it in ``open``: :mod:`kernel.streaming.handover`)
+    handover: HandOver | None = None
 
     def __init__(self, spec: OperatorSpec, node: StreamNode, runtime: OperatorRuntime) -> None:
         self.spec = spec
@@ -84,9 +88,17 @@ class StreamOperator:
                 function.open(self.runtime_context)
 
     def open_timer_service(self) -> InternalTimerService:
-        """Give this keyed operator its internal timer service; its timers fire ``on_timer``."""
+        """Give this keyed operator its internal timer service; its timers fire ``on_timer``
+        and what they emit goes on through the operator's hand-over (opened here if need be)."""
+        if self.handover is None:
+            self.open_handover()
         self.timers = InternalTimerService(self.backend, self, self.runtime)
         return self.timers
+
+    def open_handover(self) -> HandOver:
+        """Its :class:`HandOver` into its outputs (in ``open``: the outputs are wired)."""
+        self.handover = HandOver(self.output.collect, self.output.collect_side)
+        return self.handover
 
     def end_input(self) -> None:
         """All input consumed; the final watermark (if any) was processed before."""

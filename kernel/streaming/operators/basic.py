@@ -5,7 +5,7 @@ On a keyed stream the current key is set per record, so functions can use keyed 
 
 from __future__ import annotations
 
-from itertools import compress, repeat
+from itertools import repeat
 
 from kernel.datastream import functions as fn
 from kernel.datastream.timerservice import TimerService
@@ -16,25 +16,29 @@ class MapOperator(StreamOperator):
     def open(self) -> None:
         super().open()
         self._map = method_or_callable(self.spec.function, fn.MapFunction, "map")
+        self.open_handover()
 
     def process_batch(self, values, timestamps):
         f = self._map
+        out: list = []
+        handover = self.handover
+        handover.mapped(out, timestamps)
         if self.keyed:
             backend = self.backend
-            out = []
             append = out.append
             for key, value in zip(backend.state_keys(self.keys_of(values)), values):
                 backend.current_key = key
                 append(f(value))
         else:
-            out = list(map(f, values))
-        self.output.collect(out, timestamps)
+            out.extend(map(f, values))
+        handover.end()
 
 
 class FlatMapOperator(StreamOperator):
     def open(self) -> None:
         super().open()
         self._flat_map = method_or_callable(self.spec.function, fn.FlatMapFunction, "flat_map")
+        self.open_handover()
 
     def process_batch(self, values, timestamps):
         f = self._flat_map
@@ -44,8 +48,10 @@ class FlatMapOperator(StreamOperator):
             return
         out: list = []
         extend = out.extend
+        handover = self.handover
         keys = backend.state_keys(self.keys_of(values)) if backend is not None else repeat(None)
         if timestamps is None:
+            handover.grown(out, None)
             if backend is None:
                 for value in values:
                     extend(f(value))
@@ -53,18 +59,19 @@ class FlatMapOperator(StreamOperator):
                 for key, value in zip(keys, values):
                     backend.current_key = key
                     extend(f(value))
-            self.output.collect(out, None)
+            handover.end()
             return
         out_ts: list = []
-        for key, value, ts in zip(keys, values, timestamps):
+        positions = iter(timestamps)
+        handover.grown(out, out_ts, timestamps, positions)
+        for key, value, ts in zip(keys, values, positions):
             if backend is not None:
                 backend.current_key = key
             before = len(out)
             extend(f(value))
             if len(out) != before:
                 out_ts.extend(repeat(ts, len(out) - before))
-        if out:
-            self.output.collect(out, out_ts)
+        handover.end()
 
     def _process_with_side_outputs(self, values, timestamps):
         f = self._flat_map
@@ -73,31 +80,36 @@ class FlatMapOperator(StreamOperator):
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         for i, value in enumerate(values):
             if backend is not None:
                 backend.current_key = keys[i]
             ts = timestamps[i] if timestamps is not None else None
             self.emit_results(iter(f(value)), ts, out_values, out_ts, side)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()
 
 
 class FilterOperator(StreamOperator):
     def open(self) -> None:
         super().open()
         self._filter = method_or_callable(self.spec.function, fn.FilterFunction, "filter")
+        self.open_handover()
 
     def process_batch(self, values, timestamps):
         f = self._filter
+        keep: list = []
+        handover = self.handover
+        handover.selected(keep, values, timestamps)
         if self.keyed:
             backend = self.backend
-            keep = []
+            append = keep.append
             for key, value in zip(backend.state_keys(self.keys_of(values)), values):
                 backend.current_key = key
-                keep.append(bool(f(value)))
+                append(bool(f(value)))
         else:
-            keep = list(map(bool, map(f, values)))
-        out = list(compress(values, keep))
-        self.output.collect(out, None if timestamps is None else list(compress(timestamps, keep)))
+            keep.extend(map(bool, map(f, values)))
+        handover.end()
 
 
 class NonKeyedTimerService(TimerService):
@@ -146,14 +158,17 @@ class ProcessOperator(StreamOperator):
         super().open()
         self._ctx = ProcessContext(NonKeyedTimerService(self))
         self._process = self.spec.function.process_element
+        self.open_handover()
 
     def process_batch(self, values, timestamps):
         ctx, process = self._ctx, self._process
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         for i, value in enumerate(values):
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp = ts
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()

@@ -143,6 +143,7 @@ class _BroadcastOperator(TwoInputStreamOperator):
         function = self.spec.function
         self._process_element = function.process_element
         self._process_broadcast_element = function.process_broadcast_element
+        self.open_handover()
 
     def snapshot_state(self, snapshot: Any) -> None:
         """Keyed state and timers (keyed side) and every broadcast state, each as an operator
@@ -172,11 +173,13 @@ class _BroadcastOperator(TwoInputStreamOperator):
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         for i, value in enumerate(values):
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp = MIN_LONG if ts is None else ts
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()
 
 
 class CoBroadcastWithNonKeyedOperator(_BroadcastOperator):
@@ -212,13 +215,15 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         for i, value in enumerate(values):
             key = keys[i]
             backend.current_key = state_keys[i]
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = MIN_LONG if ts is None else ts, key
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()
 
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
         ctx = self._timer_ctx

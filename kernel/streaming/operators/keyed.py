@@ -92,7 +92,9 @@ class KeyedProcessOperator(StreamOperator):
         state_keys = backend.state_keys(keys)
         out_values: list = []
         extend = out_values.extend
+        handover = self.handover
         if timestamps is None:
+            handover.grown(out_values, None)
             ctx._timestamp = None
             for key, state_key, value in zip(keys, state_keys, values):
                 backend.current_key = state_key
@@ -100,11 +102,12 @@ class KeyedProcessOperator(StreamOperator):
                 results = process(value, ctx)
                 if results is not None:
                     extend(results)
-            if out_values:
-                self.output.collect(out_values, None)
+            handover.end()
             return
         out_ts: list = []
-        for key, state_key, value, ts in zip(keys, state_keys, values, timestamps):
+        positions = iter(timestamps)
+        handover.grown(out_values, out_ts, timestamps, positions)
+        for key, state_key, value, ts in zip(keys, state_keys, values, positions):
             backend.current_key = state_key
             ctx._timestamp, ctx._key = ts, key
             results = process(value, ctx)
@@ -113,8 +116,7 @@ class KeyedProcessOperator(StreamOperator):
                 extend(results)
                 if len(out_values) != before:
                     out_ts.extend(repeat(ts, len(out_values) - before))
-        if out_values:
-            self.output.collect(out_values, out_ts)
+        handover.end()
 
     def _process_with_side_outputs(self, values, timestamps):
         ctx, process, backend = self._ctx, self._process, self.backend
@@ -123,13 +125,15 @@ class KeyedProcessOperator(StreamOperator):
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         for i, value in enumerate(values):
             key = keys[i]
             backend.current_key = state_keys[i]
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp, ctx._key = ts, key
             self.emit_results(process(value, ctx), ts, out_values, out_ts, side)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()
 
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
         ctx = self._ctx
@@ -149,6 +153,7 @@ class ReduceOperator(StreamOperator):
         #: for a plain callable the key is set once per batch, to the last record's
         self._key_per_record = isinstance(function, fn.Function)
         self._values: dict[Any, Any] = {}
+        self.open_handover()
 
     def process_batch(self, values, timestamps):
         reduce, state, backend = self._reduce, self._values, self.backend
@@ -159,8 +164,10 @@ class ReduceOperator(StreamOperator):
                 current = state.get(key)
                 state[key] = value if current is None else reduce(current, value)
             return
-        out = []
+        out: list = []
         append, get = out.append, state.get
+        handover = self.handover
+        handover.mapped(out, timestamps)
         if self._key_per_record:
             for key, value in zip(keys, values):
                 backend.current_key = key
@@ -178,7 +185,7 @@ class ReduceOperator(StreamOperator):
                 append(value)
             if keys:
                 backend.current_key = keys[-1]
-        self.output.collect(out, timestamps)
+        handover.end()
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
         super().snapshot_state(snapshot)

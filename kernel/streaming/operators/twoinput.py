@@ -27,13 +27,19 @@ class _PerRecord(TwoInputStreamOperator):
         out_values: list = []
         out_ts: list | None = None if timestamps is None else []
         side: dict = {}
+        handover = self.handover
+        handover.results(out_values, out_ts, side)
         for i, value in enumerate(values):
             if backend is not None:
                 backend.current_key = state_keys[i]
                 self._key = keys[i]
             ts = timestamps[i] if timestamps is not None else None
             self.emit_results(self._call(index, value, ts), ts, out_values, out_ts, side)
-        self.flush_results(out_values, out_ts, side)
+        handover.end()
+
+    def open(self) -> None:
+        super().open()
+        self.open_handover()
 
     def process_batch1(self, values, timestamps):
         self._process(0, values, timestamps)

@@ -5,7 +5,11 @@ buffers-per-channel + floating`` buffers.
 A record batch goes into the subpartition's open buffer (a batch that fills exactly one
 buffer becomes that buffer, without a copy: nothing changes a batch once it is emitted); full
 (or flushed on buffer timeout, or before an event) buffers queue in the subpartition and keep
-a producer buffer until they are sent. A buffer is only sent when the consumer's channel has credit
+a producer buffer until they are sent. Watermarks, watermark statuses and latency markers are
+written in band as Flink serialises them among the records: they wait with the records before
+them for the flush (buffer timeout, a full buffer, an event, the end of the partition), so
+with ``execution.buffer-timeout.interval`` -1 a watermark leaves only with a full buffer;
+checkpoint barriers and the end of data finish the open buffer and go at once. A buffer is only sent when the consumer's channel has credit
 (:meth:`InputChannel.reserve`). So a slow consumer keeps its buffers full, the producer's
 queue grows, its pool runs dry, the partition turns unavailable and the producer's mailbox
 suspends: back pressure, hop by hop. Events (watermarks, end of partition) need no credit
@@ -47,14 +51,19 @@ def call_now(callback: Callable[..., Any], *args: Any) -> None:
 
 
 class Subpartition:
-    __slots__ = ("partition", "index", "values", "timestamps", "queue", "queued_buffers", "channel", "blocked",
-                 "priority", "data_processed")
+    __slots__ = ("partition", "index", "values", "timestamps", "held", "held_size", "queue", "queued_buffers",
+                 "channel", "blocked", "priority", "data_processed")
 
     def __init__(self, partition: ResultPartition, index: int) -> None:
         self.partition = partition
         self.index = index
         self.values: list | None = None  # the open buffer
         self.timestamps: list | None = None
+        #: in-band elements (watermarks, statuses, latency markers) and the records written
+        #: before them, in order, waiting with the open buffer for the flush (None: nothing);
+        #: ``held_size`` counts them (records, and each element as one)
+        self.held: list | None = None
+        self.held_size = 0
         self.queue: deque[Any] = deque()  # finished buffers and events, not yet sent
         self.queued_buffers = 0
         self.channel: InputChannel | None = None
@@ -70,7 +79,7 @@ class Subpartition:
         partition = self.partition
         if self.values is None:
             partition.take_buffer()
-            if len(values) == partition.records_per_buffer:  # exactly one buffer: it goes as it is
+            if len(values) == partition.records_per_buffer and self.held is None:  # exactly one buffer: as it is
                 self._enqueue_buffer(values, timestamps)
                 self.try_send()
                 return
@@ -82,11 +91,13 @@ class Subpartition:
                 self.timestamps.extend(timestamps if timestamps is not None else [None] * len(values))
             elif timestamps is not None:
                 self.timestamps = [None] * (len(self.values) - len(values)) + list(timestamps)
-        if len(self.values) >= partition.records_per_buffer:
+        if len(self.values) + self.held_size >= partition.records_per_buffer:
             self._finish_full_buffers()
 
     def _finish_full_buffers(self) -> None:
         partition, capacity = self.partition, self.partition.records_per_buffer
+        if self.held is not None:  # a full buffer goes, and everything written before it
+            self._release_held()
         values, timestamps = self.values, self.timestamps
         while len(values) >= capacity:
             self._enqueue_buffer(values[:capacity], timestamps[:capacity] if timestamps is not None else None)
@@ -111,10 +122,52 @@ class Subpartition:
             self._flush()
 
     def _flush(self) -> None:
+        held = self.held is not None
+        if held:
+            self._release_held()
         if self.values:
             self._enqueue_buffer(self.values, self.timestamps)
             self.values = self.timestamps = None
             self.try_send()
+        elif held:
+            self.try_send()
+
+    def add_in_band(self, element: Any) -> None:
+        with self.partition.lock:
+            self._add_in_band(element)
+
+    def _add_in_band(self, element: Any) -> None:
+        """A watermark, watermark status or latency marker: serialised behind the records
+        written before it, as a record is, it waits with them for the next flush (buffer
+        timeout, an event, the end) or until they fill a buffer — Flink's ``broadcastEmit`` /
+        ``randomEmit``. The records before it wait as a batch of their own, which takes a
+        buffer of the pool only once it is queued (in Flink they share one buffer with what
+        follows), so frequent watermarks never use up the pool while they wait."""
+        held = self.held
+        if held is None:
+            held = self.held = []
+        values = self.values
+        if values:
+            held.append(RecordBatch(values, self.timestamps))
+            self.held_size += len(values)
+            self.values = self.timestamps = None
+            self.partition.recycle_buffer()
+        held.append(element)
+        self.held_size += 1
+        if self.held_size >= self.partition.records_per_buffer:  # a full buffer goes
+            self._release_held()
+            self.try_send()
+
+    def _release_held(self) -> None:
+        """The held elements, in order, into the queue (the lock is held)."""
+        held, self.held = self.held, None
+        self.held_size = 0
+        for item in held:
+            if type(item) is RecordBatch:
+                self.partition.take_buffer()
+                self._enqueue_buffer(item.values, item.timestamps)
+            else:
+                self.queue.append(item)
 
     def add_event(self, event: Any) -> None:
         with self.partition.lock:
@@ -280,9 +333,18 @@ class ResultPartition:
                 subpartition._flush()
 
     def broadcast_event(self, event: Any) -> None:
+        """An event (checkpoint barrier, end of data): it finishes the open buffers and goes
+        out at once, behind them."""
         with self.lock:
             for subpartition in self.subpartitions:
                 subpartition._add_event(event)
+
+    def broadcast_in_band(self, element: Any) -> None:
+        """A watermark or watermark status to every subpartition, behind the records written
+        before it: it waits for the flush with them (:meth:`Subpartition._add_in_band`)."""
+        with self.lock:
+            for subpartition in self.subpartitions:
+                subpartition._add_in_band(element)
 
     def broadcast_priority_event(self, event: Any) -> list[list[bytes]]:
         """``event`` to every subpartition ahead of its queue: per subpartition, the persisted
@@ -306,6 +368,7 @@ class ResultPartition:
             for subpartition in self.subpartitions:
                 subpartition.queue.clear()
                 subpartition.priority.clear()
-                subpartition.values = subpartition.timestamps = None
+                subpartition.values = subpartition.timestamps = subpartition.held = None
+                subpartition.held_size = 0
                 subpartition.blocked = False
             self._waiters.clear()

@@ -57,6 +57,7 @@ from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
 from plugins.local.tasks.operator_runtime import LocalOperatorRuntime
+from plugins.local.tasks.output_flusher import EmissionTimes, buffer_timeout, create_output_flusher, emission_times
 from plugins.local.tasks.watermark_reporter import WatermarkReporter
 
 if TYPE_CHECKING:
@@ -97,8 +98,12 @@ class StreamTask:
         self.last_sample: dict[str, Any] | None = None  # the metrics of the latest sample
         self.watermark_reporter = WatermarkReporter(self)
         self._timers = TimerGroup()
-        self._flusher: Any = None  # the output flusher's timer, in the run's loop
+        self._flusher: Any = None  # the output flusher (:mod:`.output_flusher`)
+        self.emission_times: EmissionTimes | None = None  # simulated: what it emits when, in virtual time
+        #: what ``kernel.clock.sleep`` does in the task's threads (set by a task thread)
+        self.sleeper: Callable[[float], None] | None = None
         self.partitions: list[ResultPartition] = []
+        self.buffer_timeouts: list[int] = []  # of each partition's producing operator, ms
         self.input: StreamInputProcessor | None = None
         self.mailbox: MailboxProcessor | None = None
         self.chain: OperatorChain | None = None
@@ -173,16 +178,19 @@ class StreamTask:
         self.runtime.checkpointing = d.checkpoint_storage is not None and checkpointing_enabled(
             self.run.config.section(CheckpointingOptions), d.job_graph.runtime_mode)
         rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
-        flush_always = self.execution_options.buffer_timeout_enabled and self.vertex_buffer_timeout() == 0
+        self.emission_times, counter = emission_times(self)
         outputs: dict[int, RecordWriterOutput] = {}
         for produced in d.produced:
             partition = ResultPartition(produced.partition_id, produced.num_subpartitions, self.settings, produced.blocking,
                                         edge_type(graph, produced.edge), self.shuffle.lock, self.loop)
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng, self.runtime)
-            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, flush_always, self.watermark_reporter)
+            timeout = buffer_timeout(graph.nodes[produced.edge.source_id], self.execution_options)
+            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, timeout == 0, self.watermark_reporter,
+                                                            self.emission_times)
             self.partitions.append(partition)
-        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], self.metrics,
+            self.buffer_timeouts.append(timeout)
+        self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], counter,
                                    self.watermark_reporter)
         if self.instrument is not None:
             self.instrument(self)
@@ -256,28 +264,18 @@ class StreamTask:
         self.loop.call_in_thread(lambda: self.schedule_mail(self.run.clock.now(), callback, description))
 
     def _start_flusher(self) -> None:
-        """Flush partially filled buffers every buffer timeout from the run's loop, as Flink's
-        OutputFlusher thread: a task blocked in user code still sends what it wrote."""
-        if not self.partitions or not self.execution_options.buffer_timeout_enabled:
-            return
-        timeout = self.vertex_buffer_timeout()
-        if timeout <= 0:
-            return
-        period = timeout * NS_PER_MS
-        loop = self.run.loop
+        """Flink's OutputFlusher (:mod:`.output_flusher`): what the chain emitted leaves
+        within the buffer timeout, whatever the task does next."""
+        self._flusher = create_output_flusher(self, list(zip(self.partitions, self.buffer_timeouts)))
+        if self._flusher is not None:
+            self._flusher.start()
 
-        def flush() -> None:
-            if self.state == "RUNNING":
-                for partition in self.partitions:
-                    partition.flush_all()
-                self._flusher = loop.call_later(period, flush)
-
-        self._flusher = loop.call_later(period, flush)
-
-    def vertex_buffer_timeout(self) -> int:
-        graph = self.deployment.job_graph.stream_graph
-        head = graph.nodes[self.vertex.head_node_id]
-        return head.buffer_timeout if head.buffer_timeout >= 0 else self.execution_options.buffer_timeout
+    def hand_over_emitted(self) -> None:
+        """A user function is about to sleep (``kernel.clock.sleep``): what the chain's
+        operators emitted so far goes on now, in this thread (:mod:`kernel.streaming.handover`)."""
+        chain = self.chain
+        if chain is not None and self.state == "RUNNING":
+            chain.relay()
 
     def _start_latency_markers(self) -> None:
         interval = self.execution_options.latency_interval
@@ -448,7 +446,7 @@ class StreamTask:
     def _stop_timers(self) -> None:
         self._timers.cancel_all()
         if self._flusher is not None:
-            self._flusher.cancel()
+            self._flusher.stop()
 
     def fail_from_mailbox(self, exc: BaseException) -> None:
         self.fail(exc)
@@ -477,6 +475,8 @@ class StreamTask:
 
     def _teardown(self) -> None:
         self._stop_timers()
+        if self.emission_times is not None:
+            self.emission_times.cancel()
         if self.mailbox is not None:
             self.mailbox.stop()
         if self.chain is not None:

@@ -56,6 +56,7 @@ class TaskThread:
         self.on_stuck = on_stuck
         self.loop = EventLoop(task.run.clock, bound=False)
         task.loop = self.loop
+        task.sleeper = self._sleep
         self._report = task.report
         task.report = self._report_state
         self.interrupted = threading.Event()
@@ -76,7 +77,9 @@ class TaskThread:
             self.owner.call_soon_threadsafe(_reraise, exc)  # it surfaces in the run's loop, as when simulated
 
     def _sleep(self, seconds: float) -> None:
-        """``kernel.clock.sleep`` in the task's thread: interrupted when the task is stopped."""
+        """``kernel.clock.sleep`` in the task's threads (its own, its relays): what the chain
+        emitted so far goes on first; interrupted when the task is stopped."""
+        self.task.hand_over_emitted()
         if self.interrupted.wait(seconds):
             raise InterruptedError(f"sleep interrupted: task {self.task.name} is being stopped")
 
@@ -133,21 +136,24 @@ class TaskThread:
         self._watch_in(self.interval_ms)
 
     def where(self) -> tuple[str, str]:
-        """The operator the thread is busy in (the innermost one on its stack, else the chain's
-        head) and the innermost frame of user code (``file:line in function``)."""
+        """The operator the task is busy in (the innermost one on the stack of its thread, or
+        of its latest relay thread still running user code: :mod:`.output_flusher`; else the
+        chain's head) and the innermost frame of user code (``file:line in function``)."""
         task = self.task
         chain = task.chain
         operators = {id(operator): operator for operator in (chain.operators if chain is not None else ())}
-        operator: Any = None
-        location = ""
-        frame = sys._current_frames().get(self.thread.ident)
-        while frame is not None and (operator is None or not location):
-            code = frame.f_code
-            if not location and not is_rill_frame(code.co_filename) and not code.co_filename.startswith(_STDLIB):
-                location = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
-            if operator is None and "self" in code.co_varnames[:1]:
-                operator = operators.get(id(frame.f_locals.get("self")))
-            frame = frame.f_back
+        flusher = task._flusher
+        relays = [t for t in getattr(flusher, "relay_threads", ()) if t.is_alive()]
+        frames = sys._current_frames()
+        found: tuple[Any, str] = (None, "")
+        for thread in [*reversed(relays), self.thread]:
+            operator, location = _innermost(frames.get(thread.ident), operators)
+            if location:
+                found = (operator, location)
+                break
+            if found[0] is None:
+                found = (operator, location)
+        operator, location = found
         name = operator.name if operator is not None else (chain.head.name if chain is not None else task.vertex.name)
         return name, location
 
@@ -155,6 +161,20 @@ class TaskThread:
         d = self.task.deployment
         self.task.run.bus.emit(event_type(job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
                                           subtask=d.subtask, attempt=d.attempt, resource_id=self.resource_id, **fields))
+
+
+def _innermost(frame: Any, operators: dict[int, Any]) -> tuple[Any, str]:
+    """The innermost operator on a thread's stack (by its ``self``) and user code frame."""
+    operator: Any = None
+    location = ""
+    while frame is not None and (operator is None or not location):
+        code = frame.f_code
+        if not location and not is_rill_frame(code.co_filename) and not code.co_filename.startswith(_STDLIB):
+            location = f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
+        if operator is None and "self" in code.co_varnames[:1]:
+            operator = operators.get(id(frame.f_locals.get("self")))
+        frame = frame.f_back
+    return operator, location
 
 
 def _reraise(exc: BaseException) -> None:
