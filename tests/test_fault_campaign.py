@@ -28,11 +28,11 @@ def test_a_small_campaign_commits_exactly_once_and_never_hangs():
 
 
 def test_one_run_alone_counts_what_its_attempt_read_not_what_an_earlier_attempt_did():
-    """Run 565 of seed 20261129 (bounded): Window raises at 1.8 s, the job restarts at 2.8 s from
+    """Run 565 of seed 20261129 (bounded): Window raises at 1.7 s, the job restarts at 2.7 s from
     checkpoint 2 (triggered at 1.657 s), taskexecutor-1 is killed at 3 s before the next trigger
     (3.657 s). Checkpoint 3 expires at 13.657 s and the job restores checkpoint 2 again: what the
-    failed attempt read from it before the kill is 200 ms (2.8-3 s), not 1,343 ms from checkpoint
-    2's trigger (the 143 ms before the raise were counted at the raise). The restarts that deploy
+    failed attempt read from it before the kill is 300 ms (2.7-3 s), not 1,343 ms from checkpoint
+    2's trigger (the 43 ms before the raise were counted at the raise). The restarts that deploy
     to the dead TaskExecutor again begin after the kill, and their tasks never all run: not
     bounded."""
     done = subprocess.run(
@@ -45,10 +45,10 @@ def test_one_run_alone_counts_what_its_attempt_read_not_what_an_earlier_attempt_
                      r"unbounded 0 \(0 lines committed\); unbounded runs 300 s of clock time; "
                      r"faults: delay 1, kill 1, raise 1$", out, re.M), out
     assert "hangs: 0  duplicates: 0  losses: 0  wrong outputs: 0  lost events: 0  failed jobs: 0  restarts: 5\n" in out
-    assert ("re-processed input after a restore (failures detected at once; interval 1000 ms): median 143 ms, "
-            "p99 143 ms, max 143 ms over 1 restarts\n") in out
+    assert ("re-processed input after a restore (failures detected at once; interval 1000 ms): median 43 ms, "
+            "p99 43 ms, max 43 ms over 1 restarts\n") in out
     assert ("re-processed input after a restore (faults detected later, up to the fault; interval 1000 ms): "
-            "median 200 ms, p99 200 ms, max 200 ms over 1 restarts\n") in out
+            "median 300 ms, p99 300 ms, max 300 ms over 1 restarts\n") in out
     assert ("restores beyond the interval plus twice the longest checkpoint and 100 ms: 0; not bounded (a checkpoint "
             "failed first, the tasks were not all running by the fault, or the fault began before the checkpoint or "
             "the attempt): 3\n") in out
