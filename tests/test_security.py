@@ -425,3 +425,15 @@ def test_a_run_whose_tls_files_cannot_be_loaded_fails_in_one_line(shell, tmp_pat
     assert err.strip().splitlines() == [
         f"rill: error: security.ssl.internal.keystore 'nowhere.pem': cannot load a PEM certificate and private key "
         f"from it (No such file or directory)"]
+
+
+def test_a_worker_spec_never_shows_the_run_secret():
+    from kernel.contracts.workers import TaskExecutorProcessSpec
+
+    secret = new_secret()
+    spec = TaskExecutorProcessSpec(resource_id="taskexecutor-1", slots=1, entry="m:f", rpc_address="127.0.0.1:1",
+                                   secret=secret, run_id="r")
+    shown = repr(spec)
+    assert "secret=<secret>" in shown and "resource_id='taskexecutor-1'" in shown
+    assert repr(secret) not in shown and secret.hex() not in shown
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(spec), type=TaskExecutorProcessSpec).secret == secret

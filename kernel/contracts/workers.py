@@ -49,6 +49,12 @@ class TaskExecutorProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: the job's Python environment as the client prepared it (taken up before ``entry`` runs)
     python: PythonEnvironment = PythonEnvironment()
 
+    def __repr__(self) -> str:
+        """Every field but the run's secret, which no log or traceback shows."""
+        fields = ", ".join(f"{name}={'<secret>' if name == 'secret' else repr(getattr(self, name))}"
+                           for name in self.__struct_fields__)
+        return f"TaskExecutorProcessSpec({fields})"
+
 
 class WorkerNode(msgspec.Struct, frozen=True, kw_only=True):
     """Where a requested worker runs (Flink's WorkerType): its process id and host, and the id
