@@ -25,7 +25,6 @@ from plugins.eventlog.spool import (
     RunClosed,
     SpoolOpened,
     SpoolRead,
-    absolute,
     is_segment,
     read_frames,
     spool_dirs,
@@ -113,7 +112,8 @@ def segment_files(log: Path) -> list[Path]:
 
 def segment_runs(log: Path) -> tuple[dict[str, SegmentRun], list[str]]:
     """The runs the segments of ``log`` hold, by run id, and the segments that hold none
-    (with why)."""
+    (with why). A segment belongs to the log whose directories it is in, whatever path it
+    names (a log moved with its segments is rebuilt from them)."""
     runs: dict[str, SegmentRun] = {}
     unusable = []
     for path in segment_files(log):
@@ -126,9 +126,6 @@ def segment_runs(log: Path) -> tuple[dict[str, SegmentRun], list[str]]:
         opened = frames[0] if frames and isinstance(frames[0], SpoolOpened) else None
         if opened is None:
             unusable.append(f"{path}: its first frame cannot be read{': ' + result.problem if result.problem else ''}")
-            continue
-        if absolute(Path(opened.log)) != absolute(log):
-            unusable.append(f"{path}: a segment of another event log, {opened.log}")
             continue
         run = runs.get(opened.run_id)
         if run is None:

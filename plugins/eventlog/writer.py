@@ -10,10 +10,12 @@ code runs. The log is derived from them: for its first ``eventlog.defer`` of wal
 leaves it alone (a run shorter than that never pays the log's fixed cost — DuckDB, Arrow, the
 file's lock and schema — on its path); after that, and at an explicit ``bus.flush()``, the
 writer stores in the log what its segments hold and the log does not, one transaction each
-time, waiting for the log at most a flush interval. What it could not store waits in its
-segments: a run that ended while deferring is stored by whoever waits for its events
-(``settle``), else by the next command that reads or writes the log; so is a run whose log was
-busy. Nothing outlives the run's process.
+time. It waits for a busy log at most half a flush interval (a tenth at the run's end), and
+not again within a flush interval once it found the log busy, so a reader holding the log
+never makes the run wait longer than that, and never makes it an error. What it could not
+store waits in its segments: a run that ended while deferring is stored by whoever waits for
+its events (``settle``), else by the next command that reads or writes the log; so is a run
+whose log was busy. Nothing outlives the run's process.
 
 When the log cannot be written (damaged, unwritable) the run says so at its end, in one line
 naming its segment; when no segment can take a batch either, the batch goes straight to the
@@ -90,6 +92,8 @@ class DuckDBEventWriter:
         self._noticed = False
         #: a batch could be kept nowhere: the run's later events are not taken either
         self.lost = False
+        #: ``time.monotonic()`` until which the log is taken to be busy (it was a moment ago)
+        self._busy_until = 0.0
 
     def _table(self, event_type: type) -> tuple[EventTable, TableSpec]:
         known = self._tables.get(event_type)
@@ -106,9 +110,13 @@ class DuckDBEventWriter:
                                        created_ns=time.time_ns(), run=row, tables=tables)
         return self._opened
 
-    def _lock_wait(self) -> float:
-        """How long the run's writer waits for a busy log: at most a flush interval."""
-        return min(self.store.lock_timeout, self.run.bus.flush_interval)
+    def _lock_wait(self, share: float) -> float | None:
+        """How long the run's writer waits for a busy log: ``share`` of a flush interval (at
+        most ``eventlog.lock-timeout``); None while the log was found busy less than a flush
+        interval ago (the segment keeps the batches meanwhile)."""
+        if time.monotonic() < self._busy_until:
+            return None
+        return min(self.store.lock_timeout, share * self.run.bus.flush_interval)
 
     # -- batches ------------------------------------------------------------------------------
 
@@ -121,7 +129,9 @@ class DuckDBEventWriter:
         if batch.deferrable and (batch.first_seq == 0 or not self.writing and time.monotonic() < self.defer_until):
             return  # kept in the segment (the run's first batch: in the log from the next flush on)
         self.writing = True
-        self._to_log(self.store.lock_timeout if not batch.deferrable else self._lock_wait())
+        wait = self._lock_wait(0.5) if batch.deferrable else self.store.lock_timeout
+        if wait is not None:
+            self._to_log(wait)
 
     def _frame(self, batch: EventBatch) -> BatchSpooled:
         tables = []
@@ -147,8 +157,8 @@ class DuckDBEventWriter:
         try:
             if not self._to_segment(ended):
                 self._straight_to_log(ended, self.events)
-            elif self.writing:
-                self._to_log(self._lock_wait())
+            elif self.writing and (wait := self._lock_wait(0.1)) is not None:
+                self._to_log(wait)
         finally:
             self._close_segment()
         if self.stored:
@@ -238,6 +248,7 @@ class DuckDBEventWriter:
         except SchemaConflict:
             raise
         except LogLocked:
+            self._busy_until = time.monotonic() + self.run.bus.flush_interval
             return False  # busy: the segments keep the batches until the log is free
         except (EventLogError, OSError, duckdb.Error) as exc:
             self.problem = reason(exc)
