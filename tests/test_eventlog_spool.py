@@ -8,7 +8,6 @@ with the same simulated run recorded in a healthy log.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import struct
@@ -25,6 +24,7 @@ from plugins.eventlog.damage import HEADER_BYTES
 from plugins.eventlog.spool import kept_segments, pending_spools, spool_dirs
 from plugins.eventlog.store import EventStore
 from tests.emitters import start_child
+from tests.permissions import unwritable_directory
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = str(ROOT / "examples" / "wordcount.py")
@@ -79,28 +79,6 @@ def only_spool(log: Path) -> Path:
     spools = pending_spools(log)
     assert len(spools) == 1, spools
     return spools[0]
-
-
-def _without_dac_override() -> None:
-    """In the child, before exec: root without CAP_DAC_OVERRIDE obeys file permissions."""
-    if ctypes.CDLL(None, use_errno=True).prctl(24, 1, 0, 0, 0) != 0:  # PR_CAPBSET_DROP, CAP_DAC_OVERRIDE
-        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-
-
-def unwritable_directory(tmp_path) -> tuple[Path, object]:
-    """A directory the child cannot write, and what makes it so for the child (root ignores
-    permissions unless it gives up CAP_DAC_OVERRIDE)."""
-    directory = tmp_path / "readonly"
-    directory.mkdir()
-    directory.chmod(0o555)
-    if os.geteuid() != 0:
-        return directory, None
-    probe = subprocess.run([sys.executable, "-c", f"open({str(directory / 'probe')!r}, 'w')"],
-                           preexec_fn=_without_dac_override, capture_output=True, text=True)
-    if "PermissionError" not in probe.stderr:
-        pytest.skip("running as root, and this root cannot give up CAP_DAC_OVERRIDE (no CAP_SETPCAP?), "
-                    f"so no directory is unwritable to it: {probe.stderr.strip()[-200:]}")
-    return directory, _without_dac_override
 
 
 def damage(tmp_path, kind: str) -> tuple[Path, object, str]:

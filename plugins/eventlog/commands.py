@@ -113,6 +113,11 @@ def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
     for run in lost:
         rescue = f"its segments hold all {run.events:,} events" if run.complete else "; ".join(run.problems)
         rows.append((run.run_id, run.job_name, run.status, f"{run.events:,}", f"missing from the log: {rescue}"))
+    listed = {row[0] for row in rows}
+    unlisted = [run_id for run_id in (scan.unlisted if scan is not None else []) if run_id not in listed]
+    for run_id in unlisted:
+        readable = sum(table.rows.get(run_id, 0) for table in scan.tables.values())
+        rows.append((run_id, "?", "?", "?", f"damaged: its runs row cannot be read ({readable:,} events can)"))
     if rows:
         click.echo(format_table(["run_id", "job", "status", "events", "state"], rows))
     for line in _describe_damage(scan) if scan is not None else []:
@@ -127,11 +132,11 @@ def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
         raise EventLogError(f"event log {store.path} is damaged ({detail}): DuckDB cannot read it; its segments "
                             f"hold {len(rescued)} complete run(s): `rill log rebuild OUT.duckdb` writes them into a "
                             "new file")
-    total = len(scan.runs) + len(lost)
+    total = len(scan.runs) + len(lost) + len(unlisted)
     if scan.damaged or lost:
-        damaged = {run.run_id for run in scan.runs if not run.intact} | {run.run_id for run in lost}
+        damaged = {run.run_id for run in scan.runs if not run.intact} | {run.run_id for run in lost} | set(unlisted)
         more = sum(1 for run_id in damaged if run_id in segments and segments[run_id].complete)
-        others = f", {more} more complete in its segments" if more else ""
+        others = f"; its segments hold {more} of the others" if more else ""
         raise EventLogError(
             f"event log {store.path} is damaged: {len(scan.intact)} of {total} runs intact{others}; "
             "`rill log salvage OUT.duckdb` copies them into a new file"

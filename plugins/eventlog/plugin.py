@@ -60,15 +60,15 @@ def rill_home() -> Path:
     return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser()
 
 
-def _check_directory(path: Path, what: str) -> None:
-    """Refuse a directory rill is to keep its files in when it, or the nearest of its parents
-    that exists, is not a directory."""
-    existing = path
+def _check_directory(directory: Path, label: str) -> None:
+    """Refuse a directory rill keeps its files in (named by ``label``) when it, or the nearest
+    of its parents that exists, is not a directory."""
+    existing = directory
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
-        which = f"{path} is" if existing == path else f"{path}: {existing} is"
-        raise ConfigError(f"{what} {which} not a directory")
+        raise ConfigError(f"{label} is not a directory" if existing == directory and label.endswith(str(directory))
+                          else f"{label}: {existing} is not a directory")
 
 
 def log_path(config: Config) -> Path:
@@ -81,9 +81,9 @@ def event_store(config: Config) -> EventStore:
 
     options = config.section(EventLogOptions)
     if "RILL_HOME" in os.environ:
-        _check_directory(rill_home(), "RILL_HOME")
+        _check_directory(rill_home(), f"RILL_HOME {rill_home()}")
     path = options.file()
-    _check_directory(path.parent if str(path.parent) else Path("."), f"the directory of eventlog.path {path}:")
+    _check_directory(path.parent, f"eventlog.path {path}")
     return EventStore(path, lock_timeout=options.lock_timeout / 1000, retention=options.retention / 1000)
 
 
