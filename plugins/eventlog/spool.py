@@ -225,7 +225,8 @@ class SpoolWriter:
         """A new segment for the run, next to the log or else under ``$RILL_HOME``, holding
         ``opened`` and the batch ``first`` (written and synced together)."""
         problems = []
-        data = encode_frame(opened)
+        head = encode_frame(opened)
+        data = head + encode_frame(first)
         for directory in spool_dirs(log):
             path = directory / f"{opened.run_id}-{first.first_seq:012d}{SEGMENT}"
             try:
@@ -245,7 +246,7 @@ class SpoolWriter:
                 problems.append(f"{directory}: {_reason(exc)}")
                 continue
             writer = cls(path, fd, first.first_seq, len(data))
-            writer.append(first)
+            writer.events = first.count
             return writer
         raise EventLogError("; ".join(problems))
 
