@@ -187,3 +187,32 @@ def test_a_segment_that_fails_its_checksum_keeps_its_run_out(cli, session_factor
     assert re.search(rf"^  {first}  first  running  (missing from the log; its segments: )?segment {re.escape(str(segment))}: the frame at byte \d+ "
                      "fails its checksum", out, re.M), out
     assert sorted(contents(out_file)) == [second]
+
+
+def test_salvage_takes_no_run_from_segments_that_lost_their_tail(cli, session_factory, tmp_path):
+    log = tmp_path / "log.duckdb"
+    long, short = record(session_factory, log, {"long": 3_000, "short": 10})
+    recorded = contents(log)
+    segment = next(path for path in kept_segments(log) if path.name.startswith(long))
+    os.truncate(segment, segment.stat().st_size * 2 // 3)  # whole from seq 0, but short of the run's end
+    saved = tmp_path / "saved.duckdb"
+    code, out, err = cli("log", "salvage", str(saved), "--set", f"eventlog.path={log}")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:3] == [f"copied 2 run(s), 3,014 events, into {saved}",
+                                    f"  {long}  long  finished  3,002 events",  # the log has more of it
+                                    f"  {short}  short  finished  12 events  (from its segments)"]
+    assert contents(saved) == recorded
+
+
+def test_a_reader_of_a_log_that_is_gone_names_the_runs_its_segments_keep(cli, session_factory, tmp_path):
+    log = tmp_path / "log.duckdb"
+    (run,) = record(session_factory, log, {"kept": 10})
+    log.unlink()
+    code, out, err = cli("runs", "--set", f"eventlog.path={log}")
+    assert (code, out) == (0, f"no runs recorded yet ({log})\n")
+    assert err == (f"rill: warning: no event log at {log}, but 1 run(s) recorded there are in its kept segments: "
+                   "`rill log rebuild` writes them into it\n")
+    code, out, err = cli("log", "rebuild", "--set", f"eventlog.path={log}")
+    assert (code, err) == (0, "")
+    code, out, err = cli("runs", "--format", "csv", "--set", f"eventlog.path={log}")
+    assert (code, err) == (0, "") and out.splitlines()[1].split(",")[:3] == [run, "kept", "finished"]

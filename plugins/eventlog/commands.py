@@ -16,7 +16,7 @@ from plugins.eventlog.plugin import event_store
 
 if TYPE_CHECKING:
     from plugins.eventlog.rebuild import SegmentRun
-    from plugins.eventlog.scan import LogScan
+    from plugins.eventlog.scan import LogScan, RunState
     from plugins.eventlog.store import EventStore
 
 
@@ -49,11 +49,24 @@ def recover_command(config_path: str | None, sets: tuple[str, ...]) -> None:
         raise EventLogError(f"{len(recovery.failed)} spooled run(s) could not be ingested (see above)")
 
 
-def _state(run, segments: dict[str, SegmentRun]) -> str:
+def _from_segments(held: SegmentRun | None, in_log: RunState | None) -> bool:
+    """Whether a run is to be taken from its segments rather than from the log (whose ``runs``
+    row, if readable, is ``in_log``): when they hold it whole and the log has no more of it —
+    not more events, nor an end its segments lost — or has it damaged. The segments are the
+    source of truth (a log read from an older checkpoint has less); a log run with more events
+    than its segments tells that they lost their tail."""
+    if held is None or not held.complete:
+        return False
+    if in_log is None or held.events > in_log.events:
+        return True
+    return held.events == in_log.events and (held.closed is not None or not in_log.intact)
+
+
+def _state(run: RunState, segments: dict[str, SegmentRun]) -> str:
     if run.intact:
         return "intact"
     held = segments.get(run.run_id)
-    rescue = f"; its segments hold all {held.events:,} events" if held is not None and held.complete else ""
+    rescue = f"; its segments hold all {held.events:,} events" if _from_segments(held, run) else ""
     return "damaged: " + "; ".join(run.problems) + rescue
 
 
@@ -135,7 +148,8 @@ def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
     total = len(scan.runs) + len(lost) + len(unlisted)
     if scan.damaged or lost:
         damaged = {run.run_id for run in scan.runs if not run.intact} | {run.run_id for run in lost} | set(unlisted)
-        more = sum(1 for run_id in damaged if run_id in segments and segments[run_id].complete)
+        listed = {run.run_id: run for run in scan.runs}
+        more = sum(1 for run_id in damaged if _from_segments(segments.get(run_id), listed.get(run_id)))
         others = f"; its segments hold {more} of the others" if more else ""
         raise EventLogError(
             f"event log {store.path} is damaged: {len(scan.intact)} of {total} runs intact{others}; "
@@ -201,11 +215,7 @@ def salvage_command(out: str, config_path: str | None, sets: tuple[str, ...]) ->
     with _opened(store) as (con, detail):
         scan = None if detail else scan_log(con, CATALOG, store.path)
         in_log = {run.run_id: run for run in scan.runs} if scan is not None else {}
-        from_segments = [
-            run for run in segments.values()
-            if run.complete and not (run.run_id in in_log and in_log[run.run_id].intact
-                                     and in_log[run.run_id].events >= run.events)
-        ]
+        from_segments = [run for run in segments.values() if _from_segments(run, in_log.get(run.run_id))]
         taken = {run.run_id for run in from_segments}
         keep = [run for run in in_log.values() if run.intact and run.run_id not in taken]
         if scan is None and not from_segments:
@@ -228,7 +238,8 @@ def salvage_command(out: str, config_path: str | None, sets: tuple[str, ...]) ->
         click.echo(f"could not copy {len(left) + len(lost)} run(s):")
         for run in left:
             held = segments.get(run.run_id)
-            also = f"; its segments: {'; '.join(held.problems)}" if held is not None else ""
+            also = "" if held is None else f"; its segments: {'; '.join(held.problems)}" if held.problems else \
+                f"; its segments hold {held.events:,} of them"
             click.echo(f"  {run.run_id}  {run.job_name}  {run.status}  {'; '.join(run.problems)}{also}")
         for segment_run in lost:
             click.echo(f"  {segment_run.run_id}  {segment_run.job_name}  {segment_run.status}  missing from the log; "

@@ -32,7 +32,7 @@ from kernel.eventtables import SCHEMA
 from plugins.eventlog.damage import LogDamaged, LogLocked, check_complete, damage_in, open_error, reason
 from plugins.eventlog.locking import log_lock
 from plugins.eventlog.migrations import LATEST, check_version, migrate, schema_version
-from plugins.eventlog.spool import ready_spools
+from plugins.eventlog.spool import kept_segments, ready_spools
 
 if TYPE_CHECKING:
     from plugins.eventlog.ingest import Recovery
@@ -100,7 +100,13 @@ class EventStore:
         drain_buses()
         if not self._recovery_failed and ready_spools(self.path):
             self._recover_pending()
-        return self.path.exists()
+        if self.path.exists():
+            return True
+        kept = {path.name.split("-", 1)[0] for path in kept_segments(self.path)}
+        if kept:
+            print(f"rill: warning: no event log at {self.path}, but {len(kept)} run(s) recorded there are in its kept "
+                  "segments: `rill log rebuild` writes them into it", file=sys.stderr)
+        return False
 
     @contextmanager
     def _locked(self, exclusive: bool, timeout: float = COMMAND_WAIT) -> Iterator[None]:
