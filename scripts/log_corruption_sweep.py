@@ -68,8 +68,9 @@ def fingerprints(path: Path) -> dict[str, str]:
             "FROM log.rill.runs ORDER BY run_id"
         ).fetchall():
             digest = hashlib.sha256(repr(row).encode())
-            for event in con.execute("SELECT seq, time, kind, payload FROM log.rill.events WHERE run_id = ? ORDER BY seq",
-                                     [run_id]).fetchall():
+            for event in con.execute(
+                "SELECT seq, time, kind, payload FROM log.rill.events WHERE run_id = ? ORDER BY seq", [run_id]
+            ).fetchall():
                 digest.update(repr(event).encode())
             found[run_id] = digest.hexdigest()
         return found

@@ -239,7 +239,7 @@ def test_a_file_duckdb_cannot_open_is_salvaged_from_its_segments(cli, session_fa
     assert code == 1
     assert [line.split() for line in out.splitlines()] == [
         ["run_id", "job", "status", "events", "state"],
-        [run, "one", "finished", "12", "missing", "from", "the", "log:", "its", "segments", "hold", "all", "12", "events"],
+        [run, "one", "finished", "12", *"missing from the log: its segments hold all 12 events".split()],
     ]
     assert err == (f"rill: error: event log {log} is damaged ({detail}): DuckDB cannot read it; its segments hold 1 "
                    "complete run(s): `rill log rebuild OUT.duckdb` writes them into a new file\n")

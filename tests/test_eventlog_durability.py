@@ -135,7 +135,8 @@ def test_a_job_that_exits_at_once_leaves_its_run_recorded_crashed(tmp_path):
 
 # -- when a run's events can be kept nowhere ----------------------------------------------------
 
-LOST = re.compile(r"rill: error: run (?P<run>[0-9a-f]{12}): event log (?P<log>\S+) cannot be written \((?P<log_why>.+)\) "
+LOST = re.compile(r"rill: error: run (?P<run>[0-9a-f]{12}): event log (?P<log>\S+) cannot be written "
+                  r"\((?P<log_why>.+)\) "
                   r"and its events cannot be spooled \((?P<spool_why>.+)\): events from seq 0 on are lost\n")
 
 
@@ -219,7 +220,8 @@ def test_a_log_on_a_read_only_file_system_keeps_runs_waiting_elsewhere_and_is_re
             assert err == (f"rill: warning: run {segment.name.split('-')[0]}: event log {log} cannot be written "
                            f"({why}); its 167 events since seq 0 are spooled in {segment}, and the next command "
                            "that can write the log ingests them (`rill log recover`)\n")
-            assert runs(tmp_path, *where) == (0, before, f"rill: warning: 1 spooled run(s) wait to be ingested: {why}\n")
+            waiting = f"rill: warning: 1 spooled run(s) wait to be ingested: {why}\n"
+            assert runs(tmp_path, *where) == (0, before, waiting)
         finally:
             remount(disk, "rw")
         code, after, err = runs(tmp_path, *where)

@@ -92,7 +92,8 @@ def test_rebuild_into_a_new_file_leaves_the_log_and_its_waiting_runs_alone(cli, 
     code, out, err = cli("log", "rebuild", str(out_file), "--set", f"eventlog.path={log}")
     assert (code, err) == (0, "")
     assert out.splitlines() == [f"rebuilt 2 run(s), 14 events, into {out_file}",
-                                f"  {stored}  stored  finished  12 events", f"  {waiting.id}  waiting  finished  2 events",
+                                f"  {stored}  stored  finished  12 events",
+                                f"  {waiting.id}  waiting  finished  2 events",
                                 f"to use it as the event log: mv {out_file} {log}"]
     assert len(pending_spools(log)) == 1
     code, _, err = cli("log", "rebuild", str(out_file), "--set", f"eventlog.path={log}")
@@ -184,7 +185,8 @@ def test_a_segment_that_fails_its_checksum_keeps_its_run_out(cli, session_factor
     code, out, err = cli("log", name, str(out_file), "--set", f"eventlog.path={log}")
     assert (code, err) == (0, "")
     assert out.splitlines()[0] == f"{'rebuilt' if name == 'rebuild' else 'copied'} 1 run(s), 12 events, into {out_file}"
-    assert re.search(rf"^  {first}  first  running  (missing from the log; its segments: )?segment {re.escape(str(segment))}: the frame at byte \d+ "
+    assert re.search(rf"^  {first}  first  running  (missing from the log; its segments: )?"
+                     rf"segment {re.escape(str(segment))}: the frame at byte \d+ "
                      "fails its checksum", out, re.M), out
     assert sorted(contents(out_file)) == [second]
 

@@ -221,7 +221,7 @@ class DuckDBEventWriter:
 
     # -- the log -------------------------------------------------------------------------------
 
-    def _to_log(self, wait: float, extra: list[Frame] = ()) -> bool:  # type: ignore[assignment]
+    def _to_log(self, wait: float, extra: tuple[Frame, ...] = ()) -> bool:
         """Store in the log what the run's segments hold and the log does not (then ``extra``,
         frames no segment could take); False when the log cannot be written now."""
         import duckdb
@@ -261,7 +261,7 @@ class DuckDBEventWriter:
     def _straight_to_log(self, frame: Frame, first_seq: int) -> None:
         """No segment could take ``frame``: the log must, now."""
         self.writing = True
-        if self._to_log(self.store.lock_timeout, [frame]):
+        if self._to_log(self.store.lock_timeout, (frame,)):
             return
         problem = self.problem or "another process holds it"
         self.lost = True
