@@ -218,3 +218,31 @@ def test_a_reader_of_a_log_that_is_gone_names_the_runs_its_segments_keep(cli, se
     assert (code, err) == (0, "")
     code, out, err = cli("runs", "--format", "csv", "--set", f"eventlog.path={log}")
     assert (code, err) == (0, "") and out.splitlines()[1].split(",")[:3] == [run, "kept", "finished"]
+
+
+def test_a_log_truncated_to_half_without_segments_is_not_salvaged_into_an_empty_file(shell, isolated):
+    """No kept segment (``eventlog.retention=0``) and half of the log gone with its runs rows:
+    check names the runs and says none can be salvaged, salvage names them, writes nothing and
+    fails — it never offers an empty file to put in the log's place."""
+    example = str(ROOT / "examples" / "window_wordcount.py")
+    for _ in range(3):
+        code, _, err = shell("run", "--quiet", "--clock", "simulated", "--set", "eventlog.retention=0", example)
+        assert (code, err) == (0, "")
+    code, out, err = shell("runs", "--format", "csv", "--set", "eventlog.retention=0")
+    ids = sorted(line.split(",")[0] for line in out.splitlines()[1:])
+    assert (code, err, len(ids)) == (0, "", 3)
+    log = isolated / ".rill" / "rill.duckdb"
+    assert kept_segments(log) == [] and pending_spools(log) == []
+    os.truncate(log, log.stat().st_size // 2)
+    code, out, err = shell("log", "check")
+    assert code == 1, err
+    assert sorted(re.findall(r"^([0-9a-f]{12}) +\? +\? +\? +damaged: its runs row cannot be read", out, re.M)) == ids, out
+    assert err == (f"rill: error: event log {log} is damaged: 0 of 3 runs intact, and no segment holds "
+                   "one of the others: no run can be salvaged\n")
+    saved = isolated / "saved.duckdb"
+    code, out, err = shell("log", "salvage", str(saved))
+    assert code == 1 and not saved.exists() and not saved.with_name("saved.duckdb.partial").exists()
+    assert err == f"rill: error: no run of event log {log} can be copied: nothing written\n"
+    assert out.splitlines()[0] == "could not copy 3 run(s):"
+    assert sorted(re.findall(r"^  ([0-9a-f]{12})  \?  \?  its runs row cannot be read", out, re.M)) == ids
+    assert "mv" not in out

@@ -150,11 +150,11 @@ def check_command(config_path: str | None, sets: tuple[str, ...]) -> None:
         damaged = {run.run_id for run in scan.runs if not run.intact} | {run.run_id for run in lost} | set(unlisted)
         listed = {run.run_id: run for run in scan.runs}
         more = sum(1 for run_id in damaged if _from_segments(segments.get(run_id), listed.get(run_id)))
+        intact = f"event log {store.path} is damaged: {len(scan.intact)} of {total} runs intact"
+        if not scan.intact and not more:
+            raise EventLogError(f"{intact}, and no segment holds one of the others: no run can be salvaged")
         others = f"; its segments hold {more} of the others" if more else ""
-        raise EventLogError(
-            f"event log {store.path} is damaged: {len(scan.intact)} of {total} runs intact{others}; "
-            "`rill log salvage OUT.duckdb` copies them into a new file"
-        )
+        raise EventLogError(f"{intact}{others}; `rill log salvage OUT.duckdb` copies them into a new file")
     click.echo(f"event log {store.path}: {total} runs, all intact")
 
 
@@ -220,6 +220,10 @@ def salvage_command(out: str, config_path: str | None, sets: tuple[str, ...]) ->
         keep = [run for run in in_log.values() if run.intact and run.run_id not in taken]
         if scan is None and not from_segments:
             raise _cannot_open(store, detail)
+        uncopied = _uncopied(scan, in_log, segments, taken | {run.run_id for run in keep})
+        if uncopied and not keep and not from_segments:
+            _report_uncopied(uncopied, scan, detail)
+            raise EventLogError(f"no run of event log {store.path} can be copied: nothing written")
         try:
             salvage(con, CATALOG, scan, partial, [run.run_id for run in keep], from_segments)
         except BaseException:
@@ -231,25 +235,45 @@ def salvage_command(out: str, config_path: str | None, sets: tuple[str, ...]) ->
     click.echo(f"copied {len(copied)} run(s), {sum(row[3] for row in copied):,} events, into {target}")
     for row in copied:
         click.echo(_run_line(*row))
-    left = [run for run in in_log.values() if not run.intact and run.run_id not in taken]
-    left_ids = {run.run_id for run in left} | taken | {run.run_id for run in keep}
-    lost = [run for run in _lost_runs(scan, segments) if run.run_id not in left_ids]
-    if left or lost:
-        click.echo(f"could not copy {len(left) + len(lost)} run(s):")
-        for run in left:
-            held = segments.get(run.run_id)
-            also = "" if held is None else f"; its segments: {'; '.join(held.problems)}" if held.problems else \
-                f"; its segments hold {held.events:,} of them"
-            click.echo(f"  {run.run_id}  {run.job_name}  {run.status}  {'; '.join(run.problems)}{also}")
-        for segment_run in lost:
-            click.echo(f"  {segment_run.run_id}  {segment_run.job_name}  {segment_run.status}  missing from the log; "
-                       f"its segments: {'; '.join(segment_run.problems)}")
+    _report_uncopied(uncopied, scan, detail)
+    click.echo(f"{store.path} is left as it is; to use the copy instead: mv {target} {store.path}")
+
+
+def _uncopied(scan: LogScan | None, in_log: dict[str, RunState], segments: dict[str, SegmentRun],
+              copied: set[str]) -> list[str]:
+    """One line per run salvage cannot copy: damaged in the log and not whole in its segments,
+    missing from the log with damaged segments, or with only its events left in the log."""
+    lines = []
+    for run in in_log.values():
+        if run.intact or run.run_id in copied:
+            continue
+        held = segments.get(run.run_id)
+        also = "" if held is None else f"; its segments: {'; '.join(held.problems)}" if held.problems else \
+            f"; its segments hold {held.events:,} of them"
+        lines.append(f"  {run.run_id}  {run.job_name}  {run.status}  {'; '.join(run.problems)}{also}")
+    named = copied | set(in_log)
+    for segment_run in _lost_runs(scan, segments):
+        if segment_run.run_id not in named:
+            named.add(segment_run.run_id)
+            lines.append(f"  {segment_run.run_id}  {segment_run.job_name}  {segment_run.status}  missing from the "
+                         f"log; its segments: {'; '.join(segment_run.problems)}")
+    for run_id in scan.unlisted if scan is not None else []:
+        if run_id not in named:
+            readable = sum(table.rows.get(run_id, 0) for table in scan.tables.values())
+            lines.append(f"  {run_id}  ?  ?  its runs row cannot be read ({readable:,} events can)")
+    return lines
+
+
+def _report_uncopied(uncopied: list[str], scan: LogScan | None, detail: str) -> None:
+    if uncopied:
+        click.echo(f"could not copy {len(uncopied)} run(s):")
+        for line in uncopied:
+            click.echo(line)
     if scan is None:
         click.echo(f"damaged: DuckDB cannot read the log ({detail}): every run comes from its segments")
     else:
         for line in _describe_damage(scan):
             click.echo(line)
-    click.echo(f"{store.path} is left as it is; to use the copy instead: mv {target} {store.path}")
 
 
 @log_command.command("rebuild")
