@@ -9,12 +9,15 @@ Observers are called on the flusher thread, one batch at a time, in order; an ob
 raises is reported by ``close()`` and receives no further batches, the others go on.
 
 A batch of the periodic flush or of the run's end is ``deferrable``: the observer must keep it
-durably but may put off storing it where readers look (the event log's writer spools it and
-stores it after the run); a batch of an explicit ``flush()`` is stored now. What observers put
-off is finished by their ``settle`` (optional), once per bus: here, when someone waits for the
-run's events (``join``, readers through :func:`drain_buses`); handed to a background process
-when this process exits (so the end of a run never waits for it); or, when neither came within
-``SETTLE_GRACE`` seconds of the run's end (the process lives on), on the flusher thread.
+durably but may put off storing it where readers look (the event log's writer keeps it in the
+run's segment and stores it in the log later); a batch of an explicit ``flush()`` is stored now,
+with everything put off before it (a flush with no new events delivers an empty batch for
+that). ``flush(deferrable=True)`` delivers on the caller's thread: a run's first events are
+durable before its user code runs. What observers put off is finished by their ``settle``
+(optional), once per bus: here, when someone waits for the run's events (``join``, readers
+through :func:`drain_buses`), or, when nobody did within ``SETTLE_GRACE`` seconds of the run's
+end (the process lives on), on the flusher thread. A process that exits leaves it to the next
+reader: nothing outlives it, and its exit never waits for it.
 """
 
 from __future__ import annotations
@@ -35,17 +38,19 @@ _live: set[EventBus] = set()
 SETTLE_GRACE = 1.0
 
 
-def drain_buses(settle: bool = True, background: bool = False) -> list[tuple[str, BaseException]]:
-    """Wait for every closed bus of this process until it delivered everything, and (``settle``)
-    for what its observers put off: done here, or handed to a background process
-    (``background``, at exit). Readers call this so they see what this process recorded.
+def drain_buses(settle: bool = True) -> list[tuple[str, BaseException]]:
+    """Wait for every closed bus of this process until it delivered everything, and either
+    (``settle``) for what its observers put off, done here — readers call this so they see what
+    this process recorded — or only for what its flusher thread is settling already.
     Returns the observer errors not returned before, as (run id, error)."""
     closed = [bus for bus in list(_live) if bus._closed]
     for bus in closed:
         bus.join(settle=False)
-    if settle:
-        for bus in closed:
-            bus.settle(background)
+    for bus in closed:
+        if settle:
+            bus.settle()
+        elif bus._settling:
+            bus._settled.wait()
     errors = []
     for bus in closed:
         errors.extend((bus.run_id, exc) for _, exc in bus.errors[bus._errors_returned:])
@@ -56,9 +61,9 @@ def drain_buses(settle: bool = True, background: bool = False) -> list[tuple[str
 # At exit, before the interpreter's atexit callbacks: DuckDB's own (registered when it was first
 # imported, by the flusher thread during the run, so after this module's) make it refuse to scan
 # Python objects from other threads than the main one, and the runs' last batches are written
-# by their flusher threads. Threads' exit callbacks run before any of them (concurrent.futures
-# waits for its workers there too).
-threading._register_atexit(functools.partial(drain_buses, background=True))  # type: ignore[attr-defined]
+# (and a settle already under way finished) by their flusher threads. Threads' exit callbacks
+# run before any of them (concurrent.futures waits for its workers there too).
+threading._register_atexit(functools.partial(drain_buses, settle=False))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -66,19 +71,21 @@ class EventBatch:
     run_id: str
     first_seq: int
     events: list[Event]
-    #: the observer may put off storing it (periodic and final flushes; not an explicit ``flush()``)
+    #: the observer may put off storing it (periodic and final flushes; not an explicit ``flush()``,
+    #: whose batch may be empty: store now what was put off)
     deferrable: bool = False
 
 
 class EventObserver(Protocol):
     def events_emitted(self, batch: EventBatch) -> None:
-        """A batch of events, in sequence order (called on the flusher thread)."""
+        """A batch of events, in sequence order (called on the flusher thread, or on the
+        caller's of ``flush``)."""
 
     def close(self, status: str) -> None:
         """The run ended with ``status``; flush and release resources."""
 
-    # optional: def settle(self, background: bool) -> None — finish what the observer put off
-    # (store deferred batches): here, or in a background process (``background``)
+    # optional: def settle(self) -> None — finish what the observer put off (store deferred
+    # batches), on the thread that calls it
 
 
 def _discard(event: Event) -> None:
@@ -102,6 +109,8 @@ class EventBus:
         #: emit(event): record one event (``list.append`` of the pending batch)
         self.emit = self._pending.append
         self._next_seq = 0
+        #: a deferrable batch was delivered since the last explicit flush
+        self._put_off = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
@@ -143,19 +152,21 @@ class EventBus:
             took = min(time.perf_counter() - started, self.flush_interval / 2)
         self._finish()
         if not self._settle_asked.wait(SETTLE_GRACE):
-            self.settle(background=False)
+            self.settle()
 
-    def flush(self) -> int:
-        """Deliver everything emitted so far, to be stored now; returns the number of events
+    def flush(self, deferrable: bool = False) -> int:
+        """Deliver everything emitted so far on this thread, to be stored now (with what was
+        put off before) or, ``deferrable``, kept durably; returns the number of events
         delivered."""
-        return self._flush(deferrable=False)
+        return self._flush(deferrable)
 
     def _flush(self, deferrable: bool) -> int:
         with self._lock:
             pending = self._pending
             count = len(pending)
-            if not count:
+            if not count and (deferrable or not self._put_off):
                 return 0
+            self._put_off = deferrable
             events = pending[:count]
             del pending[:count]  # appends racing with this land after ``count``
             first = self._next_seq
@@ -197,12 +208,11 @@ class EventBus:
         if self._thread is not None:
             self._delivered.wait()
         if settle:
-            self.settle(background=False)
+            self.settle()
 
-    def settle(self, background: bool) -> None:
-        """Let every observer finish what it put off — here, or handed to a background process
-        (``background``) — once the bus is closed and delivered everything; waits when another
-        thread does it."""
+    def settle(self) -> None:
+        """Let every observer finish what it put off, here, once the bus is closed and
+        delivered everything; waits when another thread does it."""
         if not self._delivered.is_set():
             return
         with self._settle_lock:
@@ -217,7 +227,7 @@ class EventBus:
                 if settle is None or id(observer) in self._failed:
                     continue
                 try:
-                    settle(background)
+                    settle()
                 except BaseException as exc:
                     self.errors.append((observer, exc))
         finally:

@@ -200,8 +200,8 @@ def create_resource_manager_driver(host: WorkerHost, run: Run) -> ResourceManage
 def create_event_observers(run: Run) -> EventObserver | None:
     """Create an observer of the run's events.
 
-    Called: once per run before its first event. Every implementation is called; each
-    returned observer receives batches of events off the runtime's thread.
+    Called: once per run before its first event. Every implementation is called; each returned
+    observer receives batches off the runtime's thread (``run_started`` before the job's code runs).
 
     :param run: the run (id, clock, config, plugins).
     :returns: an :class:`~kernel.eventbus.EventObserver`, or ``None`` for no observer.

@@ -87,13 +87,15 @@ class Run:
         }
 
     def start(self) -> None:
-        """Create the observers and record ``run_started``."""
+        """Create the observers and record ``run_started``, delivered here: the observers keep
+        it durably before the job's code runs (a process that dies at once leaves its run)."""
         observers = self.plugin_manager.hook.create_event_observers(run=self)
         self.bus.observers = [o for o in observers if o is not None]
         self.started_at = time.time()
         self.status = "running"
         self.bus.start()
         self.bus.emit(RunStarted(time=self.clock.now(), job_name=self.job_name, clock=self.clock.mode, seed=self.seed))
+        self.bus.flush(deferrable=True)
 
     def finish(self, status: str, reason: str = "") -> None:
         """Record ``run_finished`` and close the event bus (observers flush)."""

@@ -3,10 +3,11 @@
     python scripts/bench_eventlog.py [--events 1000000]
 
 Prints µs/event and events/s for (1) emitting on the runtime's thread — Struct creation plus
-``bus.emit`` — next to a plain ``list.append`` of tuples as the baseline, (2) ingesting the
-same events into the DuckDB log (columnar conversion + insert, off the runtime's thread),
-and (3) the events lost when a run is killed with SIGKILL (the loss window), writing its log
-and writing its spool (the log path a directory).
+``bus.emit`` — next to a plain ``list.append`` of tuples as the baseline, (2) keeping the same
+events in a run's segment and storing them in the DuckDB log (columnar conversion, segment
+frame and fsync, insert; off the runtime's thread), and (3) the events lost when a run is
+killed with SIGKILL (the loss window), writing its log as it goes (``eventlog.defer=0``) and
+deferring it (its events only in its segment).
 """
 
 from __future__ import annotations
@@ -96,17 +97,22 @@ def bench_emit_and_ingest(n: int) -> None:
               f"(baseline: list.append of a tuple)  ratio {emitted / base:.2f}x")
         print(f"close   {close_time:6.3f} s to store what was still pending at the end (on the flusher thread)")
 
-        # Ingest on its own: the observer's conversion + insert for batches of one flush.
-        writer = run.bus.observers[0]
+        # Ingest on its own: the observer's conversion, segment and insert for batches of one flush,
+        # each stored at once (as an explicit flush asks), for a run of its own.
+        ingesting = session.new_run("bench-ingest")
+        ingesting.start()  # its first batch (run_started) is seq 0
+        writer = ingesting.bus.observers[0]
         events = []
         emit_events(events.append, n, clock_now)
         batch_size = 200_000
         start = time.perf_counter()
         for first in range(0, n, batch_size):
-            writer.events_emitted(EventBatch(run.id + "-ingest", first, events[first:first + batch_size]))
+            writer.events_emitted(EventBatch(ingesting.id, 1 + first, events[first:first + batch_size]))
         ingest = time.perf_counter() - start
+        if writer.problem or writer.events != n + 1:
+            raise SystemExit(f"the ingest went wrong: {writer.problem}")
         print(f"ingest  {ingest / n * 1e6:6.3f} µs/event  {n / ingest:12,.0f} events/s  "
-              f"(columnar Arrow conversion + DuckDB insert, batches of {batch_size:,})")
+              f"(columnar conversion, segment frame + fsync, DuckDB insert; batches of {batch_size:,})")
 
 
 CHILD = textwrap.dedent(
@@ -114,7 +120,7 @@ CHILD = textwrap.dedent(
     import sys, time
     from kernel.session import Session
     from kernel.events import MessageDelayed
-    session = Session.open(sets=[f"eventlog.path={sys.argv[1]}"], environ={})
+    session = Session.open(sets=[f"eventlog.path={sys.argv[1]}", *sys.argv[2:]], environ={})
     run = session.new_run("kill-9")
     run.start()
     emit, now = run.bus.emit, run.clock.now
@@ -127,28 +133,25 @@ CHILD = textwrap.dedent(
 )
 
 
-def bench_kill(seconds: float, spool: bool) -> None:
-    """Kill -9 a run emitting steadily; ``spool``: its log path is a directory, so every batch
-    goes to the spool, ingested afterwards."""
+def bench_kill(seconds: float, defer: bool) -> None:
+    """Kill -9 a run emitting steadily; ``defer``: its events only in its segment (the log
+    deferred), else in its segment and its log from the first flush on (``eventlog.defer=0``)."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "kill.duckdb"
-        if spool:
-            path.mkdir()
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, text=True)
+        sets = [] if defer else ["eventlog.defer=0"]
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), *sets], stdout=subprocess.PIPE, text=True)
         child.stdout.readline()
         time.sleep(seconds)
         killed_at = time.time_ns()
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-        if spool:
-            path.rmdir()
         session = Session.open(sets=[f"eventlog.path={path}"], environ={})
         store = session.plugin_manager.hook.open_event_store(config=session.config)
-        with store.read() as con:  # ingests the spool first
+        with store.read() as con:  # ingests what the segment holds and the log not first
             stored = con.execute("SELECT status, events FROM runs").fetchall()
             if stored:
                 last = con.execute("SELECT max(time) FROM ev_message_delayed").fetchone()[0]
-        what = f"kill -9 after {seconds:.1f} s{' (spooling)' if spool else ''}"
+        what = f"kill -9 after {seconds:.1f} s{' (deferring the log)' if defer else ' (writing the log)'}"
         if stored:
             ((status, events),) = stored
             print(f"{what}: status {status}, {events:,} events stored, last stored event "
@@ -163,8 +166,8 @@ def main() -> None:
     parser.add_argument("--kill-after", type=float, default=3.5)
     args = parser.parse_args()
     bench_emit_and_ingest(args.events)
-    bench_kill(args.kill_after, spool=False)
-    bench_kill(args.kill_after, spool=True)
+    bench_kill(args.kill_after, defer=False)
+    bench_kill(args.kill_after, defer=True)
 
 
 if __name__ == "__main__":

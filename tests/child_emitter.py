@@ -1,6 +1,6 @@
 """A child process for event-log tests: one realtime run emitting events steadily.
 
-    python child_emitter.py LOG_PATH JOB_NAME COUNT FLUSH_INTERVAL [LOCK_TIMEOUT]
+    python child_emitter.py LOG_PATH JOB_NAME COUNT FLUSH_INTERVAL [LOCK_TIMEOUT [KEY=VALUE]...]
 
 COUNT < 0 emits until killed. Prints "started" once the run's first batch is stored, then,
 for every batch, "taking FIRST LAST" before the event log's writer gets it and "flushed LAST"
@@ -33,6 +33,7 @@ path, name, count, flush = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[
 sets = [f"eventlog.path={path}", f"rill.events.flush-interval={flush}"]
 if len(sys.argv) > 5:
     sets.append(f"eventlog.lock-timeout={sys.argv[5]}")
+sets.extend(sys.argv[6:])
 session = Session.open(sets=sets, environ={})
 run = session.new_run(name)
 run.start()

@@ -97,21 +97,24 @@ def test_a_bus_without_observers_keeps_no_events():
 
 
 class Settling:
-    """An observer recording its batches (deferrable or not) and how it was asked to settle."""
+    """An observer recording its batches (their sizes, deferrable or not, and the thread that
+    delivered them) and the threads it was asked to settle on."""
 
     def __init__(self) -> None:
         self.batches: list[tuple[int, bool]] = []
-        self.settled: list[tuple[bool, str]] = []
+        self.threads: list[str] = []
+        self.settled: list[str] = []
         self.done = threading.Event()
 
     def events_emitted(self, batch):
         self.batches.append((len(batch.events), batch.deferrable))
+        self.threads.append(threading.current_thread().name)
 
     def close(self, status):
         pass
 
-    def settle(self, background):
-        self.settled.append((background, threading.current_thread().name))
+    def settle(self):
+        self.settled.append(threading.current_thread().name)
         self.done.set()
 
 
@@ -132,7 +135,22 @@ def test_periodic_and_final_batches_may_be_deferred_an_explicit_flush_not():
     assert observer.batches == [(1, True), (2, False), (1, True)]
 
 
-def test_join_settles_here_once_and_the_exit_hands_over_what_is_left():
+def test_a_deferrable_flush_delivers_on_the_callers_thread_and_an_explicit_one_then_asks_for_the_rest():
+    observer = Settling()
+    bus = EventBus("r7b", [observer], flush_interval=3600)
+    bus.start()
+    bus.emit(RunStarted(time=1))
+    assert bus.flush(deferrable=True) == 1  # what a run's start does: durable before user code runs
+    assert bus.flush(deferrable=True) == 0  # nothing new, nothing delivered
+    assert bus.flush() == 0  # nothing new, but what was put off is to be stored now: an empty batch
+    assert bus.flush() == 0  # nothing put off since: nothing delivered
+    bus.close("finished")
+    bus.join()
+    assert observer.batches == [(1, True), (0, False)]
+    assert observer.threads == ["MainThread", "MainThread"]
+
+
+def test_join_settles_here_once_and_the_exit_leaves_the_rest_to_the_next_reader():
     joined, left = Settling(), Settling()
     first, second = EventBus("r8", [joined]), EventBus("r9", [left])
     for bus in (first, second):
@@ -142,11 +160,9 @@ def test_join_settles_here_once_and_the_exit_hands_over_what_is_left():
     first.join()
     first.join()
     second.join(settle=False)  # what a command does before it reports the buses' errors
+    eventbus.drain_buses(settle=False)  # what the process's exit does
+    assert joined.settled == ["MainThread"]
     assert left.settled == []
-    second.settle(background=True)  # what the process's exit does (drain_buses(background=True))
-    second.settle(background=False)
-    assert joined.settled == [(False, "MainThread")]
-    assert left.settled == [(True, "MainThread")]
 
 
 def test_a_closed_bus_nobody_waits_for_settles_on_its_flusher(monkeypatch):
@@ -157,6 +173,6 @@ def test_a_closed_bus_nobody_waits_for_settles_on_its_flusher(monkeypatch):
     bus.emit(RunStarted(time=1))
     bus.close("finished")
     assert observer.done.wait(30)
-    assert observer.settled == [(False, "rill-eventbus-r10")]
+    assert observer.settled == ["rill-eventbus-r10"]
     bus.join()
-    assert observer.settled == [(False, "rill-eventbus-r10")]  # once
+    assert observer.settled == ["rill-eventbus-r10"]  # once

@@ -160,11 +160,11 @@ def test_sigkill_loses_at_most_one_flush_and_marks_the_run_crashed(tmp_path, tar
     whole; lost are at most the batch being written and the events no flush took yet."""
     path = tmp_path / "log.duckdb"
     if target == "spool":
-        path.mkdir()  # the log cannot be written: every batch goes to the spool
-    child = start_child(path, "doomed", -1, "200 ms")
+        path.mkdir()  # the log cannot be written: the batches are only in the run's segment
+    child = start_child(path, "doomed", -1, "200 ms", "200 ms", "eventlog.defer=0")
     taken, flushed = kill_after_flushes(child, 5)
+    assert len(list((tmp_path / "log.duckdb.spool").glob("*.rill*"))) == 1
     if target == "spool":
-        assert len(list((tmp_path / "log.duckdb.spool").glob("*.rillspool"))) == 1
         path.rmdir()  # the way out: now the next reader can write a healthy log there
     with EventStore(path).read() as con:  # ingests the spool, then finds the run's process gone
         status, events, ended = con.execute("SELECT status, events, ended_at IS NOT NULL FROM runs").fetchone()
@@ -176,7 +176,8 @@ def test_sigkill_loses_at_most_one_flush_and_marks_the_run_crashed(tmp_path, tar
     assert len(flushed) >= 5 and last >= flushed[-1]  # every batch the writer finished survived
     assert last in [batch_last for _, batch_last in taken]  # the log ends where a batch ends
     assert len([batch for batch in taken if batch[1] > last]) <= 1  # at most the batch in flight is lost
-    assert not list(tmp_path.glob("log.duckdb.spool/*"))
+    assert not list(tmp_path.glob("log.duckdb.spool/*.rill*"))  # ingested: kept for eventlog.retention
+    assert len(list(tmp_path.glob("log.duckdb.spool/kept/*.rill*"))) == 1
 
 
 def test_two_runs_at_the_same_time_neither_block_nor_corrupt_each_other(tmp_path):

@@ -191,11 +191,12 @@ def damage(log: Path, kind: str) -> str:
         with open(log, "r+b") as file:
             file.write(b"\0" * 100)
         return "not a DuckDB file"
-    if kind == "truncated":
-        size = log.stat().st_size
+    if kind == "truncated":  # cut off the last block a table's rows are in
+        last = max(blocks_of(log))
+        size = HEADER_BYTES + last * BLOCK
         with open(log, "r+b") as file:
-            file.truncate(size - BLOCK)
-        return f"truncated: {size - BLOCK:,} bytes, its blocks need {size:,}"
+            file.truncate(size)
+        return f"truncated: {size:,} bytes, its blocks need {size + BLOCK:,}"
     assert kind == "garbage in the middle"
     (block,) = [b for b, users in blocks_of(log).items() if ("runs", 0, "run_id") in users]
     return f"corrupt data at byte {write_garbage(log, block)}"
@@ -228,13 +229,46 @@ def test_every_command_reading_a_damaged_log_gives_the_same_one_line_error(cli, 
 
 
 @pytest.mark.parametrize("kind", ["bad header", "zero bytes", "directory"])
-@pytest.mark.parametrize("command", [["log", "check"], ["log", "salvage", "saved.duckdb"]])
-def test_check_and_salvage_of_a_file_duckdb_cannot_open(cli, session_factory, tmp_path, kind, command):
+def test_a_file_duckdb_cannot_open_is_salvaged_from_its_segments(cli, session_factory, tmp_path, kind):
     log = tmp_path / "log.duckdb"
-    record(session_factory, log, {"one": 10})
+    (run,) = record(session_factory, log, {"one": 10})
+    with duckdb.connect(str(log), read_only=True) as con:
+        recorded = con.execute("SELECT kind, seq, payload FROM rill.events ORDER BY seq").fetchall()
+    detail = damage(log, kind)
+    code, out, err = cli("log", "check", "--set", f"eventlog.path={log}")
+    assert code == 1
+    assert [line.split() for line in out.splitlines()] == [
+        ["run_id", "job", "status", "events", "state"],
+        [run, "one", "finished", "12", *"missing from the log: its segments hold all 12 events".split()],
+    ]
+    assert err == (f"rill: error: event log {log} is damaged ({detail}): DuckDB cannot read it; its segments hold 1 "
+                   "complete run(s): `rill log rebuild OUT.duckdb` writes them into a new file\n")
+    saved = tmp_path / "saved.duckdb"
+    code, out, err = cli("log", "salvage", str(saved), "--set", f"eventlog.path={log}")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"copied 1 run(s), 12 events, into {saved}",
+        f"  {run}  one  finished  12 events  (from its segments)",
+        f"damaged: DuckDB cannot read the log ({detail}): every run comes from its segments",
+        f"{log} is left as it is; to use the copy instead: mv {saved} {log}",
+    ]
+    with duckdb.connect(str(saved), read_only=True) as con:
+        assert con.execute("SELECT kind, seq, payload FROM rill.events ORDER BY seq").fetchall() == recorded
+        assert con.execute("SELECT run_id, job_name, status, events FROM rill.runs").fetchall() == [
+            (run, "one", "finished", 12)]
+
+
+@pytest.mark.parametrize("kind", ["bad header", "zero bytes", "directory"])
+@pytest.mark.parametrize("command", [["log", "check"], ["log", "salvage", "saved.duckdb"]])
+def test_check_and_salvage_of_a_file_duckdb_cannot_open_without_segments(cli, session_factory, tmp_path, kind,
+                                                                          command):
+    log = tmp_path / "log.duckdb"
+    session = session_factory(f"eventlog.path={log}", "rill.clock=simulated", "eventlog.retention=0")
+    record(lambda *sets: session, log, {"one": 10})
+    assert not list(tmp_path.glob("log.duckdb.spool/**/*.rill*"))  # retention 0: no segment is kept
     detail = damage(log, kind)
     code, out, err = cli(*command, "--set", f"eventlog.path={log}")
     assert (code, out) == (1, "")
-    assert err == (f"rill: error: event log {log} is damaged ({detail}): no run in it can be read; move it aside "
-                   "and the next run (or `rill log recover`) starts a new log there\n")
+    assert err == (f"rill: error: event log {log} is damaged ({detail}): no run in it can be read, and no segment "
+                   "holds one; move it aside and the next run (or `rill log recover`) starts a new log there\n")
     assert not (tmp_path / "saved.duckdb").exists() and not (tmp_path / "saved.duckdb.partial").exists()

@@ -1,5 +1,6 @@
-"""Nothing lost: a run whose event log cannot be written spools its events, and the next
-command that can write a healthy log at that path ingests them — in order, exactly once.
+"""Nothing lost: a run's events wait in its segment while its event log cannot be written (or
+is busy), and the next command that can write a healthy log at that path ingests them — in
+order, exactly once.
 
 Real rill processes writing real DuckDB files; the event sequences after recovery are compared
 with the same simulated run recorded in a healthy log.
@@ -7,7 +8,6 @@ with the same simulated run recorded in a healthy log.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import struct
@@ -20,12 +20,15 @@ import duckdb
 import pytest
 
 from kernel.events import MessageDelayed
-from plugins.eventlog.spool import spool_dirs
+from plugins.eventlog.damage import HEADER_BYTES
+from plugins.eventlog.spool import kept_segments, pending_spools, spool_dirs
 from plugins.eventlog.store import EventStore
 from tests.emitters import start_child
+from tests.permissions import unwritable_directory
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = str(ROOT / "examples" / "wordcount.py")
+BLOCK = 262_144  # DuckDB's default block size
 NOTICE = "rill: warning: run {run}: event log {log} cannot be written ({why}); its {n:,} events since seq 0 are " \
          "spooled in {spool}, and the next command that can write the log ingests them (`rill log recover`)\n"
 
@@ -62,6 +65,7 @@ def reference(tmp_path_factory) -> list[tuple[int, str]]:
     log = tmp_path / "healthy.duckdb"
     result = run_wordcount(tmp_path, log)
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert rill(tmp_path, "runs", "--set", f"eventlog.path={log}").returncode == 0  # stores the run
     ((status, events, sequence),) = events_of(log).values()
     assert status == "finished" and events == len(sequence) > 100
     return sequence
@@ -72,36 +76,14 @@ def sha256(path: Path) -> str:
 
 
 def only_spool(log: Path) -> Path:
-    spools = [p for d in spool_dirs(log) if d.exists() for p in d.iterdir()]
+    spools = pending_spools(log)
     assert len(spools) == 1, spools
     return spools[0]
 
 
-def _without_dac_override() -> None:
-    """In the child, before exec: root without CAP_DAC_OVERRIDE obeys file permissions."""
-    if ctypes.CDLL(None, use_errno=True).prctl(24, 1, 0, 0, 0) != 0:  # PR_CAPBSET_DROP, CAP_DAC_OVERRIDE
-        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-
-
-def unwritable_directory(tmp_path) -> tuple[Path, object]:
-    """A directory the child cannot write, and what makes it so for the child (root ignores
-    permissions unless it gives up CAP_DAC_OVERRIDE)."""
-    directory = tmp_path / "readonly"
-    directory.mkdir()
-    directory.chmod(0o555)
-    if os.geteuid() != 0:
-        return directory, None
-    probe = subprocess.run([sys.executable, "-c", f"open({str(directory / 'probe')!r}, 'w')"],
-                           preexec_fn=_without_dac_override, capture_output=True, text=True)
-    if "PermissionError" not in probe.stderr:
-        pytest.skip("running as root, and this root cannot give up CAP_DAC_OVERRIDE (no CAP_SETPCAP?), "
-                    f"so no directory is unwritable to it: {probe.stderr.strip()[-200:]}")
-    return directory, _without_dac_override
-
-
 def damage(tmp_path, kind: str) -> tuple[Path, object, str]:
     """A log path rill cannot write, what keeps the child from writing it, and why (as the
-    run's notice says it)."""
+    run's notice says it; for a truncated file, how it starts)."""
     if kind == "unwritable directory":
         directory, preexec = unwritable_directory(tmp_path)
         log = directory / "log.duckdb"
@@ -115,13 +97,14 @@ def damage(tmp_path, kind: str) -> tuple[Path, object, str]:
         return log, None, "it is damaged: an empty file (0 bytes), not a DuckDB file"
     assert kind == "truncated file"
     assert run_wordcount(tmp_path, log).returncode == 0
-    size = log.stat().st_size
+    assert rill(tmp_path, "runs", "--set", f"eventlog.path={log}").returncode == 0  # stores it: the log exists
+    blocks = (log.stat().st_size - HEADER_BYTES) // BLOCK
     with open(log, "r+b") as file:
-        file.truncate(size - 262_144)  # the last block
-    return log, None, f"it is damaged: truncated: {size - 262_144:,} bytes, its blocks need {size:,}"
+        file.truncate(HEADER_BYTES + blocks // 2 * BLOCK)  # half of it
+    return log, None, f"it is damaged: truncated: {log.stat().st_size:,} bytes, its blocks need "
 
 
-def repair(tmp_path, kind: str, log: Path) -> None:
+def repair(tmp_path, kind: str, log: Path, reference: list) -> None:
     """What the user does so a healthy log can be written at the path again."""
     if kind == "unwritable directory":
         log.parent.chmod(0o755)
@@ -129,29 +112,33 @@ def repair(tmp_path, kind: str, log: Path) -> None:
         log.rmdir()
     elif kind == "zero-byte file":
         log.unlink()
-    else:  # the last block held the catalog: DuckDB cannot open the rest, so salvage says what to do
-        salvaged = tmp_path / "salvaged.duckdb"
-        result = rill(tmp_path, "log", "salvage", str(salvaged), "--set", f"eventlog.path={log}")
-        assert (result.returncode, result.stderr) == (1, f"rill: error: event log {log} is damaged (truncated: "
-                                                         f"{log.stat().st_size:,} bytes, its blocks need "
-                                                         f"{log.stat().st_size + 262_144:,}): no run in it can be "
-                                                         "read; move it aside and the next run (or `rill log "
-                                                         "recover`) starts a new log there\n")
-        assert not salvaged.exists()
+    else:  # the damaged log moves aside, and its kept segments rebuild it with the runs it had
         os.replace(log, tmp_path / "damaged.duckdb")
+        rebuilt = rill(tmp_path, "log", "rebuild", "--set", f"eventlog.path={log}")
+        assert (rebuilt.returncode, rebuilt.stderr) == (0, "")
+        assert rebuilt.stdout.startswith(f"rebuilt 2 run(s), {2 * len(reference):,} events, into {log}\n")
 
 
 @pytest.mark.parametrize("kind", ["unwritable directory", "directory as path", "zero-byte file", "truncated file"])
-def test_a_run_that_cannot_write_its_log_spools_and_the_log_gets_every_event_later(tmp_path, reference, kind):
+def test_a_run_that_cannot_write_its_log_keeps_its_segment_and_the_log_gets_every_event_later(tmp_path, reference,
+                                                                                               kind):
     log, preexec, why = damage(tmp_path, kind)
     before = sha256(log) if log.is_file() else None
-    result = run_wordcount(tmp_path, log, preexec_fn=preexec)
+    # a short run tells what it can without DuckDB (a truncation needs it: a run writing its log sees it)
+    defer = ["--set", "eventlog.defer=0"] if kind == "truncated file" else []
+    result = rill(tmp_path, "run", "--clock", "simulated", "--quiet", "--set", f"eventlog.path={log}", *defer,
+                  WORDCOUNT, preexec_fn=preexec)
     assert result.returncode == 0, result.stderr
     spool = only_spool(log)
     run_id = spool.name.split("-")[0]
     where = 1 if kind == "unwritable directory" else 0  # next to the log, else under RILL_HOME
-    assert spool.parent == spool_dirs(log)[where]
-    assert result.stderr == NOTICE.format(run=run_id, log=log, why=why, n=len(reference), spool=spool)
+    assert spool.parent == spool_dirs(log)[where] and spool.name.endswith(".rillspool")  # announced
+    notice = NOTICE.format(run=run_id, log=log, why=why, n=len(reference), spool=spool)
+    if kind == "truncated file":
+        head, tail = notice.split(why)
+        assert result.stderr.startswith(head + why) and result.stderr.endswith(tail)
+    else:
+        assert result.stderr == notice
     if kind == "unwritable directory":  # readers say what waits, and why
         listed = rill(tmp_path, "runs", "--set", f"eventlog.path={log}", preexec_fn=preexec)
         assert (listed.returncode, listed.stdout) == (0, f"no runs recorded yet ({log})\n")
@@ -162,13 +149,17 @@ def test_a_run_that_cannot_write_its_log_spools_and_the_log_gets_every_event_lat
         assert refused.returncode == 1 and refused.stderr.startswith(f"rill: error: event log {log} is damaged (")
         assert sha256(log) == before and spool.exists()  # recovery waits for a healthy log
 
-    repair(tmp_path, kind, log)
+    repair(tmp_path, kind, log, reference)
     recovered = rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}")
-    assert (recovered.returncode, recovered.stderr) == (0, "")
-    assert recovered.stdout == (
-        f"ingested run {run_id} (WordCount, finished): {len(reference):,} events from {spool}\n"
-        f"recovered 1 run(s), {len(reference):,} events, into {log}\n"
-    )
+    if kind == "truncated file":  # rebuilt with every run its segments hold, this one included
+        assert (recovered.returncode, recovered.stderr) == (0, "")
+        assert recovered.stdout == f"nothing to recover: no spooled runs wait for {log}\n"
+    else:
+        assert (recovered.returncode, recovered.stderr) == (0, "")
+        assert recovered.stdout == (
+            f"ingested run {run_id} (WordCount, finished): {len(reference):,} events from {spool}\n"
+            f"recovered 1 run(s), {len(reference):,} events, into {log}\n"
+        )
     assert not spool.exists()
     assert events_of(log)[run_id] == ("finished", len(reference), reference)
     again = rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}")
@@ -195,10 +186,11 @@ def test_a_spool_ingested_again_after_a_crash_before_its_removal_changes_nothing
     log.write_bytes(b"")
     assert run_wordcount(tmp_path, log).returncode == 0
     spool = only_spool(log)
-    kept = spool.read_bytes()
+    saved = spool.read_bytes()
     log.unlink()
     assert rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}").returncode == 0
-    spool.write_bytes(kept)  # as if the recovery had died between its commit and the removal
+    assert [path.name for path in kept_segments(log)] == [spool.name]  # kept for eventlog.retention
+    spool.write_bytes(saved)  # as if the recovery had died between its commit and the move
     again = rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}")
     run_id = spool.name.split("-")[0]
     assert again.stdout.splitlines() == [
@@ -245,15 +237,15 @@ def run_id_of(log: Path, name: str) -> str:
         return con.execute("SELECT run_id FROM runs WHERE job_name = ?", [name]).fetchone()[0]
 
 
-def test_a_log_held_by_a_long_writer_is_waited_for_boundedly_then_the_run_spools(tmp_path):
+def test_a_run_never_waits_for_a_log_another_process_holds_its_segment_keeps_the_events(tmp_path):
     log = tmp_path / "log.duckdb"
     holder = LongWriter(log).hold()
     child = start_child(log, "blocked", 5_000, "100 ms", "200 ms")
     _, err = child.communicate(timeout=120)
-    assert child.returncode == 0, err
+    assert (child.returncode, err) == (0, "")  # a busy log is no news: the run's segment keeps its events
     spool = only_spool(log)
     run_id = spool.name.split("-")[0]
-    assert err == NOTICE.format(run=run_id, log=log, why="another process holds it", n=5_002, spool=spool)
+    assert spool.name.endswith(".rillseg")
     holder.release()
     recovered = rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}")
     assert recovered.stdout.splitlines() == [
@@ -263,45 +255,42 @@ def test_a_log_held_by_a_long_writer_is_waited_for_boundedly_then_the_run_spools
     assert log_counts(log, run_id) == ("finished", 5_002, 5_002, 0, 5_001)
 
 
-def test_a_run_switching_from_the_log_to_the_spool_mid_run_loses_nothing(tmp_path):
+def test_a_run_whose_log_becomes_busy_mid_run_loses_nothing(tmp_path):
     log = tmp_path / "log.duckdb"
     holder = LongWriter(log)
     child = start_child(log, "switched", 100_000, "100 ms", "200 ms")  # its first batch is in the log
     holder.hold()
     _, err = child.communicate(timeout=120)
-    assert child.returncode == 0, err
+    assert (child.returncode, err) == (0, "")
     spool = only_spool(log)
-    run_id, first = spool.name.split("-")[0], int(spool.name.split("-")[1].split(".")[0])
-    assert 0 < first < 100_001
-    assert err == NOTICE.format(run=run_id, log=log, why="another process holds it", n=100_002 - first,
-                                spool=spool).replace("since seq 0", f"since seq {first}")
+    run_id = spool.name.split("-")[0]
     holder.release()
-    assert log_counts(log, run_id) == ("finished", 100_002, 100_002, 0, 100_001)  # the reader ingested the spool
+    assert log_counts(log, run_id) == ("finished", 100_002, 100_002, 0, 100_001)  # the reader ingested the rest
     assert not spool.exists()
 
 
-def test_a_spooling_run_goes_back_to_its_log_once_it_can_write_it_again(tmp_path):
+def test_a_run_goes_on_storing_its_log_once_it_can_write_it_again(tmp_path):
     log = tmp_path / "log.duckdb"
     holder = LongWriter(log)
     child = start_child(log, "back", 200_000, "100 ms", "200 ms")
     holder.hold()
-    spool_dir = spool_dirs(log)[0]
-    deadline = time.monotonic() + 60
-    while not (spool_dir.exists() and any(spool_dir.iterdir())):
-        assert child.poll() is None and time.monotonic() < deadline, "the run never spooled"
-        time.sleep(0.01)
+    flushed = 0
+    for line in child.stdout:  # a few flushes while the log is held: their batches stay in the segment
+        flushed += line.startswith("flushed")
+        if flushed == 3:
+            break
     holder.release()  # while the run still goes
     _, err = child.communicate(timeout=120)
     assert (child.returncode, err) == (0, "")
-    assert list(spool_dir.iterdir()) == []  # it ingested its own spool
+    assert pending_spools(log) == [] and len(kept_segments(log)) == 1  # it stored its own segment
     run_id = run_id_of(log, "back")
     assert log_counts(log, run_id) == ("finished", 200_002, 200_002, 0, 200_001)
 
 
 def spool_in_frames(session_factory, log: Path, batches: int) -> tuple[str, Path, list[int]]:
-    """A run (in this process) that could not write ``log``: run_started and ten events per
-    flush, so its spool has one frame per batch. Returns the run id, the spool and where each
-    frame starts."""
+    """A run (in this process) that could not write ``log``: run_started, then ten events per
+    flush, so its segment has one frame per batch. Returns the run id, the segment and where
+    each frame starts."""
     session = session_factory(f"eventlog.path={log}", "rill.clock=simulated")
     run = session.new_run("frames")
     run.start()
@@ -324,7 +313,7 @@ def test_a_torn_last_frame_is_left_out_of_the_ingest(cli, session_factory, tmp_p
     log = tmp_path / "log.duckdb"
     log.mkdir()
     run_id, spool, starts = spool_in_frames(session_factory, log, 3)
-    assert len(starts) == 6  # opened, three batches, run_finished's batch, closed
+    assert len(starts) == 7  # opened, run_started, three batches, run_finished's batch, closed
     with open(spool, "r+b") as file:
         file.truncate(starts[-1] + 5)  # a crash while the last frame was written
     log.rmdir()
@@ -343,7 +332,7 @@ def test_a_corrupt_frame_stops_the_ingest_there_and_the_spool_is_kept(cli, sessi
     log.mkdir()
     run_id, spool, starts = spool_in_frames(session_factory, log, 3)
     with open(spool, "r+b") as file:
-        file.seek(starts[3] + 20)
+        file.seek(starts[4] + 20)
         file.write(b"\xff\xfe")  # damage inside the third batch
     log.rmdir()
     code, out, err = cli("log", "recover", "--set", f"eventlog.path={log}")
@@ -351,7 +340,7 @@ def test_a_corrupt_frame_stops_the_ingest_there_and_the_spool_is_kept(cli, sessi
     kept = spool.with_name(spool.name + ".unreadable")
     assert out.splitlines() == [
         f"ingested run {run_id} (frames, running): 21 events from {spool}",
-        f"left {spool}: ingested up to where the frame at byte {starts[3]} fails its checksum (kept as {kept.name})",
+        f"left {spool}: ingested up to where the frame at byte {starts[4]} fails its checksum (kept as {kept.name})",
         f"recovered 1 run(s), 21 events, into {log}",
     ]
     assert kept.exists() and not spool.exists()

@@ -78,11 +78,17 @@ def _debug(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("RILL_DEBUG", "") not in ("", "0")
 
 
-def _report_event_log_errors() -> None:
-    """What went wrong delivering this command's events (storing what was put off is left to
-    readers, or to a background process when the process exits)."""
-    for run_id, error in drain_buses(settle=False):
-        click.echo(f"rill: warning: run {run_id}: event log observer failed: {error}", err=True)
+def _report_event_log_errors() -> bool:
+    """Say what went wrong keeping this command's events, one line each (storing what was put
+    off is left to the next reader); True if anything did."""
+    errors = drain_buses(settle=False)
+    for run_id, error in errors:
+        if isinstance(error, RillError):
+            click.echo(f"rill: error: {error}", err=True)
+        else:
+            click.echo(f"rill: error: run {run_id}: an event observer failed: {type(error).__name__}: {error}",
+                       err=True)
+    return bool(errors)
 
 
 def usage_error_line(exc: click.UsageError) -> str:
@@ -97,11 +103,12 @@ def usage_error_line(exc: click.UsageError) -> str:
 
 def main(argv: list[str] | None = None) -> Any:
     argv = sys.argv[1:] if argv is None else list(argv)
+    events_failed = False
     try:
         try:
             cli.main(args=argv, prog_name="rill", standalone_mode=False)
         finally:
-            _report_event_log_errors()
+            events_failed = _report_event_log_errors()
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:
@@ -133,7 +140,7 @@ def main(argv: list[str] | None = None) -> Any:
             err=True,
         )
         sys.exit(1)
-    sys.exit(0)
+    sys.exit(1 if events_failed else 0)
 
 
 def console_main() -> None:

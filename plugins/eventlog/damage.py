@@ -1,9 +1,10 @@
-"""Telling a damaged event log from one that is only busy or out of reach.
+"""Telling a damaged event log from one that is only busy or cannot be written.
 
 A damaged log (not a DuckDB file, empty, a directory, truncated, corrupt blocks) is one error
 whatever the damage, naming the file and the way out; rill never writes to it. A log locked
-by another process, or in a directory rill may not write, is not damaged: runs spool their
-events until it can be written again.
+by another process is busy; one that is intact but cannot be written (its file or directory
+read-only, immutable, on a read-only or full file system) is unwritable and is read as it is.
+Neither is damaged: runs keep their events in their segments until it can be written again.
 """
 
 from __future__ import annotations
@@ -39,20 +40,80 @@ class LogDamaged(EventLogError):
 
 
 class LogLocked(EventLogError):
-    """Another process holds the event log longer than ``eventlog.lock-timeout``."""
+    """Another process holds the event log longer than a writer waits for it."""
+
+
+class LogUnwritable(EventLogError):
+    """The event log is intact but cannot be written here: readers read it as it is."""
+
+    def __init__(self, path: str | os.PathLike, detail: str) -> None:
+        self.path = Path(path)
+        self.detail = detail
+        super().__init__(f"event log {path} cannot be written ({detail})")
 
 
 def _first_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def reason(exc: BaseException) -> str:
-    """Why the log could not be written, in a few words."""
+    """Why the log could not be written, in a few words (never none)."""
     if isinstance(exc, LogDamaged):
         return f"it is damaged: {exc.detail}"
     if isinstance(exc, LogLocked):
         return "another process holds it"
+    if isinstance(exc, LogUnwritable):
+        return exc.detail
     return _first_line(exc)
+
+
+def _os_reason(message: str) -> str:
+    """The operating system's words at the end of DuckDB's message about a file, if any."""
+    found = re.search(r'"[^"]*":\s*(.+)$', message)
+    return found[1] if found else message
+
+
+def probe(path: Path) -> str:
+    """Why the log at ``path`` cannot be written, as far as can be told without opening it
+    with DuckDB ("" if nothing is wrong that way): it is a directory, empty, not a DuckDB
+    file, its metadata lies past its end, or it (or its lock files) cannot be opened for
+    writing. Nothing is written."""
+    for lock in (path.with_name(path.name + ".queue"), path.with_name(path.name + ".lock")):
+        try:
+            os.close(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644))
+        except OSError as exc:
+            return f"cannot create {lock} ({exc.strerror or exc})"
+    if path.is_dir():
+        return "it is damaged: a directory, not a DuckDB file"
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"cannot open it for writing: {exc.strerror or exc}"
+    try:
+        size = os.fstat(fd).st_size
+        headers = os.pread(fd, HEADER_BYTES, 0)
+    finally:
+        os.close(fd)
+    if size == 0:
+        return "it is damaged: an empty file (0 bytes), not a DuckDB file"
+    if len(headers) < HEADER_BYTES or headers[8:12] != b"DUCK":
+        return "it is damaged: not a DuckDB file"
+    needed = _blocks_needed(headers)
+    if needed > size:
+        return f"it is damaged: truncated: {size:,} bytes, its blocks need {needed:,}"
+    return ""
+
+
+def _blocks_needed(headers: bytes) -> int:
+    """The bytes the current database header's metadata and free list need (their blocks)."""
+    current = max((struct.unpack_from("<6Q", headers, offset) for offset in (4096, 8192)), key=lambda h: h[1])
+    _, _, meta, free, _, block_size = current
+    blocks = [pointer & ((1 << 56) - 1) for pointer in (meta, free) if pointer != (1 << 64) - 1]
+    return HEADER_BYTES + (max(blocks) + 1) * block_size if blocks and block_size else 0
 
 
 def describe(message: str) -> str:
@@ -83,11 +144,14 @@ def damage_in(exc: BaseException) -> str | None:
     return None
 
 
-def open_error(path: Path, exc: BaseException) -> EventLogError:
-    """The error for a log DuckDB could not attach."""
+def open_error(path: Path, exc: BaseException, readable: bool = False) -> EventLogError:
+    """The error for a log DuckDB could not attach (``readable``: it could attach it read-only,
+    so the log is intact but cannot be written)."""
     message = _first_line(exc)
     if any(marker in message for marker in _LOCKED):
         return LogLocked(f"event log {path} is in use by another process: {message}")
+    if readable:
+        return LogUnwritable(path, f"cannot open it for writing: {_os_reason(message)}")
     if path.is_dir():
         return LogDamaged(path, "a directory, not a DuckDB file")
     if path.is_file() and path.stat().st_size == 0:
@@ -115,8 +179,9 @@ def _truncated_metadata(path: Path, message: str) -> str | None:
 
 
 def check_complete(con: Any, catalog: str, path: Path) -> None:
-    """Raise :class:`LogDamaged` if the file is shorter than the blocks its metadata uses
-    (a truncated log DuckDB would still open, and fill with new blocks on the next write)."""
+    """Raise :class:`LogDamaged` if the file is shorter than the blocks its metadata, its
+    tables and its free list use (a truncated log DuckDB would still open, and fill with new
+    blocks on the next write)."""
     block_size = con.execute(
         "SELECT block_size FROM pragma_database_size() WHERE database_name = ?", [catalog]
     ).fetchone()[0]
@@ -131,6 +196,10 @@ def check_complete(con: Any, catalog: str, path: Path) -> None:
         ).fetchone()[0]
         highest = max(highest, -1 if used is None else used)
     needed = HEADER_BYTES + (highest + 1) * block_size
+    with open(path, "rb") as stream:
+        headers = stream.read(HEADER_BYTES)
+    if len(headers) == HEADER_BYTES:
+        needed = max(needed, _blocks_needed(headers))  # the free list, too
     size = path.stat().st_size
     if size < needed:
         raise LogDamaged(path, f"truncated: {size:,} bytes, its blocks need {needed:,}")

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 from kernel.eventtables import SCHEMA, TABLE_PREFIX
 from plugins.eventlog.damage import LogDamaged, check_complete, damage_in
 from plugins.eventlog.migrations import migrate, refresh_events_view
+from plugins.eventlog.rebuild import SegmentRun, write_runs
 
 ROW_GROUP = 122_880
 VECTOR = 2_048
@@ -201,52 +202,52 @@ def scan_log(con: Any, catalog: str, path: Path) -> LogScan:
     return LogScan(path, tables, runs, notes, unlisted)
 
 
-@dataclass
-class Salvage:
-    copied: list[RunState]
-    left: list[RunState]
-
-
-def salvage(con: Any, catalog: str, scan: LogScan, out: Path) -> Salvage:
-    """Copy the intact runs of the log attached as ``catalog`` into the new DuckDB file ``out``
-    (its ``runs`` row and its rows of every event table, read from readable ranges only)."""
-    keep = [run.run_id for run in scan.intact]
+def salvage(con: Any, catalog: str, scan: LogScan | None, out: Path, keep: list[str],
+            from_segments: list[SegmentRun]) -> None:
+    """Write the new DuckDB file ``out``: the runs ``keep`` of the log attached as ``catalog``
+    (``scan`` found them intact; their ``runs`` row and their rows of every event table, read
+    from readable ranges only), then the runs ``from_segments`` as their segments hold them."""
     target = "rill_salvage"
     con.execute(f"ATTACH '{str(out).replace(chr(39), chr(39) * 2)}' AS {target}")
     try:
         con.execute(f"USE {target}")
         migrate(con, str(out))
-        con.execute("CREATE TEMP TABLE rill_keep (run_id VARCHAR)")
-        if keep:
-            con.executemany("INSERT INTO rill_keep VALUES (?)", [[run_id] for run_id in keep])
-        specs = _event_tables(con, catalog)
-        stored: dict[str, dict[str, str]] = {}
-        con.execute("BEGIN TRANSACTION")
-        for name, table in scan.tables.items():
-            if name != "runs":
-                columns = _columns(con, catalog, name)
-                ddl = ", ".join(f'"{column}" {sql_type}' for column, sql_type in columns)
-                con.execute(f"CREATE TABLE {SCHEMA}.{name} ({ddl})")
-                tag = name[len(TABLE_PREFIX):]
-                wanted = {column: sql_type for column, sql_type in columns if column != "run_id"}
-                con.execute(
-                    f"INSERT INTO {SCHEMA}.event_tables VALUES (?, ?, ?, ?)",
-                    [tag, name, specs.get(tag, ""), json.dumps(wanted)],
-                )
-                stored[tag] = wanted
-            for start, stop in table.good:
-                con.execute(
-                    f"""INSERT INTO {SCHEMA}.{name} BY NAME SELECT * FROM {catalog}.{SCHEMA}.{name}
-                        WHERE rowid >= ? AND rowid < ? AND run_id IN (SELECT run_id FROM rill_keep)""",
-                    [start, stop],
-                )
-        if stored:
-            refresh_events_view(con, stored)
-        con.execute("COMMIT")
+        if scan is not None:
+            _copy(con, catalog, scan, keep)
+        write_runs(con, from_segments)
     finally:
-        con.execute(f"USE {catalog}")
+        con.execute("USE memory")
         con.execute(f"DETACH {target}")
-    return Salvage(scan.intact, [run for run in scan.runs if not run.intact])
+
+
+def _copy(con: Any, catalog: str, scan: LogScan, keep: list[str]) -> None:
+    con.execute("CREATE TEMP TABLE rill_keep (run_id VARCHAR)")
+    if keep:
+        con.executemany("INSERT INTO rill_keep VALUES (?)", [[run_id] for run_id in keep])
+    specs = _event_tables(con, catalog)
+    stored: dict[str, dict[str, str]] = {}
+    con.execute("BEGIN TRANSACTION")
+    for name, table in scan.tables.items():
+        if name != "runs":
+            columns = _columns(con, catalog, name)
+            ddl = ", ".join(f'"{column}" {sql_type}' for column, sql_type in columns)
+            con.execute(f"CREATE TABLE {SCHEMA}.{name} ({ddl})")
+            tag = name[len(TABLE_PREFIX):]
+            wanted = {column: sql_type for column, sql_type in columns if column != "run_id"}
+            con.execute(
+                f"INSERT INTO {SCHEMA}.event_tables VALUES (?, ?, ?, ?)",
+                [tag, name, specs.get(tag, ""), json.dumps(wanted)],
+            )
+            stored[tag] = wanted
+        for start, stop in table.good:
+            con.execute(
+                f"""INSERT INTO {SCHEMA}.{name} BY NAME SELECT * FROM {catalog}.{SCHEMA}.{name}
+                    WHERE rowid >= ? AND rowid < ? AND run_id IN (SELECT run_id FROM rill_keep)""",
+                [start, stop],
+            )
+    if stored:
+        refresh_events_view(con, stored)
+    con.execute("COMMIT")
 
 
 def _columns(con: Any, catalog: str, table: str) -> list[tuple[str, str]]:

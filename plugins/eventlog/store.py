@@ -9,10 +9,12 @@ A run whose process died without ending it (SIGKILL, power cut) is found by the 
 reader or writer — its status is ``running`` but its process is gone — and marked
 ``crashed``; everything flushed before the crash stays.
 
-A run's writer waits for the file at most ``eventlog.lock-timeout``, then spools (see
-:mod:`plugins.eventlog.spool`); a command waits at most a minute, then reports the log busy.
-Before reading, pending spools of the log are ingested (:meth:`EventStore.recover`). A damaged
-log (:mod:`plugins.eventlog.damage`) is never written to.
+Every run writes its events to its segments first (:mod:`plugins.eventlog.spool`); its writer
+waits for the file at most a flush interval, and what it could not store waits in its
+segments. A command waits at most a minute, then reports the log busy. Before reading, the
+log's segments that are ready are ingested (:meth:`EventStore.recover`). A damaged log
+(:mod:`plugins.eventlog.damage`) is never written to; an intact one that cannot be written is
+read as it is.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 from kernel.errors import EventLogError
 from kernel.eventbus import drain_buses
 from kernel.eventtables import SCHEMA
-from plugins.eventlog.damage import LogDamaged, LogLocked, check_complete, damage_in, open_error
+from plugins.eventlog.damage import LogDamaged, LogLocked, check_complete, damage_in, open_error, reason
 from plugins.eventlog.locking import log_lock
 from plugins.eventlog.migrations import LATEST, check_version, migrate, schema_version
-from plugins.eventlog.spool import pending_spools
+from plugins.eventlog.spool import kept_segments, ready_spools
 
 if TYPE_CHECKING:
     from plugins.eventlog.ingest import Recovery
@@ -83,20 +85,28 @@ def _check_complete(con: Any, path: Path) -> None:
 
 
 class EventStore:
-    def __init__(self, path: str | os.PathLike, lock_timeout: float = 5.0) -> None:
+    def __init__(self, path: str | os.PathLike, lock_timeout: float = 5.0, retention: float = 7 * 86_400.0) -> None:
         self.path = Path(path)
-        #: seconds a run's writer waits for the file before it spools
+        #: seconds an explicit flush waits for a busy log (a batch no segment could take, too)
         self.lock_timeout = lock_timeout
-        #: a recovery before reading failed (the spools wait): not tried again by this store
+        #: seconds an ingested segment is kept (``eventlog.retention``)
+        self.retention = retention
+        #: a recovery before reading failed (the segments wait): not tried again by this store
         self._recovery_failed = False
 
     def exists(self) -> bool:
-        """Whether the log exists, once this process's runs are stored and pending spools
-        ingested (which may create it)."""
+        """Whether the log exists, once this process's runs are stored and the segments that
+        are ready ingested (which may create it)."""
         drain_buses()
-        if not self._recovery_failed and pending_spools(self.path):
+        if not self._recovery_failed and ready_spools(self.path):
             self._recover_pending()
-        return self.path.exists()
+        if self.path.exists():
+            return True
+        kept = {path.name.split("-", 1)[0] for path in kept_segments(self.path)}
+        if kept:
+            print(f"rill: warning: no event log at {self.path}, but {len(kept)} run(s) recorded there are in its kept "
+                  "segments: `rill log rebuild` writes them into it", file=sys.stderr)
+        return False
 
     @contextmanager
     def _locked(self, exclusive: bool, timeout: float = COMMAND_WAIT) -> Iterator[None]:
@@ -114,9 +124,28 @@ class EventStore:
             con.execute(f"ATTACH '{path}' AS {CATALOG}{' (READ_ONLY)' if read_only else ''}")
         except duckdb.Error as exc:
             con.close()
-            raise open_error(self.path, exc) from None
+            raise open_error(self.path, exc, readable=not read_only and self._readable()) from None
         con.execute(f"USE {CATALOG}")
         return con
+
+    def _readable(self) -> bool:
+        """Whether the log can be attached read-only and is complete (then a failed read-write
+        attach means it cannot be written, not that it is damaged)."""
+        import duckdb
+
+        if not self.path.is_file():
+            return False
+        try:
+            probe = self._connect(read_only=True)
+        except EventLogError:
+            return False
+        try:
+            check_complete(probe, CATALOG, self.path)
+        except (EventLogError, duckdb.Error):
+            return False
+        finally:
+            probe.close()
+        return True
 
     def _attach_writable(self, timeout: float) -> Any:
         """A read-write connection, waiting up to ``timeout`` for another process holding
@@ -185,15 +214,16 @@ class EventStore:
         _COMPLETE[str(self.path.resolve())] = _file_state(self.path)  # as this write left it
 
     def recover(self) -> Recovery:
-        """Ingest the log's pending spools (see :mod:`plugins.eventlog.ingest`)."""
+        """Ingest the log's segments that are ready (see :mod:`plugins.eventlog.ingest`)."""
         from plugins.eventlog.ingest import ingest_pending
 
         with self.write(COMMAND_WAIT) as con:
-            return ingest_pending(con, self.path)
+            return ingest_pending(con, self.path, self.retention)
 
     def _recover_pending(self) -> None:
-        """Ingest pending spools before reading, saying so on stderr. A damaged log is
-        reported as such; a log that cannot be written now keeps them waiting."""
+        """Ingest the segments that are ready before reading, saying so on stderr when they
+        are news. A damaged log is reported as such; a log that cannot be written now keeps
+        them waiting (and is read as it is)."""
         from plugins.eventlog.ingest import announce_ingested
 
         try:
@@ -202,13 +232,16 @@ class EventStore:
             raise
         except EventLogError as exc:
             self._recovery_failed = True
-            waiting = len(pending_spools(self.path))
-            print(f"rill: warning: {waiting} spooled run(s) wait to be ingested: {exc}", file=sys.stderr)
+            print(f"rill: warning: {len(ready_spools(self.path))} spooled run(s) wait to be ingested: "
+                  f"{reason(exc)}", file=sys.stderr)
             return
         announce_ingested(recovery)
-        for problem in recovery.left:
-            if "still writing" not in problem:
-                print(f"rill: warning: spool {problem}", file=sys.stderr)
+        for problem in recovery.problems:
+            print(f"rill: warning: segment {problem}", file=sys.stderr)
+        if recovery.failure:
+            self._recovery_failed = True
+            print(f"rill: warning: {len(ready_spools(self.path))} spooled run(s) wait to be ingested: "
+                  f"{recovery.failure}", file=sys.stderr)
 
     @contextmanager
     def read(self) -> Iterator[Any]:
