@@ -14,6 +14,7 @@ from kernel.checkpointing.recovery import StateRecoveryOptions
 from kernel.config import Section
 from kernel.configtypes import DurationMs
 from kernel.pythonenv.options import PythonOptions
+from kernel.sqlbounds import SqlOptions
 
 
 class RillOptions(Section):
@@ -112,4 +113,4 @@ class WorkerOptions(Section):
 
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
                                               CheckpointingOptions, StateRecoveryOptions, WorkerOptions,
-                                              PythonOptions)
+                                              PythonOptions, SqlOptions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kernel.cli.common import config_options, open_session
-from replay.commands.sql import render
+from replay.sqlresult import render
 from replay.sql import run_query
 from replay.store import event_store
 
