@@ -58,6 +58,9 @@ class SqlOptions(Section):
     def check(self) -> None:
         if self.memory_limit is not None and self.memory_limit < MIN_MEMORY:
             raise ValueError(f"sql.memory-limit must be at least {size(MIN_MEMORY)}")
+        if self.memory_limit is not None and self.memory_limit > machine_memory():
+            raise ValueError(f"sql.memory-limit ({size(self.memory_limit)}) is more than this machine's memory "
+                             f"({size(machine_memory())})")
 
     def memory_bytes(self) -> int:
         """The memory limit in effect."""

@@ -38,6 +38,9 @@ def sql_command(ctx: click.Context, query: str, fmt: str, output: str | None, en
     from kernel.sqlbounds import SqlOptions
     from replay.store import open_store
 
+    for option, given in (("--parquet", parquet), ("--checkpoint", checkpoint), ("--output", output)):
+        if given == "":
+            raise UsageError(f"{option}: give a path")
     if checkpoint is not None and (parquet is not None or engine != "duckdb"):
         raise UsageError("--checkpoint reads one checkpoint with DuckDB: give neither --parquet nor another --engine")
     if output is not None:
