@@ -123,7 +123,7 @@ def _answer(spark: Any, request: SqlQuery) -> None:
         elif local_path(exported) is not None:
             request.export_files(local_path(exported))  # every file checked before Spark lists or reads any
         root = _qualified(sandbox.session, exported)
-        prefix = _run_prefix(sandbox.session, root, exported)
+        prefix = _run_prefix(sandbox.session, _literal(root), exported)
         if local_path(exported) is None:
             _check_listing(sandbox.session, prefix)
         with _database(sandbox.session, os.path.join(scratch, "catalog")):
@@ -161,6 +161,12 @@ def _qualified(spark: Any, directory: str) -> str:
     return str(path.getFileSystem(spark._jsc.hadoopConfiguration()).makeQualified(path).toString()).rstrip("/")
 
 
+def _literal(path: str) -> str:
+    """``path`` as a Hadoop glob pattern matching only itself: a directory named ``exp*`` or
+    ``runs[1]`` is that directory, not its siblings ``export`` or ``runs1``."""
+    return re.sub(r"([\\{}\[\]*?])", r"\\\1", path)
+
+
 def _glob(spark: Any, pattern: str) -> list[str]:
     jvm = spark._jvm
     path = jvm.org.apache.hadoop.fs.Path(pattern)
@@ -169,7 +175,8 @@ def _glob(spark: Any, pattern: str) -> list[str]:
 
 
 def _run_prefix(spark: Any, root: str, directory: str) -> str:
-    """The glob prefix of the runs in an export (``root/*``, or ``root`` for one run)."""
+    """The glob prefix of the runs in an export (``root/*``, or ``root`` for one run; ``root`` a
+    pattern, :func:`_literal`)."""
     prefix = root if _glob(spark, f"{root}/run.parquet") else f"{root}/*"
     if not _glob(spark, f"{prefix}/run.parquet"):
         raise UsageError(f"{directory!r} holds no exported run (no run.parquet; write one with "
