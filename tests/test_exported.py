@@ -107,7 +107,8 @@ def _a_truncated_event_file(export, run, outside):
 
 def _another_tables_columns(export, run, outside):
     shutil.copy(run / "events" / "run_started.parquet", run / "run.parquet")
-    return run / "run.parquet", "{file}: not a file `rill export` wrote for runs: it has no column status, config, plugins, "
+    return run / "run.parquet", ("{file}: not a file `rill export` wrote for runs: it has no column status, config, "
+                                 "plugins, ")
 
 
 def _no_event_columns(export, run, outside):
@@ -125,7 +126,8 @@ def _a_column_of_another_type(export, run, outside):
     table = pq.read_table(run / "run.parquet")
     index = table.schema.get_field_index("status")
     pq.write_table(table.set_column(index, "status", [[3] * table.num_rows]), run / "run.parquet")
-    return run / "run.parquet", "{file}: not a file `rill export` wrote for runs: its column status holds int64, not text"
+    return run / "run.parquet", ("{file}: not a file `rill export` wrote for runs: its column status holds int64, "
+                                 "not text")
 
 
 TAMPERINGS = [_link_a_run_file, _link_an_event_file, _link_a_run, _link_the_events, _a_fifo, _a_foreign_directory,
