@@ -293,3 +293,24 @@ def test_the_bounds_are_python_s_too(tmp_path):
     time.sleep(0.1)
     with pytest.raises(BoundExceeded, match="sql.timeout"):
         bounds.check()
+
+
+def test_a_jvm_whose_gateway_went_away_is_waited_for_to_tell_why():
+    """Py4J loses its connection to a JVM dying of lack of memory before the process has exited:
+    its exit code (Spark's 52) is waited for, so the query's error is the memory bound."""
+    import sys
+
+    from py4j.protocol import Py4JNetworkError
+
+    from plugins.spark.sql import OOM_EXIT, _exit_code, _gateway_lost
+
+    dying = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(1); raise SystemExit({OOM_EXIT})"])
+    try:
+        try:
+            raise RuntimeError("java.lang.OutOfMemoryError: Java heap space")
+        except RuntimeError:
+            raise Py4JNetworkError("Error while sending or receiving")
+    except Py4JNetworkError as lost:
+        assert _gateway_lost(lost) and dying.poll() is None
+        assert _exit_code(dying) == OOM_EXIT
+    assert not _gateway_lost(ValueError("[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'"))

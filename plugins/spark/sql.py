@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import subprocess
 import tempfile
 import uuid
 from contextlib import contextmanager
@@ -34,6 +35,8 @@ SPARK_TYPES = {"BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "VARCHAR": "STRING", "BOO
 MIN_DRIVER_MEMORY = 512 << 20
 #: the exit code of a Spark JVM that ran out of memory (Spark's SparkExitCode.OOM)
 OOM_EXIT = 52
+#: how long a JVM whose gateway went away is given to end (and tell why) before it is killed
+JVM_EXIT_WAIT_S = 10.0
 
 
 class SparkSqlEngine:
@@ -55,8 +58,46 @@ class SparkSqlEngine:
             try:
                 _bounded(spark, request, jvm)
             finally:
-                if created and (jvm is None or jvm.poll() is None):
-                    spark.stop()
+                if created:
+                    _stop(spark, jvm)
+
+
+def _stop(spark: Any, jvm: Any) -> None:
+    """Stop the Spark session rill started for the query; its JVM, when it has ended or no longer
+    answers (killed when the time was up, out of memory), is killed and waited for instead."""
+    if jvm is None:
+        spark.stop()
+        return
+    if jvm.poll() is None:
+        try:
+            spark.stop()
+            return
+        except Exception as exc:
+            if not _gateway_lost(exc):
+                raise
+    jvm.kill()
+    jvm.wait()
+
+
+def _gateway_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised in handling) is Py4J losing its connection to the JVM."""
+    from py4j.protocol import Py4JNetworkError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (Py4JNetworkError, ConnectionError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _exit_code(jvm: Any) -> int | None:
+    """The exit code of a JVM whose gateway went away, once it has ended (None: still running
+    after :data:`JVM_EXIT_WAIT_S`)."""
+    try:
+        return jvm.wait(timeout=JVM_EXIT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 @contextmanager
@@ -86,7 +127,9 @@ def _bounded(spark: Any, request: SqlQuery, jvm: Any) -> None:
     """Answer the query with its Spark jobs tagged and cancelled when the time is up (every job,
     when rill started the JVM ``jvm`` for the query); the work of the driver between jobs (a
     recursive CTE's iterations) cannot be cancelled, so a JVM rill started that has not stopped
-    within the grace period is killed. A JVM that died of lack of memory is the memory bound."""
+    within the grace period is killed. A JVM that died of lack of memory is the memory bound.
+    The job tag is removed afterwards from a session rill did not start (one it started is
+    stopped)."""
     context = spark.sparkContext
     tag = f"rill-sql-{uuid.uuid4().hex}"
     bounds = request.bounds
@@ -97,15 +140,16 @@ def _bounded(spark: Any, request: SqlQuery, jvm: Any) -> None:
         with bounds.watch(stop, last_resort=jvm.kill if jvm is not None else None):
             try:
                 _answer(spark, request)
-            except Exception:
-                code = None if jvm is None else jvm.poll()
+            except Exception as exc:
+                if jvm is None or not _gateway_lost(exc):
+                    raise
+                code = _exit_code(jvm)
                 if code == OOM_EXIT:
                     raise bounds.out_of_memory() from None
-                if code is not None:
-                    raise RillError(f"Spark's JVM ended (exit code {code}) while answering the query") from None
-                raise
+                ended = "stopped answering" if code is None else f"ended (exit code {code})"
+                raise RillError(f"Spark's JVM {ended} while answering the query") from None
     finally:
-        if jvm is None or jvm.poll() is None:
+        if jvm is None:
             context.setInterruptOnCancel(False)
             context.removeJobTag(tag)
 
