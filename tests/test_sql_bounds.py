@@ -133,6 +133,15 @@ def test_a_runaway_query_is_stopped_within_its_bound_while_a_run_records(history
     beside.check_recorded()
 
 
+def test_the_rill_command_writes_every_row_to_output(history, tmp_path):
+    target = tmp_path / "rows.json"
+    done = subprocess.run([*rill_command(), "sql", "--format", "json", "-o", str(target), "--set", "sql.max-rows=2",
+                           "SELECT range AS n FROM range(5)"], capture_output=True, text=True, cwd=history,
+                          env=rill_env(history / ".rill"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{target}: 5 rows (json)\n", "")
+    assert json.loads(target.read_text()) == [{"n": n} for n in range(5)]
+
+
 def test_output_writes_every_row_or_nothing(cli, history, tmp_path):
     log = ("--set", f"eventlog.path={history / '.rill' / 'rill.duckdb'}")
     query = "SELECT range AS n, 'row ' || range AS label FROM range(25)"
