@@ -164,3 +164,30 @@ def test_an_export_as_rill_wrote_it_reads_on_both_engines(cli, exported):
     answers = [cli("sql", "--engine", engine, "--parquet", str(exported), "--format", "csv",
                    "SELECT job_name, seed, status FROM runs") for engine in ENGINES]
     assert answers[0] == answers[1] == (0, "job_name,seed,status\nWordCount,2,finished\n", "")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_file_uri_is_the_local_directory_and_checked_as_such(cli, exported, tmp_path, engine):
+    code, out, err = cli("sql", "--engine", engine, "--parquet", f"file://{exported}", "--format", "csv",
+                         "SELECT seed FROM runs")
+    assert (code, out, err) == (0, "seed\n2\n", "")
+    export, run, outside = tampered(exported, tmp_path)
+    path, problem = _link_an_event_file(export, run, outside)
+    for uri in (f"file:{export}", f"file://localhost{export}"):
+        code, out, err = cli("sql", "--engine", engine, "--parquet", uri, "SELECT count(*) FROM runs")
+        assert (code, out, err) == (2, "", f"rill: error: {path} {problem.format(export=export)}\n"), uri
+
+
+def test_duckdb_reads_no_other_file_system(cli):
+    code, out, err = cli("sql", "--parquet", "hdfs://namenode/exports", "SELECT count(*) FROM runs")
+    assert (code, out, err) == (2, "", "rill: error: --parquet hdfs://namenode/exports: DuckDB reads an export on this "
+                                       "machine (Spark reads other file systems: --engine spark)\n")
+
+
+def test_which_uris_name_this_machine():
+    from kernel.contracts.sql import local_path
+
+    assert [local_path(uri) for uri in ("export", "/data/export", "file:/data/export", "file:///data/export",
+                                        "file://localhost/data/export", "FILE:/x", "file://nn/data/export",
+                                        "hdfs://nn/data/export", "s3a://bucket/export")] == [
+        "export", "/data/export", "/data/export", "/data/export", "/data/export", "/x", None, None, None]
