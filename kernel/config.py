@@ -201,12 +201,15 @@ def load_raw(
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    if config_path is not None and not str(config_path):
+        raise ConfigError("--config: give the path of a TOML file")
     path = config_path or environ.get("RILL_CONFIG")
     if path is None:
         candidate = Path(cwd or os.getcwd()) / DEFAULT_CONFIG_FILE
         path = candidate if candidate.is_file() else None
     elif not Path(path).is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+        what = "is not a regular file" if Path(path).exists() else "does not exist"
+        raise ConfigError(f"config file {str(path)!r} {what}")
     if path is not None:
         import tomllib
 

@@ -25,6 +25,9 @@ _MEMORY_UNITS = {
 }
 _MEMORY_UNIT = {alias: factor for aliases, factor in _MEMORY_UNITS.items() for alias in aliases}
 
+#: the longest duration a key takes: what the kernel clock counts (nanoseconds in 64 bits, 106,751 days)
+MAX_DURATION_MS = ((1 << 63) - 1) // 1_000_000
+
 _AMOUNT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([^\d\s]*)\s*$")
 
 
@@ -45,7 +48,7 @@ def parse_duration_ms(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("expected a duration")
     if isinstance(value, (int, float)):
-        return int(value)
+        return _within_clock(int(value))
     match = _AMOUNT.match(str(value))
     if not match:
         raise ValueError("expected a duration like '10 s'")
@@ -53,7 +56,13 @@ def parse_duration_ms(value: Any) -> int:
     factor = _DURATION_UNIT.get(unit.lower() if unit else "ms")
     if factor is None:
         raise ValueError(f"unknown time unit {unit!r} (use ms, s, min, h, d)")
-    return int(float(number) * factor) // 1_000_000
+    return _within_clock(int(float(number) * factor) // 1_000_000)
+
+
+def _within_clock(ms: int) -> int:
+    if abs(ms) > MAX_DURATION_MS:
+        raise ValueError(f"a duration of at most {MAX_DURATION_MS // 86_400_000} d")
+    return ms
 
 
 def parse_memory_bytes(value: Any) -> int:

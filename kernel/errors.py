@@ -43,3 +43,7 @@ class EventLogError(RillError):
 
 class JobNotRunning(RillError):
     """A request (a savepoint) reached a job that has ended or not started."""
+
+
+class BoundExceeded(RillError):
+    """A ``rill sql`` query hit one of its bounds (time, memory, rows) and was stopped."""

@@ -26,6 +26,7 @@ On the command line a fault is ``KIND:key=value,key=value``, e.g.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import msgspec
@@ -114,7 +115,7 @@ class Slow(_Window, tag="slow", kw_only=True):
 class Raise(Fault, tag="raise", kw_only=True):
     operator: str
     record: Annotated[int, msgspec.Meta(ge=1)] = 1
-    subtask: int | None = None
+    subtask: Annotated[int, msgspec.Meta(ge=0)] | None = None
     times: Annotated[int, msgspec.Meta(ge=1)] = 1
 
     def describe(self) -> str:
@@ -167,7 +168,12 @@ def build_faults(tables: list[Any]) -> list[Fault]:
         except (ValueError, msgspec.ValidationError) as exc:
             detail = str(exc).replace(" - at `$`", "").replace("Object missing required", "missing required")
             detail = detail.replace("Object contains unknown field", "unknown field")
+            detail = re.sub(r"^(.*) - at `\$\.(\w+)`$", r"\2: \1", detail)
             raise ConfigError(f"fault #{index + 1} ({kind}): {detail}") from None
+        negative = [key for key in _DURATIONS if isinstance(values.get(key), int) and values[key] < 0]
+        if negative:
+            raise ConfigError(f"fault #{index + 1} ({kind}): {negative[0]} must not be negative (times are clock "
+                              "time since the run started)")
         if isinstance(fault, _Window) and fault.end <= fault.start:
             raise ConfigError(f"fault #{index + 1} ({kind}): end ({fault.end} ms) must be after start ({fault.start} ms)")
         faults.append(fault)

@@ -461,11 +461,11 @@ def register_sql_engines(register: Callable[[str, SqlEngine], None]) -> None:
     Called: when ``rill sql`` starts, before the query runs.
 
     :param register: call ``register(name, engine)`` with a
-        :class:`~kernel.contracts.sql.SqlEngine`: ``engine.query(request)`` returns
-        ``(columns, rows)`` of one read-only query (a :class:`~kernel.contracts.sql.SqlQuery`)
-        over the event log, or over the Parquet files of ``rill export`` in directory
-        ``request.parquet`` when that is not None, with the tables ``rill.ev_<kind>``,
-        ``rill.runs``, ``rill.events`` and the registered views.
+        :class:`~kernel.contracts.sql.SqlEngine`: ``engine.query(request)`` hands the columns
+        and rows of one read-only query (a :class:`~kernel.contracts.sql.SqlQuery`) to
+        ``request.result``, within ``request.bounds``, over the event log, or over the Parquet
+        files of ``rill export`` in directory ``request.parquet`` when that is not None, with the
+        tables ``rill.ev_<kind>``, ``rill.runs``, ``rill.events`` and the registered views.
     :returns: nothing.
     """
 

@@ -29,7 +29,8 @@ def _where(exc: BaseException, path: str) -> str:
 @contextmanager
 def _script(path: str, arguments: Sequence[str], recorded: bool = False) -> Iterator[str]:
     if not recorded and not os.path.isfile(path):
-        raise JobDefinitionError(f"job file {path!r} does not exist")
+        what = "is not a regular file" if os.path.exists(path) else "does not exist"
+        raise JobDefinitionError(f"job file {path!r} {what}")
     if not path.endswith(".py"):
         raise JobDefinitionError(f"job file {path!r} is not a Python file")
     absolute = os.path.abspath(path)

@@ -15,6 +15,11 @@ from kernel.checkpointing.recovery import StateRecoveryOptions
 from kernel.config import Section
 from kernel.configtypes import DurationMs, MemoryBytes
 from kernel.pythonenv.options import PythonOptions
+from kernel.sqlbounds import SqlOptions
+
+
+#: the seeds a run records (a BIGINT in the event log)
+SEED_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 
 class RillOptions(Section):
@@ -25,7 +30,8 @@ class RillOptions(Section):
         msgspec.Meta(description="realtime: the wall clock; simulated: virtual time jumps to the next timer"),
     ] = msgspec.field(name="rill.clock", default="realtime")
     seed: Annotated[
-        int, msgspec.Meta(description="seed of the kernel's RNG (all runtime randomness)")
+        int, msgspec.Meta(ge=SEED_RANGE[0], le=SEED_RANGE[1], description="seed of the kernel's RNG (all runtime "
+                                                                          "randomness; a 64-bit integer)")
     ] = msgspec.field(name="rill.seed", default=0)
     duration: Annotated[DurationMs, msgspec.Meta(ge=0, description="stop the job after this much clock time (0: run until it ends)")] = (
         msgspec.field(name="rill.duration", default=0)
@@ -36,6 +42,8 @@ class RillOptions(Section):
     ] = msgspec.field(name="rill.stop-with-savepoint", default=None)
 
     def check(self) -> None:
+        if self.stop_with_savepoint == "":
+            raise ValueError("rill.stop-with-savepoint: give a directory")
         if self.stop_with_savepoint is not None and self.duration == 0:
             raise ValueError("rill.stop-with-savepoint stops the job when rill.duration has passed: set rill.duration")
 
@@ -87,16 +95,16 @@ class ExecutionOptions(Section):
     """Flink's ExecutionOptions / PipelineOptions / MetricOptions that a runtime executing a
     streaming job honours (a BATCH backend has no use for them)."""
 
-    buffer_timeout: Annotated[DurationMs, msgspec.Meta(description="flush partially filled buffers this often (0: after every batch)")] = (
+    buffer_timeout: Annotated[DurationMs, msgspec.Meta(ge=0, description="flush partially filled buffers this often (0: after every batch)")] = (
         msgspec.field(name="execution.buffer-timeout.interval", default=100)
     )
     buffer_timeout_enabled: Annotated[bool, msgspec.Meta(description="false: flush only full buffers")] = msgspec.field(
         name="execution.buffer-timeout.enabled", default=True
     )
-    auto_watermark_interval: Annotated[DurationMs, msgspec.Meta(description="periodic watermark interval (0 disables)")] = (
+    auto_watermark_interval: Annotated[DurationMs, msgspec.Meta(ge=0, description="periodic watermark interval (0 disables)")] = (
         msgspec.field(name="pipeline.auto-watermark-interval", default=200)
     )
-    latency_interval: Annotated[DurationMs, msgspec.Meta(description="latency markers from sources this often (0: off)")] = (
+    latency_interval: Annotated[DurationMs, msgspec.Meta(ge=0, description="latency markers from sources this often (0: off)")] = (
         msgspec.field(name="metrics.latency.interval", default=0)
     )
 
@@ -169,4 +177,4 @@ class SecurityOptions(Section):
 
 KERNEL_SECTIONS: tuple[type[Section], ...] = (RillOptions, EventOptions, CoreOptions, ExecutionOptions,
                                               CheckpointingOptions, StateRecoveryOptions, WorkerOptions,
-                                              PythonOptions, SecurityOptions)
+                                              PythonOptions, SecurityOptions, SqlOptions)

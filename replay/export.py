@@ -1,4 +1,5 @@
-"""Recorded runs as Parquet files: what ``rill export`` writes and ``rill sql --parquet`` reads.
+"""Recorded runs as Parquet files: what ``rill export`` writes (and ``rill sql --parquet`` reads,
+:mod:`replay.exported`).
 
 Layout of an export directory (one subdirectory per run)::
 
@@ -11,9 +12,7 @@ A directory holding ``run.parquet`` itself is read as one exported run.
 
 from __future__ import annotations
 
-import glob
 import os
-import re
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kernel.errors import UsageError
@@ -21,8 +20,7 @@ from replay.views import event_tables
 
 if TYPE_CHECKING:
     from kernel.session import Session
-
-KIND = re.compile(r"[a-z0-9_]+")
+    from kernel.sqlbounds import QueryBounds
 
 
 def write_parquet(con: Any, base: str, run_id: str | None, views: Iterable[str] = ()) -> int:
@@ -46,51 +44,26 @@ def write_parquet(con: Any, base: str, run_id: str | None, views: Iterable[str] 
     return files + 1
 
 
-def export_log(session: Session, directory: str) -> None:
+def export_log(session: Session, directory: str, bounds: QueryBounds) -> None:
     """Every recorded run of the session's event log under ``directory``, without the views
-    (what an SQL engine that reads only Parquet reads instead of the log)."""
+    (what an SQL engine that reads only Parquet reads instead of the log), within the bounds of
+    the query it is for."""
+    from replay.sql import bounded, limit_memory
     from replay.store import read_log
 
     with read_log(session) as con:
-        write_parquet(con, directory, None)
+        limit_memory(con, bounds.memory_bytes)
+        with bounded(con, bounds):
+            write_parquet(con, directory, None)
 
 
 def _copy(con: Any, query: str, path: str) -> None:
+    import duckdb
+
     target = path.replace("'", "''")
     try:
         con.execute(f"COPY ({query}) TO '{target}' (FORMAT PARQUET)")
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+        raise
     except Exception as exc:
         raise UsageError(f"cannot write {path}: {str(exc).splitlines()[0]}") from None
-
-
-def run_prefix(directory: str) -> str:
-    """The glob prefix of the runs in an export directory (``DIR/*`` or ``DIR`` for one run)."""
-    escaped = glob.escape(directory)
-    return escaped if os.path.exists(os.path.join(directory, "run.parquet")) else os.path.join(escaped, "*")
-
-
-def exported_tables(directory: str) -> dict[str, list[str]]:
-    """Table name (``runs``, ``ev_<kind>``) -> its Parquet files in a local export, resolved;
-    a file that leads outside the directory (a symbolic link) is refused."""
-    if not os.path.isdir(directory):
-        raise UsageError(f"no directory {directory!r} (write one with `rill export RUN... --parquet DIR`)")
-    root = os.path.realpath(directory)
-    prefix = run_prefix(root)
-    runs = sorted(glob.glob(os.path.join(prefix, "run.parquet")))
-    if not runs:
-        raise UsageError(f"{directory!r} holds no exported run (no run.parquet; write one with "
-                         "`rill export RUN... --parquet DIR`)")
-    tables = {"runs": runs}
-    for path in sorted(glob.glob(os.path.join(prefix, "events", "*.parquet"))):
-        kind = os.path.basename(path)[: -len(".parquet")]
-        if not KIND.fullmatch(kind):
-            raise UsageError(f"{path}: not an event file of `rill export` (names are [a-z0-9_]+.parquet)")
-        tables.setdefault(f"ev_{kind}", []).append(path)
-    return {table: [_inside(root, path) for path in paths] for table, paths in tables.items()}
-
-
-def _inside(root: str, path: str) -> str:
-    real = os.path.realpath(path)
-    if os.path.commonpath([root, real]) != root:
-        raise UsageError(f"{path} leads outside {root} (a symbolic link?); only the export directory is read")
-    return real

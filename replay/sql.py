@@ -1,24 +1,31 @@
 """``rill sql`` on DuckDB: one query over the event log, or over the Parquet files of an
-export, in the sandbox of :mod:`replay.sandbox`. Both expose the same names unqualified and in
-schema ``rill``: ``runs``, ``events``, every ``ev_<kind>`` table, and the views."""
+export, in the sandbox of :mod:`replay.sandbox`, within the query's bounds
+(:mod:`kernel.sqlbounds`: DuckDB's ``memory_limit``, ``interrupt()`` when the time is up, rows
+fetched in chunks until the result writer has enough). Both expose the same names unqualified
+and in schema ``rill``: ``runs``, ``events``, every ``ev_<kind>`` table, and the views."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from kernel.contracts.sql import SqlQuery
+from kernel.contracts.sql import ResultWriter, SqlQuery, local_path
 from kernel.errors import EventLogError, UsageError
 
 if TYPE_CHECKING:
     from kernel.eventtables import EventTable
     from kernel.session import Session
+    from kernel.sqlbounds import QueryBounds
 
 SANDBOXED = "rill sql is sandboxed: it reads the tables and views of the event log (or of --parquet DIR), no file"
+#: rows fetched from DuckDB at a time
+CHUNK = 2048
 
 
 def run_query(con: Any, query: str) -> tuple[list[str], list[tuple]]:
-    """Columns and rows of one query, checked by :func:`replay.sandbox.check_statement` first."""
+    """Columns and rows of one of rill's own queries (``rill runs``), checked by
+    :func:`replay.sandbox.check_statement` first."""
     import duckdb
 
     from replay.sandbox import check_statement
@@ -28,27 +35,77 @@ def run_query(con: Any, query: str) -> tuple[list[str], list[tuple]]:
         result = con.execute(query)
         columns = [d[0] for d in result.description or []]
         return columns, result.fetchall()
-    except duckdb.PermissionException as exc:
-        raise UsageError(f"{SANDBOXED}: {str(exc).splitlines()[0]}") from None
     except duckdb.Error as exc:
         raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
 
 
-def sql_query(session: Session, text: str, parquet: str | None) -> SqlQuery:
-    """``rill sql``'s request to an engine: the query and what the session may read."""
+def limit_memory(con: Any, memory_bytes: int) -> None:
+    """Bound what DuckDB may allocate for ``con`` (before it is sealed: the seal locks it)."""
+    con.execute(f"SET memory_limit = '{int(memory_bytes)}B'")
+
+
+@contextmanager
+def bounded(con: Any, bounds: QueryBounds) -> Iterator[None]:
+    """Run statements on ``con`` with the query's clock running: interrupted when the time is
+    up; running out of its memory limit is the memory bound."""
+    import duckdb
+
+    with bounds.watch(con.interrupt):
+        try:
+            yield
+        except duckdb.OutOfMemoryException:
+            raise bounds.out_of_memory() from None
+
+
+def answer(con: Any, text: str, bounds: QueryBounds, result: ResultWriter) -> None:
+    """Seal ``con`` (with the query's memory limit) and hand the rows of the user's query
+    ``text`` to ``result``, chunk by chunk, within ``bounds``."""
+    import duckdb
+
+    from replay.sandbox import check_statement, seal
+
+    limit_memory(con, bounds.memory_bytes)
+    seal(con)
+    check_statement(con, text)
+    with bounded(con, bounds):
+        try:
+            fetched = con.execute(text)
+            result.columns([d[0] for d in fetched.description or []])
+            while True:
+                rows = fetched.fetchmany(CHUNK)
+                if not rows or not result.rows(rows):
+                    break
+        except duckdb.PermissionException as exc:
+            raise UsageError(f"{SANDBOXED}: {str(exc).splitlines()[0]}") from None
+        except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+            raise
+        except duckdb.Error as exc:
+            raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
+
+
+def sql_query(session: Session, text: str, parquet: str | None, result: ResultWriter,
+              bounds: QueryBounds) -> SqlQuery:
+    """``rill sql``'s request to an engine: the query, what the session may read, its bounds (one
+    clock for the engine and for ``result``) and where its rows go."""
     from kernel.eventtables import tables_by_kind
     from replay.export import export_log
+    from replay.exported import checked_export
     from replay.store import open_store
 
-    return SqlQuery(text=text, parquet=parquet, config=session.config, tables=tables_by_kind(session.events.types()),
-                    store=open_store(session), views=session.views, export_log=partial(export_log, session))
+    tables = tables_by_kind(session.events.types())
+
+    def export_files(directory: str) -> dict[str, list[str]]:
+        return {table: files for table, (files, _) in checked_export(directory, tables, bounds).items()}
+
+    return SqlQuery(text=text, parquet=parquet, config=session.config, tables=tables, store=open_store(session),
+                    views=session.views, export_log=partial(export_log, session, bounds=bounds),
+                    export_files=export_files, bounds=bounds, result=result)
 
 
 class DuckDBEngine:
     """The default engine: DuckDB on the event log itself, or on exported Parquet files."""
 
-    def query(self, request: SqlQuery) -> tuple[list[str], list[tuple]]:
-        from replay.sandbox import seal
+    def query(self, request: SqlQuery) -> None:
         from replay.views import create_views
 
         if request.parquet is None:
@@ -58,36 +115,38 @@ class DuckDBEngine:
                 raise EventLogError(NO_STORE)
             with request.store.read() as con:
                 create_views(con, request.views, request.tables)
-                seal(con)
-                return run_query(con, request.text)
-        con = open_export(request.parquet, request.tables)
+                answer(con, request.text, request.bounds, request.result)
+            return
+        directory = local_path(request.parquet)
+        if directory is None:
+            raise UsageError(f"--parquet {request.parquet}: DuckDB reads an export on this machine (Spark reads other "
+                             "file systems: --engine spark)")
+        con = open_export(directory, request.tables, request.bounds)
         try:
             create_views(con, request.views, request.tables)
-            seal(con)
-            return run_query(con, request.text)
+            answer(con, request.text, request.bounds, request.result)
         finally:
             con.close()
 
 
-def open_export(directory: str, tables: Mapping[str, EventTable]) -> Any:
+def open_export(directory: str, tables: Mapping[str, EventTable], bounds: QueryBounds | None = None) -> Any:
     """An in-memory DuckDB over an export: each table an Arrow dataset over exactly its Parquet
-    files (read by Arrow, so the sealed connection needs no file system), registered
-    unqualified and as ``rill.<table>``; an event table (by kind) the export has no file for
-    is an empty ``rill.ev_<kind>`` with its columns; ``rill.events`` over them, as in the log."""
+    files, checked first (:mod:`replay.exported`; read by Arrow, so the sealed connection needs
+    no file system), registered unqualified and as ``rill.<table>``; an event table (by kind)
+    the export has no file for is an empty ``rill.ev_<kind>`` with its columns; ``rill.events``
+    over them, as in the log."""
     import duckdb
-    import pyarrow as pa
     import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
 
-    from replay.export import exported_tables
+    from replay.exported import checked_export
     from replay.views import empty_relation
 
+    checked = checked_export(directory, tables, bounds)
     columns: dict[str, list[str]] = {}
     con = duckdb.connect()
     try:
         con.execute("CREATE SCHEMA rill")
-        for table, files in exported_tables(directory).items():
-            schema = pa.unify_schemas([pq.read_schema(path) for path in files])
+        for table, (files, schema) in checked.items():
             con.register(table, ds.dataset(files, schema=schema, format="parquet"))
             con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM temp.main.{table}")
             if table.startswith("ev_"):

@@ -68,6 +68,8 @@ class RunRecord:
 def find_run(con: Any, ref: str) -> RunRecord:
     """A recorded run by id, unique id prefix, or ``last``: the last run executed (``rill plan``
     records runs ``planned``, which an id or prefix still finds)."""
+    if not ref.strip():
+        raise UsageError("give a run: its id, a unique prefix of one, or last (`rill runs` lists them)")
     columns = "run_id, job_name, status, clock, seed, config, plugins, metadata, clock_start, clock_end, events"
     last = ref in ("last", "latest")
     if last:

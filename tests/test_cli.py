@@ -297,3 +297,92 @@ def test_rill_run_keys_a_stream_by_a_list_as_pyflink(tmp_path):
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.splitlines()) == [
         "1> (1, 'a')", "1> (1, 'a')", "1> (1, 'a')", "1> (1, 'a')", "1> (4, 'ac')", "2> (2, 'b')"]
+
+
+# -- every input a user types is checked ----------------------------------------------------------------
+
+MAX = (1 << 63) - 1
+LONG = "a duration of at most 106751 d"
+
+
+@pytest.fixture(scope="module")
+def recorded_log(tmp_path_factory) -> str:
+    """The event log of one simulated word count."""
+    base = tmp_path_factory.mktemp("checked")
+    wordcount = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "wordcount.py")
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RILL_")}
+    done = subprocess.run([*rill_command(), "run", "--clock", "simulated", "--quiet", wordcount], cwd=base,
+                          env={**env, "RILL_HOME": str(base / ".rill")}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return str(base / ".rill" / "rill.duckdb")
+
+
+@pytest.mark.parametrize("args, line", [
+    (("runs", "--limit", "-5"), f"rill runs: invalid value for '--limit': -5 is not in the range 1<=x<={MAX} (see "
+                                "'rill runs --help')"),
+    (("runs", "--limit", "0"), f"rill runs: invalid value for '--limit': 0 is not in the range 1<=x<={MAX} (see "
+                               "'rill runs --help')"),
+    (("runs", "--limit", "99999999999999999999999"), "rill runs: invalid value for '--limit': 99999999999999999999999 "
+                                                     f"is not in the range 1<=x<={MAX} (see 'rill runs --help')"),
+    (("replay", "last", "--events", "--from", "5", "--to", "1"), "--from '5' is after --to '1': nothing lies between "
+                                                                 "them"),
+    (("replay", "last", "--events", "--from", "soon"), "--from 'soon': expected a duration like '10 s'"),
+    (("replay", "last", "--at", "1", "--kind", "run_started"), "--kind goes with --events, not with --at"),
+    (("replay", "last", "--at", "1", "--to", "3"), "--to goes with --events, not with --at"),
+    (("replay", "last", "--events", "--json"), "--json goes with --at or --rerun, not with --events"),
+    (("replay", "last", "--rerun", "--from", "1"), "--from goes with --events, not with --rerun"),
+    (("replay", "last", "--events", "--allow-changed"), "--allow-changed goes with --rerun, not with --events"),
+    (("metrics", " "), "give a run: its id, a unique prefix of one, or last (`rill runs` lists them)"),
+    (("export", "last", "--parquet", ""), "--parquet: give a directory"),
+    (("sql", "--parquet", "", "SELECT 1"), "--parquet: give a path"),
+    (("sql", "--checkpoint", "", "SELECT 1"), "--checkpoint: give a path"),
+    (("sql", "-o", "", "SELECT 1"), "--output: give a path"),
+    (("sql", "--set", "sql.timeout=0", "SELECT 1"), "config key 'sql.timeout' (--set): Expected `int` >= 1 (e.g. "
+                                                    "'10 s'), got 0"),
+    (("sql", "--set", "sql.timeout=99999999999d", "SELECT 1"), f"config key 'sql.timeout' (--set): {LONG} (e.g. "
+                                                               "'10 s'), got '99999999999d'"),
+    (("sql", "--set", "sql.max-rows=-1", "SELECT 1"), "config key 'sql.max-rows' (--set): Expected `int` >= 1, got -1"),
+    (("sql", "--set", "sql.memory-limit=1kb", "SELECT 1"), "invalid configuration [sql.memory-limit (--set)]: "
+                                                           "sql.memory-limit must be at least 16 MiB"),
+    (("run", "--seed", str(MAX + 1), "job.py"), f"rill run: invalid value for '--seed': {MAX + 1} is not in the range "
+                                                f"{-MAX - 1}<=x<={MAX} (see 'rill run --help')"),
+    (("run", "--duration", "999999999d", "job.py"), f"--duration '999999999d': {LONG}"),
+    (("run", "-s", "", "job.py"), "-s: give the savepoint's or checkpoint's directory (or its _metadata)"),
+    (("run", "-n", "job.py"), "-n drops the state of operators the job does not have when it restores: give -s PATH"),
+    (("run", "--duration", "1s", "--stop-with-savepoint", "job.py", "job.py"),
+     "--stop-with-savepoint job.py is not a directory (savepoints are written under it)"),
+    (("run", "--set", "rill.stop-with-savepoint=", "job.py"), "invalid configuration [rill.stop-with-savepoint "
+                                                              "(--set)]: rill.stop-with-savepoint: give a directory"),
+    (("run", "fifo"), "job file 'fifo' is not a regular file"),
+    (("run", "--config", "fifo", "job.py"), "config file 'fifo' is not a regular file"),
+    (("run", "--config", "", "job.py"), "--config: give the path of a TOML file"),
+    (("run", "--inject", "raise:operator=Map,subtask=-1", "job.py"), "fault #1 (raise): subtask: Expected `int` >= 0"),
+    (("run", "--inject", "kill:target=taskexecutor-1,at=-1s", "job.py"),
+     "fault #1 (kill): at must not be negative (times are clock time since the run started)"),
+    (("config", "--set", "execution.buffer-timeout.interval=-1"),
+     "config key 'execution.buffer-timeout.interval' (--set): Expected `int` >= 0 (e.g. '10 s'), got -1"),
+    (("config", "--set", "pipeline.auto-watermark-interval=-1s"),
+     "config key 'pipeline.auto-watermark-interval' (--set): Expected `int` >= 0 (e.g. '10 s'), got -1000"),
+    (("config", "--set", "metrics.latency.interval=-1s"),
+     "config key 'metrics.latency.interval' (--set): Expected `int` >= 0 (e.g. '10 s'), got -1000"),
+    (("config", "--set", "slot.request.timeout=-1s"),
+     "config key 'slot.request.timeout' (--set): Expected `int` >= 0 (e.g. '10 s'), got -1000"),
+    (("config", "--set", "taskmanager.memory.segment-size=0"),
+     "config key 'taskmanager.memory.segment-size' (--set): Expected `int` >= 1 (e.g. '32 kb'), got 0"),
+])
+def test_every_input_a_user_types_is_checked(cli, tmp_path, recorded_log, args, line):
+    (tmp_path / "job.py").write_text(USER_FAILURE_JOB)
+    os.mkfifo(tmp_path / "fifo")
+    code, out, err = cli(*args, "--set", f"eventlog.path={recorded_log}") if args[0] in (
+        "runs", "replay", "metrics", "export") else cli(*args)
+    assert (code, out, err) == (2, "", f"rill: error: {line}\n")
+
+
+def test_the_issues_two_inputs_are_refused_by_the_rill_command(recorded_log, tmp_path):
+    for args, line in ((("runs", "--limit", "-5"), f"rill: error: rill runs: invalid value for '--limit': -5 is not "
+                                                   f"in the range 1<=x<={MAX} (see 'rill runs --help')\n"),
+                       (("replay", "last", "--events", "--from", "5", "--to", "1"),
+                        "rill: error: --from '5' is after --to '1': nothing lies between them\n")):
+        done = subprocess.run([*rill_command(), *args, "--set", f"eventlog.path={recorded_log}"], capture_output=True,
+                              text=True, cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", line)

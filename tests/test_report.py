@@ -212,7 +212,8 @@ def test_bad_report_requests_are_clear_errors(cli, tmp_path):
     code, _, err = cli("report", "nosuchrun")
     assert code == 2 and "no recorded run 'nosuchrun'" in err
     code, _, err = cli("report", "last", "-o", str(tmp_path / "missing" / "dir" / "r.html"))
-    assert code == 2 and "cannot write the report to" in err
+    assert (code, err) == (2, f"rill: error: --output {tmp_path}/missing/dir/r.html: no directory "
+                              f"{tmp_path}/missing/dir\n")
 
 
 # -- the live status line ------------------------------------------------------------------------------

@@ -327,14 +327,19 @@ def test_a_database_rill_already_in_the_catalog_is_refused_not_overwritten(spark
 
 def test_the_analysed_plan_reads_only_the_runs_files_and_calls_no_user_code(spark, tmp_path):
     from kernel.errors import UsageError
+    from kernel.sqlbounds import QueryBounds
     from plugins.spark.sandbox import SqlSandbox
+    from replay.sqlresult import TerminalResult
 
     (tmp_path / "runs").mkdir()
     spark.range(3).write.parquet(str(tmp_path / "runs" / "numbers.parquet"))
     spark.range(3).write.parquet(str(tmp_path / "elsewhere.parquet"))
     sandbox, root = SqlSandbox(spark), f"file:{tmp_path}/runs"
     sandbox.session.read.parquet(str(tmp_path / "runs" / "numbers.parquet")).createOrReplaceTempView("numbers")
-    assert sandbox.run(sandbox.analyse(sandbox.parse("SELECT sum(id) AS s FROM numbers"), root)) == (["s"], [(3,)])
+    bounds = QueryBounds(60, 1 << 30, 10)
+    result = TerminalResult(bounds)
+    sandbox.run(sandbox.analyse(sandbox.parse("SELECT sum(id) AS s FROM numbers"), root), result, bounds)
+    assert (result.names, result.held, result.more) == (["s"], [(3,)], False)
     sandbox.session.read.parquet(str(tmp_path / "elsewhere.parquet")).createOrReplaceTempView("elsewhere")
     sandbox.session.read.text("/etc/hostname").createOrReplaceTempView("hostname")
     sandbox.session.udf.register("shout", lambda text: text.upper())

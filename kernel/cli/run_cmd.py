@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -13,6 +14,7 @@ from kernel.configtypes import parse_duration_ms
 from kernel.errors import JobDefinitionError, UsageError
 from kernel.execution import SessionExecutor
 from kernel.jobfile import run_script
+from kernel.options import SEED_RANGE
 
 
 def check_duration(duration: str) -> None:
@@ -29,7 +31,7 @@ def check_duration(duration: str) -> None:
 @click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
 @click.option("--clock", type=click.Choice(["realtime", "simulated"]), default=None,
               help="realtime (wall clock) or simulated (virtual time jumps to the next timer).")
-@click.option("--seed", type=int, default=None, help="Seed of the kernel's RNG (rill.seed).")
+@click.option("--seed", type=click.IntRange(*SEED_RANGE), default=None, help="Seed of the kernel's RNG (rill.seed).")
 @click.option("--duration", default=None, metavar="TIME",
               help="Stop the job after this much clock time, e.g. 30s (rill.duration).")
 @click.option("--backend", default=None, help="Execution backend plugin (plugins.backend), e.g. local or spark.")
@@ -64,6 +66,8 @@ def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, see
         overrides.append(f"rill.duration={duration}")
     if backend is not None:
         overrides.append(f"plugins.backend={backend}")
+    if from_savepoint == "":
+        raise UsageError("-s: give the savepoint's or checkpoint's directory (or its _metadata)")
     if from_savepoint is not None:  # paths as TOML strings: "123" or "true" stay paths
         overrides.append(f"execution.state-recovery.path={json.dumps(from_savepoint)}")
     if allow_non_restored_state:
@@ -74,6 +78,11 @@ def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, see
         overrides.append(f"rill.stop-with-savepoint={json.dumps(stop_with_savepoint)}")
     progress = LiveProgress(sys.stderr) if not quiet and sys.stderr.isatty() else None
     session = open_session(config_path, [*overrides, *sets], inject, plugins=[progress] if progress else [])
+    if allow_non_restored_state and not session.config.get("execution.state-recovery.path"):
+        raise UsageError("-n drops the state of operators the job does not have when it restores: give -s PATH")
+    savepoints = session.config.get("rill.stop-with-savepoint")
+    if savepoints is not None and os.path.exists(savepoints) and not os.path.isdir(savepoints):
+        raise UsageError(f"--stop-with-savepoint {savepoints} is not a directory (savepoints are written under it)")
     executor = SessionExecutor(session, quiet=quiet, progress=progress)
     run_script(job_file, executor, job_args)
     executor.wait_for_jobs()

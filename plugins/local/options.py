@@ -35,7 +35,7 @@ class ClusterOptions(Section):
     max_buffers_per_channel: Annotated[
         int, msgspec.Meta(ge=1, description="buffers one output subpartition may hold before its writer is unavailable")
     ] = msgspec.field(name="taskmanager.network.memory.max-buffers-per-channel", default=10)
-    segment_size: Annotated[MemoryBytes, msgspec.Meta(description="network buffer size")] = msgspec.field(
+    segment_size: Annotated[MemoryBytes, msgspec.Meta(ge=1, description="network buffer size")] = msgspec.field(
         name="taskmanager.memory.segment-size", default=32 * 1024
     )
     record_size: Annotated[
@@ -58,7 +58,7 @@ class ClusterOptions(Section):
         str | None, msgspec.Meta(description="the local address a TaskExecutor process serves its partitions on "
                                              "(unset: taskmanager.host)")
     ] = msgspec.field(name="taskmanager.bind-host", default=None)
-    slot_request_timeout: Annotated[DurationMs, msgspec.Meta(description="a slot request failing after this long fails the job")] = (
+    slot_request_timeout: Annotated[DurationMs, msgspec.Meta(ge=0, description="a slot request failing after this long fails the job")] = (
         msgspec.field(name="slot.request.timeout", default=300_000)
     )
     requirement_check_delay: Annotated[

@@ -17,9 +17,19 @@ Three lines, each enough on its own for what it covers (:class:`SqlSandbox`):
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from kernel.errors import UsageError
+from kernel.errors import RillError, UsageError
+
+if TYPE_CHECKING:
+    from kernel.contracts.sql import ResultWriter
+    from kernel.sqlbounds import QueryBounds
+
+#: rows handed to the result writer at a time
+CHUNK = 2048
+#: what Spark says when the driver runs short of memory: its heap, or the results of a job over
+#: ``spark.driver.maxResultSize``
+OUT_OF_MEMORY = ("OutOfMemoryError", "spark.driver.maxResultSize")
 
 #: operators of a parsed query (Spark's parser output for SELECT, set operations, VALUES, CTEs,
 #: table functions, hints, windows, pivots, lateral joins, pipe syntax)
@@ -256,16 +266,35 @@ class SqlSandbox:
 
     # -- running it -----------------------------------------------------------------------------------
 
-    def run(self, plan: Any) -> tuple[list[str], list[tuple]]:
-        """Columns and rows of a plan :meth:`analyse` returned."""
+    def run(self, plan: Any, result: ResultWriter, bounds: QueryBounds) -> None:
+        """Hand the columns and rows of a plan :meth:`analyse` returned to ``result``: as many as
+        it wants (and one more, to tell there are more) in one job, or every row, a partition at
+        a time; the Spark driver running short of memory is the memory bound."""
         from pyspark.sql import DataFrame
 
         try:
             frame = DataFrame(self._jvm.org.apache.spark.sql.classic.Dataset.ofRows(self.session._jsparkSession, plan),
                               self.session)
-            return list(frame.columns), [tuple(row) for row in frame.collect()]
+            result.columns(list(frame.columns))
+            if result.wanted is not None:
+                result.rows([tuple(row) for row in frame.limit(result.wanted + 1).collect()])
+                return
+            chunk: list[tuple] = []
+            for row in frame.toLocalIterator():
+                chunk.append(tuple(row))
+                if len(chunk) == CHUNK:
+                    if not result.rows(chunk):
+                        return
+                    chunk = []
+            if chunk:
+                result.rows(chunk)
+        except RillError:
+            raise
         except Exception as exc:
-            raise UsageError(f"SQL error: {error_line(exc)}") from None
+            line = error_line(exc)
+            if any(sign in line for sign in OUT_OF_MEMORY):
+                raise bounds.out_of_memory() from None
+            raise UsageError(f"SQL error: {line}") from None
 
 
 def _several_statements(parser: Any, query: str) -> bool:

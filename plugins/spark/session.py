@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from kernel.errors import RillError
 
@@ -16,7 +17,8 @@ LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.pr
 QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
-def spark_session(options: Any, quiet: bool = False, python_executable: str = "") -> tuple[Any, bool]:
+def spark_session(options: Any, quiet: bool = False, python_executable: str = "",
+                  settings: Mapping[str, str] = MappingProxyType({})) -> tuple[Any, bool]:
     """The active SparkSession (a test's, an application's — also one started in another thread
     of this process, e.g. the caller's when ``execute_and_collect`` runs the job in a thread of
     its own) or a new one: (session, created).
@@ -30,6 +32,9 @@ def spark_session(options: Any, quiet: bool = False, python_executable: str = ""
     whose Python workers get this process's import path too. A cluster's executors get nothing
     of this machine's: rill and the job's files reach them through Spark's file distribution
     (:mod:`.shipping`).
+
+    ``settings``: Spark settings of a session rill starts, over ``spark.conf``'s (``rill sql``'s
+    memory bound).
     """
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
@@ -59,6 +64,8 @@ def spark_session(options: Any, quiet: bool = False, python_executable: str = ""
     for item in options.conf:
         key, _, value = item.partition("=")
         conf.set(key.strip(), value.strip())
+    for key, value in settings.items():
+        conf.set(key, value)
     silent = quiet and not debugging()
     try:
         if silent and SparkContext._gateway is None:  # no JVM yet: start it with its stderr discarded
@@ -95,3 +102,10 @@ def _python_path() -> str:
     rill = os.path.dirname(os.path.dirname(os.path.abspath(kernel.__file__)))
     paths = [path for path in sys.path if path and os.path.isdir(path)]
     return os.pathsep.join(paths if rill in paths else [*paths, rill])
+
+
+def jvm_process() -> Any:
+    """The process of the JVM this Python process started for Spark (None if it did not start one)."""
+    from pyspark import SparkContext
+
+    return getattr(SparkContext._gateway, "proc", None)

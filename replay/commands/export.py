@@ -7,6 +7,7 @@ import os
 import click
 
 from kernel.cli.common import config_options, open_session
+from kernel.errors import UsageError
 from replay.export import write_parquet
 from replay.store import find_run, read_log
 from replay.views import temporary_views
@@ -20,6 +21,8 @@ from replay.views import temporary_views
 def export_command(run_refs: tuple[str, ...], directory: str, config_path: str | None, sets: tuple[str, ...]) -> None:
     """Export recorded runs (ids, prefixes, or "last") as Parquet, for Spark, pandas, ...
     (`rill sql --parquet DIR` queries them)."""
+    if not directory:
+        raise UsageError("--parquet: give a directory")
     session = open_session(config_path, sets)
     with read_log(session) as con:
         runs = [find_run(con, ref) for ref in run_refs]

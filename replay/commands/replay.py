@@ -25,6 +25,11 @@ def _seconds(value: str | None, option: str) -> float | None:
     return seconds
 
 
+#: the options that mean something with only some of --at, --events, --rerun
+OPTION_MODES = {"--kind": ("--events",), "--task": ("--events",), "--from": ("--events",), "--to": ("--events",),
+                "--allow-changed": ("--rerun",), "--json": ("--at", "--rerun")}
+
+
 @click.command("replay")
 @click.argument("run_ref", metavar="RUN")
 @click.option("--at", "at", metavar="T", help="Show the state T after the run's start (seconds, or e.g. 70s, 1min).")
@@ -49,16 +54,25 @@ def replay_command(run_ref: str, at: str | None, events: bool, kinds: tuple[str,
     chosen = [name for name, given in (("--at", at is not None), ("--events", events), ("--rerun", rerun)) if given]
     if len(chosen) != 1:
         raise UsageError("give exactly one of --at T, --events, --rerun")
+    (mode,) = chosen
+    given = {"--kind": bool(kinds), "--task": task is not None, "--from": start is not None, "--to": end is not None,
+             "--allow-changed": allow_changed, "--json": as_json}
+    for option, modes in OPTION_MODES.items():
+        if given[option] and mode not in modes:
+            raise UsageError(f"{option} goes with {' or '.join(modes)}, not with {mode}")
     if rerun:
         _rerun(run_ref, sets, allow_changed, as_json, config_path)
         return
-    session = open_session(config_path, ())
+    instant, first, last = _seconds(at, "--at"), _seconds(start, "--from"), _seconds(end, "--to")
+    if first is not None and last is not None and first > last:
+        raise UsageError(f"--from {start!r} is after --to {end!r}: nothing lies between them")
+    session = open_session(config_path, sets)
     with read_log(session) as con:
         run = find_run(con, run_ref)
-        if at is not None:
+        if instant is not None:
             from replay.state import render_state, state_at
 
-            state = state_at(con, run, _seconds(at, "--at"))
+            state = state_at(con, run, instant)
             click.echo(dumps(state) if as_json else render_state(state))
             return
         from replay.playback import play
@@ -68,9 +82,6 @@ def replay_command(run_ref: str, at: str | None, events: bool, kinds: tuple[str,
         if unknown:
             raise UsageError(f"unknown event kind(s) {', '.join(unknown)} (kinds in this log: "
                              f"{', '.join(sorted(event_tables(con)))})")
-        first, last = _seconds(start, "--from"), _seconds(end, "--to")
-        if first is not None and last is not None and first > last:
-            raise UsageError(f"--from {start!r} is after --to {end!r}: nothing lies between them")
         sys.stdout.flush()
         play(con, run, sys.stdout.buffer, kinds, task, first, last)
         sys.stdout.buffer.flush()

@@ -8,7 +8,8 @@ import click
 
 from kernel.cli.common import config_options, open_session
 from kernel.errors import UsageError
-from replay.store import find_run, read_log
+from replay.output import check_output, replaced_whole
+from replay.store import event_store, find_run, read_log
 
 
 @click.command("report")
@@ -28,13 +29,17 @@ def report_command(run_ref: str, output: str | None, other_ref: str | None, conf
     from replay.report.html import render_report
 
     session = open_session(config_path, sets)
+    if output is not None:
+        check_output(output, "--output", files=[event_store(session).path])
     with read_log(session) as con:
         runs = [find_run(con, run_ref)] + ([find_run(con, other_ref)] if other_ref else [])
         reports = [report_data(con, run) for run in runs]
         comparison = compare(figures(con, runs[0]), figures(con, runs[1])) if other_ref else None
     path = output or f"rill-report-{'-vs-'.join(run.run_id for run in runs)}.html"
+    if output is None:
+        check_output(path, "--output", files=[event_store(session).path])
     try:
-        with open(path, "w", encoding="utf-8") as handle:
+        with replaced_whole(path, "--output") as handle:
             handle.write(render_report(reports, comparison))
     except OSError as exc:
         raise UsageError(f"cannot write the report to {path}: {exc.strerror}") from None

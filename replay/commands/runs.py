@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kernel.cli.common import config_options, open_session
-from replay.commands.sql import render
+from replay.sqlresult import render
 from replay.sql import run_query
 from replay.store import event_store
 
@@ -20,7 +20,8 @@ FROM rill.runs ORDER BY started_at DESC LIMIT {limit}
 
 
 @click.command("runs")
-@click.option("--limit", default=50, show_default=True, help="Show at most this many runs (newest first).")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, (1 << 63) - 1),
+              help="Show at most this many runs (newest first).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @config_options
 def runs_command(limit: int, fmt: str, config_path: str | None, sets: tuple[str, ...]) -> None:
