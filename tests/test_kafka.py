@@ -1,0 +1,321 @@
+"""Kafka in and out (``kernel.datastream.connectors.kafka``), against librdkafka's mock cluster
+over TCP (the session's ``kafka_cluster`` fixture): a PyFlink job ported by its imports, Flink's
+partition assignment and discovery, per-partition watermarks, offsets in checkpoints and
+commits, and the sink's delivery guarantees under failures on every worker kind."""
+
+from __future__ import annotations
+
+import itertools
+import textwrap
+import uuid
+from collections import Counter
+
+import pytest
+
+from kernel.common import Types, WatermarkStrategy
+from kernel.common.serialization import SimpleStringSchema
+from kernel.datastream.connectors.kafka import (
+    DeliveryGuarantee,
+    KafkaOffsetsInitializer,
+    KafkaRecordSerializationSchema,
+    KafkaSink,
+    KafkaSource,
+)
+from kernel.datastream.functions import MapFunction
+from kernel.kafka_events import (
+    KafkaOffsetsCommitted,
+    KafkaOffsetsConsumed,
+    KafkaPartitionsDiscovered,
+    KafkaSplitsAssigned,
+    KafkaTransactionChanged,
+)
+from kernel.streaming.kafka.assignment import java_string_hash, split_owner
+from tests.kafka_mock import end_offsets, produce, read_topic
+from tests.runtime import run_job
+
+REALTIME = ("rill.clock=realtime",)
+
+
+def topic(name: str) -> str:
+    """A topic of its own for each test (the cluster lives for the session)."""
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def lines_source(servers: str, source_topic: str, bounded: bool = True, **properties: str) -> KafkaSource:
+    builder = KafkaSource.builder().set_bootstrap_servers(servers).set_topics(source_topic) \
+        .set_group_id(f"g-{source_topic}").set_starting_offsets(KafkaOffsetsInitializer.earliest()) \
+        .set_value_only_deserializer(SimpleStringSchema()).set_property("fetch.wait.max.ms", "5")
+    if bounded:
+        builder.set_bounded(KafkaOffsetsInitializer.latest())
+    for key, value in properties.items():
+        builder.set_property(key, value)
+    return builder.build()
+
+
+def lines_sink(servers: str, sink_topic: str, guarantee: DeliveryGuarantee) -> KafkaSink:
+    serializer = KafkaRecordSerializationSchema.builder().set_topic(sink_topic) \
+        .set_value_serialization_schema(SimpleStringSchema()).build()
+    return KafkaSink.builder().set_bootstrap_servers(servers).set_record_serializer(serializer) \
+        .set_delivery_guarantee(guarantee).set_transactional_id_prefix(f"tx-{sink_topic}").build()
+
+
+# -- Flink's split owner ------------------------------------------------------------------------
+
+
+def test_java_string_hash_and_flinks_split_owner():
+    assert java_string_hash("hello") == 99162322  # "hello".hashCode() in Java
+    assert java_string_hash("") == 0
+    assert java_string_hash("a-rather-long-topic-name") == 996987977
+    assert java_string_hash("ünïcode-😀") == 1630115430  # UTF-16 code units, as Java (values from jshell)
+    # ((hashCode * 31) & 0x7FFFFFFF) % n is where partition 0 goes, the others clockwise
+    start = ((99162322 * 31) & 0x7FFFFFFF) % 3
+    assert [split_owner("hello", p, 3) for p in range(6)] == [(start + p) % 3 for p in range(6)]
+
+
+# -- a PyFlink job ported by its imports --------------------------------------------------------
+
+PYFLINK_WORD_COUNT = """
+import sys
+
+from pyflink.common import SimpleStringSchema, Types, WatermarkStrategy
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.connectors.base import DeliveryGuarantee
+from pyflink.datastream.connectors.kafka import (KafkaOffsetsInitializer, KafkaRecordSerializationSchema, KafkaSink,
+                                                 KafkaSource)
+
+servers, source_topic, sink_topic = sys.argv[1:4]
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+env.enable_checkpointing(300)
+source = KafkaSource.builder() \\
+    .set_bootstrap_servers(servers) \\
+    .set_topics(source_topic) \\
+    .set_group_id("word-count") \\
+    .set_starting_offsets(KafkaOffsetsInitializer.earliest()) \\
+    .set_bounded(KafkaOffsetsInitializer.latest()) \\
+    .set_value_only_deserializer(SimpleStringSchema()) \\
+    .build()
+sink = KafkaSink.builder() \\
+    .set_bootstrap_servers(servers) \\
+    .set_record_serializer(KafkaRecordSerializationSchema.builder()
+                           .set_topic(sink_topic)
+                           .set_value_serialization_schema(SimpleStringSchema())
+                           .build()) \\
+    .set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE) \\
+    .set_transactional_id_prefix("word-count-" + sink_topic) \\
+    .build()
+ds = env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka Source")
+ds.flat_map(lambda line: [(word, 1) for word in line.split()],
+            output_type=Types.TUPLE([Types.STRING(), Types.INT()])) \\
+    .key_by(lambda pair: pair[0]) \\
+    .reduce(lambda a, b: (a[0], a[1] + b[1])) \\
+    .map(lambda pair: f"{pair[0]}: {pair[1]}", output_type=Types.STRING()) \\
+    .sink_to(sink)
+env.execute("kafka word count")
+"""
+
+TEXT = [
+    "To be, or not to be,--that is the question:--",
+    "Whether 'tis nobler in the mind to suffer",
+    "The slings and arrows of outrageous fortune",
+    "Or to take arms against a sea of troubles,",
+    "And by opposing end them?--To die,--to sleep,--",
+    "No more; and by a sleep to say we end",
+]
+
+
+def running_counts(lines: list[str]) -> Counter:
+    """What a keyed reduce of (word, 1) emits: each word's count after each of its records."""
+    counts: Counter = Counter()
+    out: Counter = Counter()
+    for line in lines:
+        for word in line.split():
+            counts[word] += 1
+            out[f"{word}: {counts[word]}"] += 1
+    return out
+
+
+@pytest.mark.parametrize("workers", ["embedded", "processes"])
+def test_a_pyflink_kafka_word_count_ported_by_its_imports(kafka_cluster, shell, tmp_path, workers):
+    source_topic, sink_topic = topic("words"), topic("counts")
+    produce(kafka_cluster, source_topic, [(line, i % 4) for i, line in enumerate(TEXT * 3)])
+    job = tmp_path / "word_count.py"
+    job.write_text(PYFLINK_WORD_COUNT.replace("from pyflink.", "from kernel."))
+    code, out, err = shell("run", "--quiet", "--set", f"plugins.workers={workers}", str(job), kafka_cluster,
+                           source_topic, sink_topic)
+    assert code == 0, err
+    written = [value for _, _, value in read_topic(kafka_cluster, sink_topic)]
+    assert Counter(written) == running_counts(TEXT * 3)  # each word's counts, each once
+
+
+# -- the source ---------------------------------------------------------------------------------
+
+
+def test_partitions_go_to_their_owner_subtasks_from_the_starting_offsets(kafka_cluster):
+    source_topic = topic("owners")
+    produce(kafka_cluster, source_topic, [(f"{p}-{i}", p) for p in range(4) for i in range(5)])
+    got: list[str] = []
+
+    def build(env):
+        env.set_parallelism(3)
+        source = KafkaSource.builder().set_bootstrap_servers(kafka_cluster).set_topics(source_topic) \
+            .set_group_id("owners").set_value_only_deserializer(SimpleStringSchema()) \
+            .set_starting_offsets(KafkaOffsetsInitializer.offsets({}, )) \
+            .set_bounded(KafkaOffsetsInitializer.latest()).build()
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka").add_sink(got.append)
+        env.execute()
+
+    run = run_job(build, *REALTIME)
+    assert sorted(got) == sorted(f"{p}-{i}" for p in range(4) for i in range(5))
+    assigned = {(e.subtask, name, start, stop) for e in run.events(KafkaSplitsAssigned)
+                for name, start, stop in zip(e.partitions, e.start_offsets, e.stop_offsets)}
+    assert assigned == {(split_owner(source_topic, p, 3), f"{source_topic}-{p}", 0, 5) for p in range(4)}
+    discovered = run.events(KafkaPartitionsDiscovered)
+    assert {e.subtask for e in discovered} == {0, 1, 2}
+    assert all(e.total == 4 and e.initial for e in discovered)
+    consumed = {(name, first, nxt) for e in run.events(KafkaOffsetsConsumed)
+                for name, first, nxt in zip(e.partitions, e.first_offsets, e.next_offsets)}
+    assert {(f"{source_topic}-{p}", 0, 5) for p in range(4)} <= consumed
+
+
+def test_offsets_initializers_start_and_stop_where_flink_does(kafka_cluster):
+    source_topic = topic("initializers")
+    produce(kafka_cluster, source_topic, [(f"{p}-{i}", p) for p in range(4) for i in range(4)])
+
+    def read(starting, stopping=KafkaOffsetsInitializer.latest(), group="g"):
+        got: list[str] = []
+
+        def build(env):
+            source = KafkaSource.builder().set_bootstrap_servers(kafka_cluster).set_topics(source_topic) \
+                .set_group_id(group).set_value_only_deserializer(SimpleStringSchema()) \
+                .set_starting_offsets(starting).set_bounded(stopping).build()
+            env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka").add_sink(got.append)
+            env.execute()
+
+        run_job(build, *REALTIME)
+        return sorted(got)
+
+    from kernel.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaTopicPartition
+
+    assert read(KafkaOffsetsInitializer.latest()) == []
+    assert read(KafkaOffsetsInitializer.offsets({KafkaTopicPartition(source_topic, 1): 3},
+                                                KafkaOffsetResetStrategy.LATEST)) == ["1-3"]
+    assert read(KafkaOffsetsInitializer.earliest(),
+                KafkaOffsetsInitializer.offsets({KafkaTopicPartition(source_topic, p): 1 for p in range(4)})) == \
+        ["0-0", "1-0", "2-0", "3-0"]
+    assert read(KafkaOffsetsInitializer.committed_offsets(KafkaOffsetResetStrategy.EARLIEST), group="fresh") == \
+        sorted(f"{p}-{i}" for p in range(4) for i in range(4))
+
+
+class Slow(MapFunction):
+    """Sleeps a little per record, so checkpoints complete while the job runs."""
+
+    def map(self, value):
+        import time
+
+        time.sleep(0.002)
+        return value
+
+
+def test_offsets_are_committed_when_checkpoints_complete(kafka_cluster):
+    source_topic = topic("commits")
+    produce(kafka_cluster, source_topic, [(str(i), i % 4) for i in range(400)])
+
+    def build(env):
+        env.enable_checkpointing(100)
+        source = lines_source(kafka_cluster, source_topic)
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka").map(Slow()).add_sink(lambda v: None)
+        env.execute()
+
+    run = run_job(build, *REALTIME)
+    commits = run.events(KafkaOffsetsCommitted)
+    assert commits and all(c.error == "" and c.group_id == f"g-{source_topic}" for c in commits)
+    ids = [c.checkpoint_id for c in commits]
+    assert ids == sorted(ids)
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": kafka_cluster, "group.id": f"g-{source_topic}"})
+    committed = consumer.committed([confluent_kafka.TopicPartition(source_topic, p) for p in range(4)], timeout=10)
+    consumer.close()
+    last = commits[-1]
+    assert {f"{tp.topic}-{tp.partition}": tp.offset for tp in committed} == dict(zip(last.partitions, last.offsets))
+
+
+# -- the sink's guarantees ----------------------------------------------------------------------
+
+
+def guarantee_job(servers: str, source_topic: str, sink_topic: str, guarantee: DeliveryGuarantee):
+    def build(env):
+        env.set_parallelism(2)
+        env.enable_checkpointing(150)
+        source = lines_source(servers, source_topic)
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka") \
+            .map(Slow(), output_type=Types.STRING()).name("Slow") \
+            .sink_to(lines_sink(servers, sink_topic, guarantee))
+        env.execute()
+
+    return build
+
+
+#: a restart strategy, and buffers of 32 records, so a source's batch (and a barrier's wait) is short
+RESTARTS = ("restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.delay=100 ms",
+            "rill.network.record-size=1024")
+
+
+@pytest.mark.parametrize("workers", ["embedded", "processes"])
+def test_exactly_once_through_an_exception_in_an_operator(kafka_cluster, workers):
+    source_topic, sink_topic = topic("eo-in"), topic("eo-out")
+    records = [str(i) for i in range(1600)]
+    produce(kafka_cluster, source_topic, [(r, i % 4) for i, r in enumerate(records)])
+    run = run_job(guarantee_job(kafka_cluster, source_topic, sink_topic, DeliveryGuarantee.EXACTLY_ONCE),
+                  *REALTIME, *RESTARTS, f"plugins.workers={workers}", faults=["raise:operator=Slow,record=500"])
+    assert run.error is None
+    assert run.outcome.status == "FINISHED"
+    assert any(e.origin == "restored" for e in run.events(KafkaSplitsAssigned))
+    written = [value for _, _, value in read_topic(kafka_cluster, sink_topic)]
+    assert sorted(written, key=int) == records  # each once, as a read_committed consumer sees them
+    actions = Counter(e.action for e in run.events(KafkaTransactionChanged))
+    assert actions["committed"] >= 2 and actions["pre_committed"] >= actions["committed"]
+
+
+def test_at_least_once_repeats_records_only_after_a_restore(kafka_cluster):
+    source_topic = topic("alo-in")
+    records = [str(i) for i in range(1600)]
+    produce(kafka_cluster, source_topic, [(r, i % 4) for i, r in enumerate(records)])
+    clean = topic("alo-clean")
+    run_job(guarantee_job(kafka_cluster, source_topic, clean, DeliveryGuarantee.AT_LEAST_ONCE), *REALTIME, *RESTARTS)
+    assert sorted((v for _, _, v in read_topic(kafka_cluster, clean)), key=int) == records
+    failing = topic("alo-fail")
+    run = run_job(guarantee_job(kafka_cluster, source_topic, failing, DeliveryGuarantee.AT_LEAST_ONCE),
+                  *REALTIME, *RESTARTS, faults=["raise:operator=Slow,record=500"])
+    assert run.outcome.status == "FINISHED"
+    written = Counter(v for _, _, v in read_topic(kafka_cluster, failing))
+    assert set(written) == set(records)  # nothing lost
+    assert any(n > 1 for n in written.values())  # the records since the restored checkpoint, again
+
+
+def test_exactly_once_through_a_sigkilled_taskexecutor_process(kafka_cluster):
+    source_topic, sink_topic = topic("kill-in"), topic("kill-out")
+    records = [str(i) for i in range(4000)]
+    produce(kafka_cluster, source_topic, [(r, i % 4) for i, r in enumerate(records)])
+    run = run_job(guarantee_job(kafka_cluster, source_topic, sink_topic, DeliveryGuarantee.EXACTLY_ONCE),
+                  *REALTIME, *RESTARTS, "plugins.workers=processes", "taskmanager.numberOfTaskSlots=1",
+                  faults=["kill:target=taskexecutor-1,at=3s"])
+    assert run.outcome.status == "FINISHED"
+    assert any(e.origin == "restored" for e in run.events(KafkaSplitsAssigned))
+    written = [value for _, _, value in read_topic(kafka_cluster, sink_topic)]
+    assert sorted(written, key=int) == records
+
+
+# -- what is refused ----------------------------------------------------------------------------
+
+
+def test_a_kafka_job_is_refused_on_the_simulated_clock(kafka_cluster, shell, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(PYFLINK_WORD_COUNT.replace("from pyflink.", "from kernel."))
+    code, out, err = shell("run", "--clock", "simulated", str(job), kafka_cluster, "a", "b")
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"rill: error: 'Source: Kafka Source' (KafkaSource(a at {kafka_cluster})) needs rill.clock=realtime: a Kafka "
+        "source reads a broker over the network as time passes on the wall clock; a simulated run's virtual time "
+        "cannot wait for it"]
