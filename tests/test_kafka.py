@@ -319,3 +319,181 @@ def test_a_kafka_job_is_refused_on_the_simulated_clock(kafka_cluster, shell, tmp
         f"rill: error: 'Source: Kafka Source' (KafkaSource(a at {kafka_cluster})) needs rill.clock=realtime: a Kafka "
         "source reads a broker over the network as time passes on the wall clock; a simulated run's virtual time "
         "cannot wait for it"]
+
+
+# -- watermarks per partition -------------------------------------------------------------------
+
+
+BASE = 1_000_000_000  # ms, a multiple of the window size
+
+
+def windowed_counts(servers: str, source_topic: str, strategy: WatermarkStrategy):
+    from kernel.common.time import Time
+    from kernel.datastream.window import TumblingEventTimeWindows
+
+    def build(env):
+        source = lines_source(servers, source_topic, bounded=False)
+        env.from_source(source, strategy, "Kafka").map(lambda v: 1, output_type=Types.INT()) \
+            .key_by(lambda v: 0).window(TumblingEventTimeWindows.of(Time.seconds(10))) \
+            .reduce(lambda a, b: a + b).print()
+        env.execute()
+
+    return build
+
+
+def test_the_watermark_is_the_minimum_over_the_partitions_and_an_idle_one_leaves_it(kafka_cluster):
+    """Partition 0 has records at 0..29 s, partition 1 (slow) at 0..12 s, partition 2 at 0..25 s,
+    partition 3 none (Kafka timestamps, from BASE: a producer's timestamp 0 means now). Windows of 10 s: [0, 10) has 30 records, [10, 20) 23,
+    [20, 30) 16. Without idleness the empty partition holds the watermark back: no window fires;
+    with it, the watermark is the slow partition's, 12 s - 1 ms: only [0, 10) fires."""
+    from kernel.common.time import Duration
+
+    source_topic = topic("watermarks")
+    produce(kafka_cluster, source_topic, [(f"{p}-{s}", p, BASE + s * 1000) for p, last in ((0, 29), (1, 12), (2, 25))
+                                          for s in range(last + 1)])
+    held = run_job(windowed_counts(kafka_cluster, source_topic, WatermarkStrategy.for_monotonous_timestamps()),
+                   *REALTIME, "rill.duration=3s")
+    assert held.lines == []
+    idle = run_job(windowed_counts(kafka_cluster, source_topic,
+                                   WatermarkStrategy.for_monotonous_timestamps().with_idleness(Duration.of_millis(1000))),
+                   *REALTIME, "rill.duration=4s")
+    assert idle.lines == ["30"]
+
+
+# -- partition discovery ------------------------------------------------------------------------
+
+
+def test_partitions_of_a_topic_created_while_running_are_discovered(kafka_cluster, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    prefix = topic("disc")
+    produce(kafka_cluster, f"{prefix}-a", [(f"a{i}", i % 4) for i in range(8)])
+    job = tmp_path / "discover.py"
+    job.write_text(textwrap.dedent(f"""
+        from kernel.common import WatermarkStrategy
+        from kernel.common.serialization import SimpleStringSchema
+        from kernel.datastream import StreamExecutionEnvironment
+        from kernel.datastream.connectors.kafka import KafkaSource
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        source = KafkaSource.builder().set_bootstrap_servers({kafka_cluster!r}) \\
+            .set_topic_pattern({prefix!r} + "-.*").set_value_only_deserializer(SimpleStringSchema()) \\
+            .set_property("partition.discovery.interval.ms", "300").build()
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka").print()
+        env.execute()
+    """))
+    from tests.conftest import rill_command
+
+    process = subprocess.Popen([*rill_command(), "run", "--quiet", "--set", "rill.duration=5s", str(job)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    produce(kafka_cluster, f"{prefix}-b", [(f"b{i}", i % 4) for i in range(8)])
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    printed = sorted(line.split("> ", 1)[1] for line in out.splitlines())
+    assert printed == sorted([f"a{i}" for i in range(8)] + [f"b{i}" for i in range(8)])
+    code = subprocess.run([*rill_command(), "sql", "--format", "json",
+                           "SELECT subtask, partitions, initial FROM rill.ev_kafka_partitions_discovered ORDER BY seq"],
+                          capture_output=True, text=True)
+    assert code.returncode == 0, code.stderr
+    import json
+
+    rows = json.loads(code.stdout)
+    later = [row for row in rows if not row["initial"]]
+    assert {row["subtask"] for row in later} == {0, 1}
+    assert all(sorted(json.loads(row["partitions"]) if isinstance(row["partitions"], str) else row["partitions"])
+               == [f"{prefix}-b-{p}" for p in range(4)] for row in later)
+
+
+# -- savepoints and rescaling -------------------------------------------------------------------
+
+
+def test_a_savepoint_restored_with_another_parallelism_keeps_every_partitions_offset(kafka_cluster, shell, tmp_path):
+    source_topic = topic("rescale")
+    produce(kafka_cluster, source_topic, [(f"{p}-{i}", p) for p in range(4) for i in range(20)])
+    job = tmp_path / "rescale.py"
+    job.write_text(textwrap.dedent(f"""
+        import sys
+        from kernel.common import WatermarkStrategy
+        from kernel.common.serialization import SimpleStringSchema
+        from kernel.datastream import StreamExecutionEnvironment
+        from kernel.datastream.connectors.kafka import KafkaSource
+
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(int(sys.argv[1]))
+        source = KafkaSource.builder().set_bootstrap_servers({kafka_cluster!r}).set_topics({source_topic!r}) \\
+            .set_value_only_deserializer(SimpleStringSchema()).build()
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka").uid("kafka").print()
+        env.execute()
+    """))
+    savepoints = tmp_path / "savepoints"
+    code, first, err = shell("run", "--quiet", "--set", "rill.duration=2s", "--set",
+                             f"rill.stop-with-savepoint={savepoints}", str(job), "2")
+    assert code == 0, err
+    produce(kafka_cluster, source_topic, [(f"{p}-{i}", p) for p in range(4) for i in range(20, 30)])
+    savepoint = next(path for path in savepoints.iterdir() if path.is_dir())
+    code, second, err = shell("run", "--quiet", "--set", "rill.duration=2s", "-s", str(savepoint), str(job), "3")
+    assert code == 0, err
+    values = lambda text: [line.split("> ", 1)[1] for line in text.splitlines()]  # noqa: E731
+    assert sorted(values(first)) == sorted(f"{p}-{i}" for p in range(4) for i in range(20))
+    assert sorted(values(second)) == sorted(f"{p}-{i}" for p in range(4) for i in range(20, 30))
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+ERROR_JOB = """
+import sys
+from kernel.common import Types, WatermarkStrategy
+from kernel.common.serialization import SimpleStringSchema
+from kernel.datastream import StreamExecutionEnvironment
+from kernel.datastream.connectors.kafka import KafkaOffsetsInitializer, KafkaSource
+from kernel.datastream.formats.json import JsonRowDeserializationSchema
+
+servers, source_topic, schema = sys.argv[1:4]
+deserializer = SimpleStringSchema() if schema == "string" else JsonRowDeserializationSchema.builder() \\
+    .type_info(Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()])).build()
+env = StreamExecutionEnvironment.get_execution_environment()
+source = KafkaSource.builder().set_bootstrap_servers(servers).set_topics(source_topic) \\
+    .set_value_only_deserializer(deserializer).set_bounded(KafkaOffsetsInitializer.latest()).build()
+env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka").print()
+env.execute()
+"""
+
+
+def run_error_job(shell, tmp_path, servers: str, source_topic: str, schema: str = "string"):
+    job = tmp_path / "errors.py"
+    job.write_text(ERROR_JOB)
+    return shell("run", "--quiet", str(job), servers, source_topic, schema, timeout=120)
+
+
+def failure_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if "KafkaConnectorError" in line]
+    assert lines, err
+    return lines[0].split("KafkaConnectorError: ", 1)[1]
+
+
+def test_an_unreachable_broker_fails_the_job_in_one_line_naming_it(shell, tmp_path):
+    code, out, err = run_error_job(shell, tmp_path, "127.0.0.1:1", "anything")
+    assert code == 1
+    assert failure_line(err).startswith("Kafka source at 127.0.0.1:1: cannot read the cluster's metadata: ")
+    assert failure_line(err).endswith("(is a broker listening at 127.0.0.1:1?)")
+
+
+def test_a_missing_topic_fails_the_job_in_one_line_naming_it(kafka_cluster, shell, tmp_path):
+    code, out, err = run_error_job(shell, tmp_path, kafka_cluster, "no-such-topic")
+    assert code == 1
+    assert failure_line(err) == f"Kafka source at {kafka_cluster}: topic 'no-such-topic' does not exist"
+
+
+def test_a_record_that_does_not_deserialize_fails_the_job_naming_its_partition_and_offset(kafka_cluster, shell,
+                                                                                        tmp_path):
+    source_topic = topic("bad-json")
+    produce(kafka_cluster, source_topic, [('{"word": "a", "n": 1}', 2), ('{"word": "b", "n": 2}', 2), ("not json", 2)])
+    code, out, err = run_error_job(shell, tmp_path, kafka_cluster, source_topic, "json")
+    assert code == 1
+    assert failure_line(err).startswith(
+        f"Kafka source at {kafka_cluster}: cannot deserialize the record at offset 2 of partition {source_topic}-2: "
+        "ValueError: failed to deserialize JSON b'not json': ")
