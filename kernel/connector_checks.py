@@ -4,7 +4,7 @@ library (``client_module``, with the extra that installs it)."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from typing import Any
 
 from kernel.errors import UsageError
@@ -26,5 +26,8 @@ def check_connectors(nodes: list[Any], clock: str) -> None:
             raise UsageError(f"{node.name!r} ({name}) needs rill.clock=realtime: {reason}; a simulated run's "
                              "virtual time cannot wait for it")
         module = getattr(connector, "client_module", None)
-        if module is not None and importlib.util.find_spec(module) is None:
-            raise UsageError(f"{node.name!r} ({name}) needs {CLIENTS.get(module, module)}")
+        if module is not None:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise UsageError(f"{node.name!r} ({name}) needs {CLIENTS.get(module, module)}") from None

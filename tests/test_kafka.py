@@ -497,3 +497,96 @@ def test_a_record_that_does_not_deserialize_fails_the_job_naming_its_partition_a
     assert failure_line(err).startswith(
         f"Kafka source at {kafka_cluster}: cannot deserialize the record at offset 2 of partition {source_topic}-2: "
         "ValueError: failed to deserialize JSON b'not json': ")
+
+
+# -- re-execution -------------------------------------------------------------------------------
+
+RERUN_JOB = """
+import sys
+from kernel.common import Types, WatermarkStrategy
+from kernel.common.serialization import SimpleStringSchema
+from kernel.datastream import StreamExecutionEnvironment
+from kernel.datastream.connectors.kafka import (DeliveryGuarantee, KafkaOffsetsInitializer,
+                                                KafkaRecordSerializationSchema, KafkaSink, KafkaSource)
+
+servers, source_topic, sink_topic = sys.argv[1:4]
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+source = KafkaSource.builder().set_bootstrap_servers(servers).set_topics(source_topic).set_group_id("rerun") \\
+    .set_value_only_deserializer(SimpleStringSchema()).set_bounded(KafkaOffsetsInitializer.latest()).build()
+upper = env.from_source(source, WatermarkStrategy.no_watermarks(), "Kafka").map(str.upper, output_type=Types.STRING())
+upper.print()
+upper.sink_to(KafkaSink.builder().set_bootstrap_servers(servers).set_record_serializer(
+    KafkaRecordSerializationSchema.builder().set_topic(sink_topic).set_value_serialization_schema(SimpleStringSchema())
+    .build()).set_delivery_guarantee(DeliveryGuarantee.AT_LEAST_ONCE).build())
+env.execute()
+"""
+
+
+def recorded_run(shell, tmp_path, servers: str, source_topic: str, sink_topic: str) -> tuple[str, str]:
+    job = tmp_path / "rerun_job.py"
+    job.write_text(RERUN_JOB)
+    code, out, err = shell("run", "--quiet", str(job), servers, source_topic, sink_topic)
+    assert code == 0, err
+    code, runs, err = shell("sql", "--format", "json", "SELECT run_id FROM rill.runs")
+    import json
+
+    return json.loads(runs)[-1]["run_id"], out
+
+
+def test_rerun_reads_exactly_the_recorded_offset_ranges_again(kafka_cluster, shell, tmp_path):
+    source_topic, sink_topic = topic("rerun-in"), topic("rerun-out")
+    produce(kafka_cluster, source_topic, [(f"r{i}", i % 4) for i in range(40)])
+    run_id, printed = recorded_run(shell, tmp_path, kafka_cluster, source_topic, sink_topic)
+    assert sorted(line.split("> ", 1)[1] for line in printed.splitlines()) == sorted(f"R{i}" for i in range(40))
+    produce(kafka_cluster, source_topic, [(f"later{i}", i % 4) for i in range(12)])  # not read by the run
+    code, out, err = shell("replay", run_id, "--rerun")
+    assert code == 0, err
+    assert out.splitlines()[0] == (f"note: run {run_id} read Kafka: the re-execution reads the offset ranges it read, "
+                                   "on the wall clock (timing is not reproduced); its Kafka sinks write nothing")
+    assert out.splitlines()[-1] == "output: 40 lines recorded, 40 re-executed; identical"
+    assert len(read_topic(kafka_cluster, sink_topic, committed=False)) == 40  # the re-execution wrote nothing
+
+
+def test_rerun_says_clearly_when_the_recorded_data_is_gone(kafka_cluster, shell, tmp_path):
+    source_topic = topic("rerun-gone")
+    produce(kafka_cluster, source_topic, [(f"r{i}", i % 4) for i in range(8)])
+    run_id, _ = recorded_run(shell, tmp_path, kafka_cluster, source_topic, topic("rerun-gone-out"))
+    # the mock keeps at most 5 MiB of a partition: 8 records of 900 kB push the first ones out
+    produce(kafka_cluster, source_topic, [(b"x" * 900_000, 0) for _ in range(8)])
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": kafka_cluster, "group.id": "low"})
+    low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(source_topic, 0), timeout=10)
+    consumer.close()
+    assert low > 0
+    code, out, err = shell("replay", run_id, "--rerun")
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"rill: error: run {run_id} read offsets 0..1 of {source_topic}-0 at {kafka_cluster}, but the partition now "
+        f"holds {low}..{high - 1}: the data is gone (retention or a recreated topic), so the run cannot be re-executed"]
+
+
+def test_without_confluent_kafka_a_kafka_job_says_what_to_install(kafka_cluster, shell, tmp_path):
+    hidden = tmp_path / "hidden"
+    (hidden / "confluent_kafka").mkdir(parents=True)
+    (hidden / "confluent_kafka" / "__init__.py").write_text("raise ImportError('No module named confluent_kafka')\n")
+    job = tmp_path / "job.py"
+    job.write_text(PYFLINK_WORD_COUNT.replace("from pyflink.", "from kernel."))
+    code, out, err = shell("run", str(job), kafka_cluster, "a", "b", env={"PYTHONPATH": str(hidden)})
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"rill: error: 'Source: Kafka Source' (KafkaSource(a at {kafka_cluster})) needs confluent-kafka "
+        "(pip install 'rill[kafka]')"]
+
+
+def test_defining_a_kafka_job_imports_no_kafka_client():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from kernel.datastream.connectors.kafka import KafkaSource, KafkaSink\n"
+            "from kernel.datastream.formats.json import JsonRowSerializationSchema\n"
+            "assert 'confluent_kafka' not in sys.modules, 'confluent_kafka imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -123,6 +123,11 @@ class OperatorRuntime:
         recorded content); the backend records what it opened."""
         return path
 
+    def input_override(self, name: str) -> str | None:
+        """What a re-execution gives a source in place of its input ``name`` (a Kafka source:
+        the offset ranges the recorded run read); None in an ordinary run."""
+        return None
+
     def count(self, metric: str, amount: int = 1) -> None:
         """Add to an aggregated counter of the task (late records dropped, timers fired, ...)."""
 

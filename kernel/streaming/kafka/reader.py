@@ -22,6 +22,7 @@ timestamps and their runs per partition, for the source's per-split watermarks.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -42,6 +43,12 @@ from kernel.streaming.runtime import OperatorRuntime
 
 #: no end offset
 NO_STOP = -1
+
+
+def recorded_ranges_key(servers: str) -> str:
+    """The input override under which a re-execution gives the readers of the cluster at
+    ``servers`` the recorded offset ranges (JSON: ``{"topic-partition": [first, next]}``)."""
+    return f"kafka:{servers}"
 #: how long a reader that found nothing waits before it looks again (ms)
 IDLE_WAIT_MS = 10
 
@@ -73,6 +80,7 @@ class KafkaSourceReader(SourceReader):
         self.assigned: set[str] = set()  # the partitions the consumer fetches
         self.restored = False
         self.started = False
+        self.rerun = False  # a re-execution reading the recorded run's offset ranges
         self.consumer: Any = None
         #: the Kafka timestamps of the last batch, and its runs of records per split
         self.timestamps: list[int] | None = None
@@ -202,6 +210,10 @@ class KafkaSourceReader(SourceReader):
     def _start(self) -> None:
         """The first poll: the partitions found now, and (unless restored) this subtask's share."""
         self.started = True
+        recorded = self.runtime.input_override(recorded_ranges_key(self.source.bootstrap_servers))
+        if recorded is not None:
+            self._start_recorded(json.loads(recorded))
+            return
         found = self._list_partitions()
         new = [tp for tp in found if tp not in self.known]
         self.known.update(found)
@@ -217,6 +229,26 @@ class KafkaSourceReader(SourceReader):
                 self._add([tp for tp in new if split_owner(tp[0], tp[1], self.parallelism) == self.subtask],
                           None, "discovered")
             self._assign(list(self.splits.values()), "restored")
+        self._update_finished()
+
+    def _start_recorded(self, ranges: dict[str, list[int]]) -> None:
+        """A re-execution: this subtask's share of the partitions the recorded run read, each
+        from the first offset it read to the offset after the last (then the reader finishes);
+        no discovery, no commits."""
+        self.rerun = True
+        self.next_discovery = None
+        self._pending_commits.clear()
+        wanted = set(self._list_partitions())
+        splits = []
+        for name, (first, last) in sorted(ranges.items()):
+            topic, _, partition = name.rpartition("-")
+            tp = (topic, int(partition))
+            if tp in wanted and split_owner(tp[0], tp[1], self.parallelism) == self.subtask:
+                splits.append(Split(tp[0], tp[1], first, last))
+        self.known.update(wanted)
+        for split in splits:
+            self.splits[(split.topic, split.partition)] = split
+        self._assign(splits, "recorded")
         self._update_finished()
 
     def _discover(self) -> None:
@@ -388,7 +420,7 @@ class KafkaSourceReader(SourceReader):
             self.consumer.incremental_unassign([self.ck.TopicPartition(split.topic, split.partition)])
 
     def _update_finished(self) -> None:
-        self.finished = self.source.is_bounded() and all(s.done() for s in self.splits.values())
+        self.finished = (self.source.is_bounded() or self.rerun) and all(s.done() for s in self.splits.values())
 
     def available_at(self) -> int | None:
         if self.finished:
@@ -415,7 +447,7 @@ class KafkaSourceReader(SourceReader):
 
     def checkpoint_taken(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` holds the offsets now: commit them when it completes."""
-        if self.source.commit_offsets_on_checkpoint() and self.started:
+        if self.source.commit_offsets_on_checkpoint() and self.started and not self.rerun:
             self._pending_commits[checkpoint_id] = {key: s.next for key, s in self.splits.items()}
         if self.started:
             self._record_read()

@@ -32,6 +32,8 @@ from kernel.streaming.committer import CommittableCollector
 from kernel.streaming.kafka.client import REQUEST_TIMEOUT_S, KafkaConnectorError, client_config, confluent, create, describe
 from kernel.streaming.operators.sinks import SinkOperator
 
+#: the input override telling a re-execution's Kafka sinks to write nothing
+RERUN_KEY = "kafka:rerun"
 #: Flink's KafkaSinkBuilder default transaction timeout (ms)
 DEFAULT_TRANSACTION_TIMEOUT_MS = 3_600_000
 
@@ -59,6 +61,10 @@ class KafkaWriterOperator(SinkOperator):
         self.committables = CommittableCollector(self._commit)
         self.producer = None
         self.markers: dict[str, Any] = {}  # marker consumers by group
+        #: a re-execution (``rill replay --rerun``) writes nothing to Kafka
+        self.dry = self.runtime.input_override(RERUN_KEY) is not None
+        if self.dry:
+            return
         if self.guarantee is DeliveryGuarantee.EXACTLY_ONCE:
             self.transaction_timeout = int(sink.properties.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS))
             interval = self.runtime.checkpoint_interval_ms
@@ -103,6 +109,8 @@ class KafkaWriterOperator(SinkOperator):
 
     def process_batch(self, values, timestamps):
         records = self._records(values, timestamps)
+        if self.dry:
+            return
         if self.guarantee is DeliveryGuarantee.EXACTLY_ONCE:
             if not self.pending and records:
                 self._transaction("begun", self._checkpoint_of_next(), 0)
@@ -141,6 +149,8 @@ class KafkaWriterOperator(SinkOperator):
 
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         self._last_checkpoint = checkpoint_id
+        if self.dry:
+            return
         if self.guarantee is DeliveryGuarantee.AT_LEAST_ONCE:
             self._flush()
         elif self.guarantee is DeliveryGuarantee.EXACTLY_ONCE and self.pending:
@@ -156,7 +166,7 @@ class KafkaWriterOperator(SinkOperator):
 
     def initialize_state(self, restored: Any) -> None:
         """Commit the restored committables whose transactions are not committed yet."""
-        if self.guarantee is not DeliveryGuarantee.EXACTLY_ONCE:
+        if self.guarantee is not DeliveryGuarantee.EXACTLY_ONCE or self.dry:
             return
         entries = restored.lists.get(self.COMMITTER_STATE, [])
         if entries:
@@ -168,7 +178,7 @@ class KafkaWriterOperator(SinkOperator):
                 self._commit(committable)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        if self.guarantee is DeliveryGuarantee.EXACTLY_ONCE:
+        if self.guarantee is DeliveryGuarantee.EXACTLY_ONCE and not self.dry:
             self.committables.commit_up_to(checkpoint_id)
 
     # -- transactions -------------------------------------------------------------------------
@@ -246,6 +256,8 @@ class KafkaWriterOperator(SinkOperator):
     # -- the end ------------------------------------------------------------------------------
 
     def end_input(self) -> None:
+        if self.dry:
+            return
         if self.guarantee is not DeliveryGuarantee.EXACTLY_ONCE:
             self._flush()
             return

@@ -99,6 +99,9 @@ class LocalOperatorRuntime(OperatorRuntime):
             time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
             subtask=d.subtask, attempt=d.attempt, **fields))
 
+    def input_override(self, name: str) -> str | None:
+        return self.task.run.input_overrides.get(name)
+
     def count(self, metric: str, amount: int = 1) -> None:
         counters = self.task.metrics.counters
         counters[metric] = counters.get(metric, 0) + amount
