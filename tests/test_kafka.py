@@ -539,6 +539,15 @@ def test_rerun_reads_exactly_the_recorded_offset_ranges_again(kafka_cluster, she
     produce(kafka_cluster, source_topic, [(f"r{i}", i % 4) for i in range(40)])
     run_id, printed = recorded_run(shell, tmp_path, kafka_cluster, source_topic, sink_topic)
     assert sorted(line.split("> ", 1)[1] for line in printed.splitlines()) == sorted(f"R{i}" for i in range(40))
+    code, metrics, err = shell("metrics", run_id)
+    assert code == 0, err
+    per_partition = {}
+    for line in metrics.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[-3].startswith(f"KafkaSourceReader.topic.{source_topic}.partition."):
+            per_partition[fields[-3].split(".partition.", 1)[1]] = int(fields[-1])
+    assert per_partition == {**{f"{p}.currentOffset": 9 for p in range(4)}, **{f"{p}.recordsConsumed": 10 for p in range(4)},
+                             **{f"{p}.committedOffset": -1 for p in range(4)}, **{f"{p}.records-lag": 0 for p in range(4)}}
     produce(kafka_cluster, source_topic, [(f"later{i}", i % 4) for i in range(12)])  # not read by the run
     code, out, err = shell("replay", run_id, "--rerun")
     assert code == 0, err

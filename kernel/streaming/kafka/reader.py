@@ -133,6 +133,7 @@ class KafkaSourceReader(SourceReader):
         self.commits_succeeded = reader.counter("commitsSucceeded")
         self.commits_failed = reader.counter("commitsFailed")
         self.committed: dict[str, int] = {}
+        self.consumed: dict[str, Any] = {}  # counters per partition (throughput)
         reader.add_group("KafkaConsumer").gauge("records-lag-max", lambda: max(self._lags().values(), default=0))
         group.gauge("pendingRecords", lambda: sum(self._lags().values()))
         for split in self.splits.values():
@@ -145,6 +146,7 @@ class KafkaSourceReader(SourceReader):
         partition.gauge("currentOffset", lambda: split.next - 1 if split.next > split.first else -1)
         partition.gauge("committedOffset", lambda: self.committed.get(split.name, -1))
         partition.gauge("records-lag", lambda: self._lags().get(split.name, 0))
+        self.consumed[split.name] = partition.counter("recordsConsumed")
 
     def _lags(self) -> dict[str, int]:
         """Records behind the high watermark per partition (from the last fetch, no request)."""
@@ -389,6 +391,10 @@ class KafkaSourceReader(SourceReader):
             count += 1
         if current is not None and count:
             runs.append((current.name, count))
+        if runs and self.metrics is not None:
+            consumed = self.consumed
+            for name, n in runs:
+                consumed[name].inc(n)
         if not messages:
             self._check_stops()
         self._idle = not messages
