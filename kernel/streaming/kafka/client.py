@@ -24,8 +24,8 @@ def confluent() -> Any:
     """The ``confluent_kafka`` module (the ``kafka`` extra)."""
     try:
         import confluent_kafka
-    except ImportError:
-        raise KafkaConnectorError(f"the Kafka connector needs confluent-kafka: {INSTALL}") from None
+    except ImportError as exc:
+        raise KafkaConnectorError(f"the Kafka connector needs confluent-kafka ({exc}): {INSTALL}") from None
     return confluent_kafka
 
 
