@@ -599,3 +599,31 @@ def test_defining_a_kafka_job_imports_no_kafka_client():
             "assert 'confluent_kafka' not in sys.modules, 'confluent_kafka imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_spark_backend_refuses_a_kafka_sink_in_one_line(kafka_cluster, shell, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(PYFLINK_WORD_COUNT.replace("from pyflink.", "from kernel."))
+    code, out, err = shell("run", "--set", "plugins.backend=spark", str(job), kafka_cluster, "a", "b")
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"rill: error: sink 'Sink: Writer' (KafkaSink(b at {kafka_cluster}, EXACTLY_ONCE)): the spark backend writes "
+        "FileSinks only; run Kafka jobs on the local backend (plugins.workers=spark puts its TaskExecutors on a Spark "
+        "cluster)"]
+
+
+def test_an_exactly_once_sink_refuses_a_transaction_timeout_below_the_checkpoint_interval(kafka_cluster):
+    def build(env):
+        env.enable_checkpointing(5000)
+        sink = KafkaSink.builder().set_bootstrap_servers(kafka_cluster).set_record_serializer(
+            KafkaRecordSerializationSchema.builder().set_topic("t").set_value_serialization_schema(SimpleStringSchema())
+            .build()).set_delivery_guarantee(DeliveryGuarantee.EXACTLY_ONCE).set_transactional_id_prefix("p") \
+            .set_property("transaction.timeout.ms", "4000").build()
+        env.from_collection(["a"]).sink_to(sink)
+        env.execute()
+
+    run = run_job(build, *REALTIME, "restart-strategy.type=none")
+    assert run.outcome.status == "FAILED"
+    assert run.outcome.failure.splitlines()[0].endswith(
+        f"KafkaConnectorError: Kafka sink at {kafka_cluster}: transaction.timeout.ms (4000) must be larger than the "
+        "checkpoint interval (5000 ms), or Kafka aborts transactions before they are committed")
