@@ -627,3 +627,42 @@ def test_an_exactly_once_sink_refuses_a_transaction_timeout_below_the_checkpoint
     assert run.outcome.failure.splitlines()[0].endswith(
         f"KafkaConnectorError: Kafka sink at {kafka_cluster}: transaction.timeout.ms (4000) must be larger than the "
         "checkpoint interval (5000 ms), or Kafka aborts transactions before they are committed")
+
+
+def test_a_kafka_source_takes_part_in_watermark_alignment(kafka_cluster):
+    """A Kafka source whose records (all there at once) span 20 s of event time, aligned with a
+    data generator running 2 s of event time a second: the Kafka source's partitions are paused
+    and resumed (split-level alignment) so that it keeps within the drift."""
+    from kernel.cluster_events import WatermarkAdvanced
+    from kernel.common.time import Duration
+    from kernel.datastream.connectors.datagen import DataGeneratorSource
+
+    source_topic = topic("aligned")
+    produce(kafka_cluster, source_topic, [(str(i), i % 4, BASE + i) for i in range(20_000)])
+
+    def aligned(strategy):
+        return strategy.with_watermark_alignment("pair", Duration.of_millis(1000), Duration.of_millis(100))
+
+    def build(env):
+        kafka = lines_source(kafka_cluster, source_topic)
+        env.from_source(kafka, aligned(WatermarkStrategy.for_monotonous_timestamps()), "Kafka") \
+            .add_sink(lambda v: None)
+        slow = DataGeneratorSource(lambda i: BASE + i * 2, count=3000, records_per_second=1000)
+        env.from_source(slow, aligned(WatermarkStrategy.for_monotonous_timestamps()
+                                      .with_timestamp_assigner(lambda value, ts: value)), "Slow") \
+            .add_sink(lambda v: None)
+        env.execute()
+
+    run = run_job(build, *REALTIME, "plugins.watermarking=aligned")
+    assert run.outcome.status == "FINISHED"
+    latest: dict[str, int] = {}
+    worst = 0
+    for event in run.events(WatermarkAdvanced):
+        if event.direction != "output" or not event.vertex_name.startswith("Source"):
+            continue
+        if event.watermark == (1 << 63) - 1:
+            break
+        latest[event.vertex_name.split(" -> ")[0]] = event.watermark
+        if len(latest) == 2:
+            worst = max(worst, latest["Source: Kafka"] - latest["Source: Slow"])
+    assert 0 < worst <= 1000  # never more than the drift ahead (without alignment: ~14 s)

@@ -77,7 +77,9 @@ class SourceOperator(StreamOperator):
         self.assign = None
         self._checkpoint_id = 0
         self.alignment: SourceAlignment | None = None
-        self._held: tuple[list, list] | None = None  # records waiting for alignment
+        self._held: tuple[list, list, list | None] | None = None  # records waiting for alignment
+        #: per split, the records waiting for alignment while the split is paused (split-level alignment)
+        self._split_held: dict[Any, tuple[list, list]] = {}
         if strategy is not None:
             assigner = strategy.timestamp_assigner
             if assigner is not None:
@@ -89,7 +91,7 @@ class SourceOperator(StreamOperator):
                         lambda: self.runtime.create_watermark_generator(strategy, self.activity.now_ms),
                         self.generator, self.watermarks)
                 self._schedule_periodic()
-                if self.assign is not None:
+                if self.assign is not None or self.split_watermarks is not None:  # records with timestamps
                     self._join_alignment(strategy)
         self.ended = False
         self.stopped = False  # by a stop-with-savepoint
@@ -146,6 +148,22 @@ class SourceOperator(StreamOperator):
     def _on_announce(self, max_allowed: int, group_min: int) -> None:
         if self.alignment is not None and not self.ended:
             self.alignment.announce(max_allowed, group_min)
+            if self._split_held:
+                self._release_splits()
+
+    def _release_splits(self) -> None:
+        """An announcement: what the paused splits hold may go as far as it allows; a split
+        whose records all went reads again."""
+        for split in list(self._split_held):
+            values, timestamps = self._split_held[split]
+            admitted = self.alignment.admit(timestamps)
+            if admitted:
+                self._emit(values[:admitted], timestamps[:admitted], assigned=True, runs=[(split, admitted)])
+            if admitted == len(values):
+                del self._split_held[split]
+                self.reader.resume_splits([split])
+            else:
+                self._split_held[split] = (values[admitted:], timestamps[admitted:])
 
     def max_event_time(self) -> int | None:
         """The largest event time this source has seen (None before any)."""
@@ -225,6 +243,8 @@ class SourceOperator(StreamOperator):
 
     def _align(self, values: list, timestamps: list, runs: list | None) -> tuple[list, list, list | None]:
         """The records that may go now; the rest is held until an announcement allows them."""
+        if self.split_watermarks is not None and runs is not None:
+            return self._align_splits(values, timestamps, runs)
         alignment = self.alignment
         admitted = alignment.admit(timestamps)
         if admitted < len(values):
@@ -237,6 +257,34 @@ class SourceOperator(StreamOperator):
             (self.activity.pause if waiting else self.activity.resume)("alignment")
         return values, timestamps, runs
 
+    def _align_splits(self, values: list, timestamps: list, runs: list) -> tuple[list, list, list]:
+        """Split-level alignment (Flink's ``pauseOrResumeSplits``): a split whose next record
+        would take the watermark past the allowed maximum is paused with what it holds; the
+        other splits read on (so a split that holds the minimum is never stuck behind one that
+        runs ahead), and the source never waits as a whole."""
+        out_values: list = []
+        out_timestamps: list = []
+        out_runs: list = []
+        start = 0
+        held = self._split_held
+        for split, count in runs:
+            end = start + count
+            waiting = held.get(split)
+            if waiting is not None:  # fetched before the pause took effect: behind what it holds
+                waiting[0].extend(values[start:end])
+                waiting[1].extend(timestamps[start:end])
+            else:
+                admitted = self.alignment.admit(timestamps[start:end])
+                if admitted:
+                    out_values.extend(values[start:start + admitted])
+                    out_timestamps.extend(timestamps[start:start + admitted])
+                    out_runs.append((split, admitted))
+                if admitted < count:
+                    held[split] = (values[start + admitted:end], timestamps[start + admitted:end])
+                    self.reader.pause_splits([split])
+            start = end
+        return out_values, out_timestamps, out_runs
+
     # -- checkpoints --------------------------------------------------------------------------
 
     def snapshot_state(self, snapshot: Any) -> None:
@@ -245,8 +293,11 @@ class SourceOperator(StreamOperator):
         the rest of it wherever it goes), or alone when it is done; what discovery knows as the
         union list state ``SourceEnumeratorState``."""
         elements: list[tuple[Any, Any]] = [(split, None) for split in self.reader.snapshot_splits()]
-        if self._held is not None:
-            elements[:1] = [(elements[0][0] if elements else None, self._held[:2])]
+        held = self._held[:2] if self._held is not None else None
+        for values, timestamps in self._split_held.values():
+            held = (values, timestamps) if held is None else (held[0] + values, held[1] + timestamps)
+        if held is not None:
+            elements[:1] = [(elements[0][0] if elements else None, held)]
         snapshot.add_list(READER_STATE, elements)
         enumerator = self.reader.snapshot_enumerator()
         if enumerator is not None:

@@ -425,6 +425,17 @@ class KafkaSourceReader(SourceReader):
             self.assigned.discard(split.name)
             self.consumer.incremental_unassign([self.ck.TopicPartition(split.topic, split.partition)])
 
+    def pause_splits(self, names: list[str]) -> None:
+        """Stop fetching these partitions (split-level watermark alignment)."""
+        self.consumer.pause([self.ck.TopicPartition(*self._key(name)) for name in names if name in self.assigned])
+
+    def resume_splits(self, names: list[str]) -> None:
+        self.consumer.resume([self.ck.TopicPartition(*self._key(name)) for name in names if name in self.assigned])
+
+    def _key(self, name: str) -> tuple[str, int]:
+        topic, _, partition = name.rpartition("-")
+        return topic, int(partition)
+
     def _update_finished(self) -> None:
         self.finished = (self.source.is_bounded() or self.rerun) and all(s.done() for s in self.splits.values())
 
