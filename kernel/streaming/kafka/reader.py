@@ -38,6 +38,7 @@ from kernel.streaming.kafka.client import (
     describe,
     describe_error,
 )
+from kernel.streaming.kafka.reader_metrics import KafkaSourceReaderMetrics
 from kernel.streaming.readers import SourceReader
 from kernel.streaming.runtime import OperatorRuntime
 
@@ -119,48 +120,11 @@ class KafkaSourceReader(SourceReader):
         self.interval = source.discovery_interval_ms()
         self.next_discovery = runtime.now_ms() + self.interval if self.interval > 0 else None
 
-    # -- metrics ------------------------------------------------------------------------------
-
     def register_metrics(self, group: Any) -> None:
-        """Flink's KafkaSourceReaderMetrics in the source operator's metric group: per partition
-        ``KafkaSourceReader.topic.<t>.partition.<p>.currentOffset`` (the last offset emitted, -1
-        before any), ``.committedOffset`` (-1 before any commit) and ``.records-lag`` (records
-        behind the partition's high watermark as last fetched); ``KafkaSourceReader.KafkaConsumer
-        .records-lag-max``, ``KafkaSourceReader.commitsSucceeded`` / ``commitsFailed`` and the
-        FLIP-33 ``pendingRecords``."""
-        reader = group.add_group("KafkaSourceReader")
-        self.metrics = reader
-        self.commits_succeeded = reader.counter("commitsSucceeded")
-        self.commits_failed = reader.counter("commitsFailed")
-        self.committed: dict[str, int] = {}
-        self.consumed: dict[str, Any] = {}  # counters per partition (throughput)
-        reader.add_group("KafkaConsumer").gauge("records-lag-max", lambda: max(self._lags().values(), default=0))
-        group.gauge("pendingRecords", lambda: sum(self._lags().values()))
+        """Flink's reader metrics in the source operator's metric group."""
+        self.metrics = KafkaSourceReaderMetrics(group, self)
         for split in self.splits.values():
-            self._split_metrics(split)
-
-    def _split_metrics(self, split: Split) -> None:
-        if self.metrics is None:
-            return
-        partition = self.metrics.add_group("topic", split.topic).add_group("partition", str(split.partition))
-        partition.gauge("currentOffset", lambda: split.next - 1 if split.next > split.first else -1)
-        partition.gauge("committedOffset", lambda: self.committed.get(split.name, -1))
-        partition.gauge("records-lag", lambda: self._lags().get(split.name, 0))
-        self.consumed[split.name] = partition.counter("recordsConsumed")
-
-    def _lags(self) -> dict[str, int]:
-        """Records behind the high watermark per partition (from the last fetch, no request)."""
-        consumer, lags = self.consumer, {}
-        if consumer is None:
-            return lags
-        for split in list(self.splits.values()):
-            try:
-                high = consumer.get_watermark_offsets(self.ck.TopicPartition(split.topic, split.partition),
-                                                      cached=True)[1]
-            except Exception:  # the consumer closed meanwhile
-                return lags
-            lags[split.name] = max(0, high - split.next) if high >= 0 else 0
-        return lags
+            self.metrics.add_split(split)
 
     def _on_error(self, error: Any) -> None:
         """librdkafka's errors; those the reader cannot get over fail it at its next poll."""
@@ -288,7 +252,8 @@ class KafkaSourceReader(SourceReader):
             self.assigned.update(s.name for s in reading)
         self.added.extend(split.name for split in splits)
         for split in splits:
-            self._split_metrics(split)
+            if self.metrics is not None:
+                self.metrics.add_split(split)
             if split.done():
                 self._release(split)
 
@@ -392,9 +357,7 @@ class KafkaSourceReader(SourceReader):
         if current is not None and count:
             runs.append((current.name, count))
         if runs and self.metrics is not None:
-            consumed = self.consumed
-            for name, n in runs:
-                consumed[name].inc(n)
+            self.metrics.consumed(runs)
         if not messages:
             self._check_stops()
         self._idle = not messages
@@ -492,11 +455,7 @@ class KafkaSourceReader(SourceReader):
             return
         checkpoint_id, names, values = self._commits_in_flight.pop(0)
         if self.metrics is not None:
-            if error is None:
-                self.commits_succeeded.inc()
-                self.committed.update(zip(names, values))
-            else:
-                self.commits_failed.inc()
+            self.metrics.committed(names, values, error is None)
         self._event(KafkaOffsetsCommitted, checkpoint_id=checkpoint_id, group_id=self.source.group_id or "",
                     partitions=names, offsets=values, error="" if error is None else describe_error(error))
 
