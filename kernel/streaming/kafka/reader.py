@@ -189,12 +189,12 @@ class KafkaSourceReader(SourceReader):
             self._add([tp for tp in new if split_owner(tp[0], tp[1], self.parallelism) == self.subtask],
                       self.source.starting_offsets, "initial")
         else:
+            self._assign(list(self.splits.values()), "restored")
             if new:
                 self._event(KafkaPartitionsDiscovered, partitions=[f"{t}-{p}" for t, p in new], total=len(self.known),
                             initial=False)
                 self._add([tp for tp in new if split_owner(tp[0], tp[1], self.parallelism) == self.subtask],
                           None, "discovered")
-            self._assign(list(self.splits.values()), "restored")
         self._update_finished()
 
     def _start_recorded(self, ranges: dict[str, list[int]]) -> None:
