@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 from kernel.checkpointing.recovery import StateRecoveryOptions, check_restore
 from kernel.clock import NS_PER_S
 from kernel.collector import collecting_for_batches
+from kernel.connector_checks import check_connectors
 from kernel.compiler import CompiledJob, compile_program
 from kernel.errors import JobFailed
 from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
 from kernel.faults import check_operators
+from kernel.options import RillOptions
 from kernel.program import PipelineExecutor, Program
 from kernel.pythonenv.dependencies import PythonDependencyInfo
 from kernel.pythonenv.environment import PythonEnvironment, importable, prepared
@@ -154,6 +156,7 @@ class SessionExecutor(PipelineExecutor):
         session = self.session_for(program)
         compiled = compile_program(session, program)
         check_operators(session.config.faults, [node.name for node in compiled.stream_graph.nodes.values()])
+        check_connectors(list(compiled.stream_graph.nodes.values()), session.config.section(RillOptions).clock)
         return session, compiled
 
     def run_compiled(self, session: Session, compiled: CompiledJob) -> RunOutcome:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from kernel.config import Config, RawConfig, Section, load_raw, validate
 from kernel.cluster_events import CLUSTER_EVENT_TYPES
 from kernel.events import KERNEL_EVENT_TYPES, EventRegistry
+from kernel.kafka_events import KAFKA_EVENT_TYPES
 from kernel.options import KERNEL_SECTIONS
 from kernel.pluginmanager import RillPluginManager
 
@@ -21,7 +22,7 @@ class Session:
     def __init__(self, plugin_manager: RillPluginManager, config: Config) -> None:
         self.plugin_manager = plugin_manager
         self.config = config
-        self.events = EventRegistry(KERNEL_EVENT_TYPES + CLUSTER_EVENT_TYPES)
+        self.events = EventRegistry(KERNEL_EVENT_TYPES + CLUSTER_EVENT_TYPES + KAFKA_EVENT_TYPES)
         plugin_manager.hook.register_event_types(register=self.events.register)
         #: input files runs of this session read instead of the job's own (a re-execution)
         self.input_overrides: dict[str, str] = {}

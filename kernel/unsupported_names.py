@@ -43,14 +43,9 @@ CHANGELOG = UnsupportedGroup(
     })
 
 EXTERNAL_CONNECTORS = UnsupportedGroup(
-    "connectors", "rill reads collections, files, number sequences and generated data, and writes to stdout, "
-                  "files and sink functions", {
-        f"{CONNECTORS}.kafka": (
-            "FlinkKafkaConsumer", "FlinkKafkaProducer", "KafkaOffsetResetStrategy", "KafkaOffsetsInitializer",
-            "KafkaRecordSerializationSchema", "KafkaRecordSerializationSchemaBuilder", "KafkaSink",
-            "KafkaSinkBuilder", "KafkaSource", "KafkaSourceBuilder", "KafkaTopicPartition", "KafkaTopicSelector",
-            "Semantic",
-        ),
+    "connectors", "rill reads collections, files, number sequences, generated data and Kafka (KafkaSource), and "
+                  "writes to stdout, files, Kafka (KafkaSink) and sink functions", {
+        f"{CONNECTORS}.kafka": ("FlinkKafkaConsumer", "FlinkKafkaProducer", "Semantic"),
         f"{CONNECTORS}.dynamic_kafka": (
             "DynamicKafkaSource", "DynamicKafkaSourceBuilder", "KafkaMetadataService",
             "KafkaRecordDeserializationSchema", "KafkaStreamSetSubscriber", "KafkaStreamSubscriber",
@@ -94,7 +89,8 @@ FILE_CONNECTOR = UnsupportedGroup(
         "pyflink.common.serialization": ("BulkWriterFactory",),
     })
 
-FORMAT_LIBRARIES = UnsupportedGroup("formats", "rill has no Avro, CSV, JSON, ORC or Parquet formats", {
+FORMAT_LIBRARIES = UnsupportedGroup("formats", "rill has no Avro, CSV, ORC or Parquet formats, and reads JSON rows "
+                                                "by their type info, not by a JSON schema", {
     f"{FORMATS}.avro": (
         "AvroBulkWriters", "AvroInputFormat", "AvroRowDeserializationSchema", "AvroRowSerializationSchema",
         "AvroSchema", "GenericRecordAvroTypeInfo",
@@ -103,7 +99,7 @@ FORMAT_LIBRARIES = UnsupportedGroup("formats", "rill has no Avro, CSV, JSON, ORC
         "CsvBulkWriters", "CsvReaderFormat", "CsvRowDeserializationSchema", "CsvRowSerializationSchema", "CsvSchema",
         "CsvSchemaBuilder",
     ),
-    f"{FORMATS}.json": ("JsonRowDeserializationSchema", "JsonRowSerializationSchema"),
+    f"{FORMATS}.json": ("JsonRowDeserializationSchema.Builder.json_schema",),
     f"{FORMATS}.orc": ("OrcBulkWriters",),
     f"{FORMATS}.parquet": (
         "AvroParquetReaders", "AvroParquetWriters", "ParquetBulkWriters", "ParquetColumnarRowInputFormat",
@@ -127,6 +123,8 @@ JAVA_BRIDGE = UnsupportedGroup("Java objects", "rill runs no JVM, so there is no
         "BucketAssigner.get_java_object", "OutputFileConfig.get_java_object", "RollingPolicy.get_java_object",
     ),
     f"{CONNECTORS}.number_seq": ("NumberSequenceSource.get_java_function",),
+    f"{CONNECTORS}.kafka": ("KafkaSource.get_java_function", "KafkaSink.get_java_function",
+                            "KafkaSink.get_transformer"),
 })
 
 RESTART_STRATEGIES = UnsupportedGroup(

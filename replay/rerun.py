@@ -2,9 +2,11 @@
 
 A run records what it needs to run again: the job file (path, arguments, content, SHA-256), the
 effective configuration (with plugin choices and faults), seed and clock mode, and the files
-its sources read (``source_file_opened`` events, with their content). ``--rerun`` executes the
-job file again with that configuration — the recorded copy of an input that changed or
-disappeared replaces it — and, for a simulated run without changes, checks that the new run's
+its sources read (``source_file_opened`` events, with their content) and the Kafka offset ranges
+they read (``kafka_offsets_consumed``). ``--rerun`` executes the job file again with that
+configuration — the recorded copy of an input that changed or disappeared replaces it; Kafka
+sources read exactly the recorded ranges again (on the wall clock, while the topics still hold
+them), Kafka sinks write nothing — and, for a simulated run without changes, checks that the new run's
 event sequence equals the recorded one: both are cut into windows of ``WINDOW`` events whose
 hashes are chained (a rolling fingerprint computed inside DuckDB, so neither log is held in
 memory); at the first differing window the two windows are compared event by event. Fields
@@ -109,12 +111,16 @@ def _sha256(path: str) -> str:
         return hashlib.sha256(handle.read()).hexdigest()
 
 
-def recorded_config(run: Any, sets: tuple[str, ...]) -> tuple[RawConfig, list[str]]:
-    """The recorded run's configuration (flat keys, plugins, faults) with ``sets`` on top."""
+def recorded_config(run: Any, sets: tuple[str, ...], kafka: bool = False) -> tuple[RawConfig, list[str]]:
+    """The recorded run's configuration (flat keys, plugins, faults) with ``sets`` on top; a
+    run that read Kafka runs again on the wall clock (Kafka needs it)."""
     values = dict(run.config)
     sources = {key: f"recorded run {run.run_id}" for key in values}
     notes = []
-    if run.clock != "simulated":
+    if kafka:
+        notes.append(f"run {run.run_id} read Kafka: the re-execution reads the offset ranges it read, on the wall clock "
+                     "(timing is not reproduced); its Kafka sinks write nothing")
+    elif run.clock != "simulated":
         values["rill.clock"] = "simulated"
         notes.append(f"run {run.run_id} ran under the {run.clock} clock: the re-execution uses the simulated clock "
                      "with the recorded inputs, so timing is not reproduced (outputs of event-time logic should match)")
@@ -159,6 +165,58 @@ def input_overrides(con: Any, run: Any, scratch: str) -> tuple[dict[str, str], l
     return overrides, notes
 
 
+def kafka_overrides(con: Any, run: Any) -> dict[str, str]:
+    """The offset ranges the run's Kafka sources read, per cluster (every attempt's, merged:
+    from the first offset read to the one after the last), checked to be still in the topics."""
+    rows = con.execute(
+        "SELECT bootstrap_servers, partitions, first_offsets, next_offsets FROM rill.ev_kafka_offsets_consumed "
+        "WHERE run_id = $run", {"run": run.run_id}).fetchall()
+    ranges: dict[str, dict[str, list[int]]] = {}
+    for servers, partitions, firsts, nexts in rows:
+        values = [json.loads(v) if isinstance(v, str) else list(v) for v in (partitions, firsts, nexts)]
+        cluster = ranges.setdefault(servers, {})
+        for name, first, last in zip(*values):
+            known = cluster.get(name)
+            cluster[name] = [first, last] if known is None else [min(known[0], first), max(known[1], last)]
+    if not ranges:
+        return {}
+    from kernel.streaming.kafka.reader import recorded_ranges_key
+    from kernel.streaming.kafka.writer import RERUN_KEY
+
+    for servers, partitions in ranges.items():
+        check_still_there(run.run_id, servers, partitions)
+    overrides = {recorded_ranges_key(servers): json.dumps(partitions) for servers, partitions in ranges.items()}
+    overrides[RERUN_KEY] = "1"
+    return overrides
+
+
+def check_still_there(run_id: str, servers: str, partitions: dict[str, list[int]]) -> None:
+    """Every recorded range is still in its partition, or a clear error says what is gone."""
+    from kernel.streaming.kafka.client import KafkaConnectorError, confluent
+
+    try:
+        ck = confluent()
+    except KafkaConnectorError as exc:
+        raise UsageError(f"run {run_id} read Kafka; {exc}") from None
+    consumer = ck.Consumer({"bootstrap.servers": servers, "group.id": f"rill-rerun-{run_id}", "log_level": 0})
+    try:
+        for name, (first, last) in sorted(partitions.items()):
+            if last <= first:
+                continue
+            topic, _, partition = name.rpartition("-")
+            try:
+                low, high = consumer.get_watermark_offsets(ck.TopicPartition(topic, int(partition)), timeout=10)
+            except ck.KafkaException as exc:
+                raise UsageError(f"run {run_id} read offsets {first}..{last - 1} of {name} at {servers}, which cannot be "
+                                 f"read again: {exc.args[0].str() if exc.args else exc}") from None
+            if low > first or high < last:
+                raise UsageError(f"run {run_id} read offsets {first}..{last - 1} of {name} at {servers}, but the "
+                                 f"partition now holds {low}..{high - 1}: the data is gone (retention or a recreated "
+                                 "topic), so the run cannot be re-executed")
+    finally:
+        consumer.close()
+
+
 @dataclass
 class Preparation:
     """Everything a re-execution needs from the log (read before the log is written again)."""
@@ -172,10 +230,11 @@ class Preparation:
 
 def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> Preparation:
     path, source, notes = job_file(run, allow_changed)
-    raw, config_notes = recorded_config(run, sets)
+    kafka = kafka_overrides(con, run)
+    raw, config_notes = recorded_config(run, sets, kafka=bool(kafka))
     scratch = tempfile.mkdtemp(prefix=f"rill-rerun-{run.run_id}-")
     overrides, input_notes = input_overrides(con, run, scratch)
-    return Preparation(path, source, raw, overrides, notes + config_notes + input_notes)
+    return Preparation(path, source, raw, {**overrides, **kafka}, notes + config_notes + input_notes)
 
 
 def execute(prepared: Preparation, arguments: list[str] | None = None) -> Rerun:

@@ -38,6 +38,9 @@ TaskExecutor not yet known lost: the sources on the other TaskExecutors read on,
 checkpoint can be triggered), or the fault began before that start. Prints the
 counts and figures; exits 1 on any hang, duplicate, loss, wrong output, lost event or restore
 beyond the bound.
+
+``--kafka`` runs the Kafka job's campaign instead (``kafka_campaign.py``: realtime runs of an
+exactly-once Kafka pipeline against a mock cluster, with kills and exceptions).
 """
 
 from __future__ import annotations
@@ -382,9 +385,15 @@ def main() -> None:
     parser.add_argument("--only", type=int, action="append", metavar="N",
                         help="run only run N of the campaign (from 0; repeatable; instead of --runs)")
     parser.add_argument("--verbose", action="store_true", help="print every run")
+    parser.add_argument("--kafka", action="store_true", help="the Kafka job instead: realtime runs against a mock "
+                                                             "Kafka cluster (kafka_campaign.py)")
     args = parser.parse_args()
     if args.only and min(args.only) < 0:
         parser.error(f"--only {min(args.only)}: a run's index is 0 or more")
+    if args.kafka:
+        import kafka_campaign
+
+        sys.exit(kafka_campaign.campaign(args.runs, args.seed, args.only, args.verbose))
     duration_ms = parse_duration_ms(args.duration)
     root = tempfile.mkdtemp(prefix="rill-campaign-")
     try:

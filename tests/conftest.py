@@ -79,3 +79,16 @@ def shell(isolated):
 
 
 PY = sys.executable
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster():
+    """librdkafka's mock Kafka cluster in a process of its own, for the whole test session:
+    its bootstrap address (``tests/kafka_mock.py``)."""
+    from tests.kafka_mock import MockCluster
+
+    cluster = MockCluster()
+    try:
+        yield cluster.bootstrap
+    finally:
+        cluster.stop()

@@ -32,12 +32,13 @@ from kernel.common import Duration, Types
 from kernel.common.watermark_strategy import WatermarkStrategy
 from kernel.datastream import CheckpointingMode, ExternalizedCheckpointRetention
 from kernel.datastream.connectors.datagen import DataGeneratorSource
-from kernel.datastream.functions import KeyedProcessFunction, RuntimeContext
+from kernel.datastream.functions import KeyedProcessFunction, MapFunction, RuntimeContext
 from kernel.datastream.state import ValueStateDescriptor
 from kernel.errors import ConfigError, PluginError
 from plugins.checkpointing.events import (
     CheckpointAcknowledged,
     CheckpointCompleted,
+    CheckpointDeclined,
     CheckpointFailed,
     CheckpointTriggered,
 )
@@ -389,3 +390,34 @@ def test_a_simulated_run_with_checkpoints_and_a_fault_re_executes_identically(cl
     assert code == 0, err
     report = json.loads(out)
     assert report["identical"] and report["status"] == "finished"
+
+
+class SlowOpen(MapFunction):
+    """Takes a second to open: its task is INITIALIZING meanwhile."""
+
+    def open(self, runtime_context):
+        import time
+
+        time.sleep(1.0)
+
+    def map(self, value):
+        return value
+
+
+def test_a_checkpoint_triggered_while_a_task_initializes_is_declined_not_lost():
+    """Flink's Task declines a trigger before it runs (CHECKPOINT_DECLINED_TASK_NOT_READY); a
+    trigger the TaskExecutor dropped instead left the checkpoint pending until its timeout, and
+    the bounded job waiting for its final checkpoint with it."""
+    from kernel.datastream.connectors.number_seq import NumberSequenceSource
+
+    def build(env):
+        env.enable_checkpointing(100)
+        env.from_source(NumberSequenceSource(1, 10), WatermarkStrategy.no_watermarks(), "Numbers").map(SlowOpen()) \
+            .add_sink(lambda v: None)
+        env.execute()
+
+    job = run_job(build, "rill.clock=realtime", "rill.duration=20s")
+    assert job.outcome.status == "FINISHED"
+    declined = [e for e in job.events(CheckpointDeclined) if e.reason == "CHECKPOINT_DECLINED_TASK_NOT_READY"]
+    assert declined and all(e.message.endswith("is not running yet") for e in declined)
+    assert job.events(CheckpointCompleted)

@@ -117,19 +117,20 @@ def test_unsupported_names_import_and_are_refused_when_used(name):
 
 
 def test_the_error_is_a_job_definition_error_the_cli_reports_in_one_line(tmp_path, cli):
-    job = tmp_path / "kafka_job.py"
+    job = tmp_path / "pulsar_job.py"
     job.write_text(
         "from kernel.datastream import StreamExecutionEnvironment\n"
-        "from kernel.datastream.connectors.kafka import KafkaSource\n"
+        "from kernel.datastream.connectors.pulsar import PulsarSource\n"
         "env = StreamExecutionEnvironment.get_execution_environment()\n"
-        "source = KafkaSource.builder().set_topics('t').build()\n"
+        "source = PulsarSource.builder().set_topics('t').build()\n"
     )
     code, out, err = cli("run", str(job))
     assert code == 2
     assert err.strip().splitlines() == [
         "rill: error: not supported by rill: "
-        "pyflink.datastream.connectors.kafka.KafkaSource (connectors: rill reads collections, files, number "
-        "sequences and generated data, and writes to stdout, files and sink functions) (kafka_job.py, line 4)"
+        "pyflink.datastream.connectors.pulsar.PulsarSource (connectors: rill reads collections, files, number "
+        "sequences, generated data and Kafka (KafkaSource), and writes to stdout, files, Kafka (KafkaSink) and sink "
+        "functions) (pulsar_job.py, line 4)"
     ]
 
 

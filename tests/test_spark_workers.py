@@ -350,6 +350,26 @@ def test_a_sigkilled_task_executor_is_replaced_once_and_checkpoints_keep_state_e
 
 
 @local
+def test_kafka_exactly_once_through_a_killed_spark_task(spark, kafka_cluster):
+    from kernel.datastream.connectors.kafka import DeliveryGuarantee
+    from kernel.kafka_events import KafkaSplitsAssigned
+    from tests.kafka_mock import produce, read_topic
+    from tests.test_kafka import RESTARTS, guarantee_job, topic
+
+    source_topic, sink_topic = topic("spark-kill-in"), topic("spark-kill-out")
+    records = [str(i) for i in range(6000)]
+    produce(kafka_cluster, source_topic, [(r, i % 4) for i, r in enumerate(records)])
+    job = run_job(guarantee_job(kafka_cluster, source_topic, sink_topic, DeliveryGuarantee.EXACTLY_ONCE),
+                  *SPARK_WORKERS, *RESTARTS, "taskmanager.numberOfTaskSlots=1",
+                  faults=["kill:target=taskexecutor-1,at=4s"])
+    assert job.outcome.status == "FINISHED", job.outcome.failure
+    assert [e.target for e in job.events(FaultInjected)] == ["taskexecutor-1"]
+    assert any(e.origin == "restored" for e in job.events(KafkaSplitsAssigned))
+    # a read_committed consumer sees each record once
+    assert sorted((v for _, _, v in read_topic(kafka_cluster, sink_topic)), key=int) == records
+
+
+@local
 def test_an_idle_worker_is_released_and_its_spark_job_ends(spark):
     def build(env):
         env.from_collection([1, 2, 3], Types.INT()).print()
@@ -421,6 +441,26 @@ def test_a_job_on_a_standalone_cluster_prints_as_embedded(spark):
     workers = started(job)
     # four TaskExecutors hold all four cores: two on each worker's executor
     assert sorted(e.executor_id for e in workers.values()) == ["0", "0", "1", "1"]
+
+
+@standalone
+def test_a_kafka_job_on_a_standalone_cluster_reads_its_partitions_on_the_executors(spark, kafka_cluster):
+    from kernel.datastream.connectors.kafka import DeliveryGuarantee
+    from kernel.kafka_events import KafkaSplitsAssigned
+    from tests.kafka_mock import produce, read_topic
+    from tests.test_kafka import RESTARTS, guarantee_job, topic
+
+    source_topic, sink_topic = topic("spark-in"), topic("spark-out")
+    records = [str(i) for i in range(1000)]
+    produce(kafka_cluster, source_topic, [(r, i % 4) for i, r in enumerate(records)])
+    job = run_job(guarantee_job(kafka_cluster, source_topic, sink_topic, DeliveryGuarantee.EXACTLY_ONCE),
+                  *SPARK_WORKERS, *RESTARTS)
+    assert job.outcome.status == "FINISHED", job.outcome.failure
+    assert sorted((v for _, _, v in read_topic(kafka_cluster, sink_topic)), key=int) == records
+    workers = started(job)
+    assert {e.executor_id for e in workers.values()} <= {"0", "1"}  # on the cluster's executors
+    assert sorted(p for e in job.events(KafkaSplitsAssigned) for p in e.partitions) == \
+        sorted(f"{source_topic}-{p}" for p in range(4))
 
 
 class LoseSparkWorker:

@@ -1,8 +1,15 @@
-"""Encoders and schemas (``pyflink.common.serialization``)."""
+"""Encoders and schemas (``pyflink.common.serialization``).
+
+A serialization schema turns a record into bytes (``serialize``), a deserialization schema
+bytes into a record (``deserialize``) — what Kafka's sink and source apply to each record.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernel import unsupported
+from kernel.common.typeinfo import TypeInformation, Types
 
 
 class Encoder:
@@ -18,8 +25,20 @@ class Encoder:
 
 
 class SimpleStringSchema:
+    """Strings as bytes in ``charset`` (both ways); a record that is not a ``str`` is written as
+    its ``str``."""
+
     def __init__(self, charset: str = "UTF-8") -> None:
         self.charset = charset
+
+    def serialize(self, value: Any) -> bytes:
+        return (value if isinstance(value, str) else str(value)).encode(self.charset)
+
+    def deserialize(self, message: bytes) -> str:
+        return message.decode(self.charset)
+
+    def produced_type(self) -> TypeInformation:
+        return Types.STRING()
 
 
 __getattr__ = unsupported.module_getattr(__name__)

@@ -74,6 +74,8 @@ class OperatorRuntime:
         self.sink_committer: Any = None
         #: the task takes checkpoints: two-phase-commit sinks commit when checkpoints complete
         self.checkpointing = False
+        #: its interval (ms; 0 without checkpoints), which transactional sinks check their timeouts against
+        self.checkpoint_interval_ms = 0
         #: the task's user metrics, which the operators' runtime contexts hand out (a backend
         #: samples those it gives; by default they work unsampled); None when
         #: ``python.metric.enabled`` is false
@@ -121,8 +123,18 @@ class OperatorRuntime:
         recorded content); the backend records what it opened."""
         return path
 
+    def input_override(self, name: str) -> str | None:
+        """What a re-execution gives a source in place of its input ``name`` (a Kafka source:
+        the offset ranges the recorded run read); None in an ordinary run."""
+        return None
+
     def count(self, metric: str, amount: int = 1) -> None:
         """Add to an aggregated counter of the task (late records dropped, timers fired, ...)."""
+
+    def emit_task_event(self, event_type: type, **fields: Any) -> None:
+        """Record an event of this subtask's attempt (a :class:`~kernel.cluster_events.TaskEvent`
+        type; the backend fills in the time and the attempt) — a connector's, at the pace of
+        its partitions and checkpoints, never per record."""
 
     def record_latency(self, marker: Any) -> None:
         """A latency marker reached a sink."""

@@ -379,13 +379,14 @@ class TaskExecutor(Component):
 
     def handle_TriggerCheckpoint(self, message: m.TriggerCheckpoint, sender: str) -> None:
         task = self.tasks.get((message.vertex_id, message.subtask, message.attempt))
-        if task is None:
+        if task is None or task.checkpoints is None:  # Flink's Task declines a trigger before it runs
             job_id = next((c.job_id for c in self.jobs.values() if c.address == sender), "")
             self.tell(sender, DeclineCheckpoint(
                 job_id=job_id, vertex_id=message.vertex_id, subtask=message.subtask, attempt=message.attempt,
                 checkpoint_id=message.checkpoint_id, reason=CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY.name,
-                message=f"TaskExecutor {self.resource_id} runs no such task"))
-        elif task.checkpoints is not None:
+                message=f"TaskExecutor {self.resource_id} runs no such task" if task is None else
+                f"task {task.name} is not running yet"))
+        else:
             task.checkpoints.trigger(message.checkpoint_id, message.timestamp, message.aligned, message.unaligned,
                                      message.alignment_timeout, message.stop, message.drain, message.location)
 

@@ -157,6 +157,10 @@ class SparkBackend:
                                         "restore no savepoints; use the local backend")
         for node in compiled.stream_graph.nodes.values():
             spec = node.operator
+            if spec.kind == "sink_writer" and hasattr(spec.function, "create_writer_operator"):
+                raise SparkBackendError(f"sink {node.name!r} ({spec.function.describe()}): the spark backend writes "
+                                        "FileSinks only; run Kafka jobs on the local backend (plugins.workers=spark "
+                                        "puts its TaskExecutors on a Spark cluster)")
             if spec.kind == "source" and not bool(getattr(spec.function, "is_bounded", lambda: True)()):
                 raise SparkBackendError(
                     f"source {node.name!r} is unbounded: the spark backend runs bounded jobs only (Flink's BATCH "

@@ -6,7 +6,8 @@ it copies there (``addFile``), named by a hash of its content so that runs shari
 SparkContext never clash and an executor never keeps a stale copy:
 
 * rill itself: its packages (``kernel``, ``plugins``, ``replay``) and distribution metadata
-  (plugins are found through its entry points), with every distribution it depends on except
+  (plugins are found through its entry points), with every distribution it depends on (and
+  the ``kafka`` extra's confluent-kafka, when installed) except
   PySpark and py4j (Spark gives them to every Python worker) and DuckDB and PyArrow (only the
   driver's event log and SQL use them). The compiled ones among them (msgspec, mmh3, PyYAML's
   extension) are the driver's builds: the executors' Python must be the driver's version on the
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 RILL_PACKAGES = ("kernel", "plugins", "replay")
 #: distributions every Python worker of Spark has from Spark itself
 SPARK_PROVIDED = frozenset({"pyspark", "py4j"})
+#: rill's extras that go with it when installed (the clients of the connectors jobs run)
+SHIPPED_EXTRAS = ("kafka",)
 #: distributions only the driver uses (the event log, SQL over it)
 DRIVER_ONLY = frozenset({"duckdb", "pyarrow"})
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -68,14 +71,17 @@ def _normalized(name: str) -> str:
 
 def dependencies(name: str = "rill") -> list[importlib.metadata.Distribution]:
     """The distributions ``name`` needs on the executors (its requirements' closure, without
-    extras, without what Spark provides or only the driver uses)."""
+    what Spark provides or only the driver uses; of rill's extras only those of ``SHIPPED_EXTRAS``,
+    when installed: a job's connectors run on the executors)."""
     found: dict[str, importlib.metadata.Distribution] = {}
     pending = [name]
     while pending:
         distribution = importlib.metadata.distribution(pending.pop())
         for requirement in distribution.requires or ():
             match = _NAME.match(requirement)
-            if match is None or "extra" in requirement.partition(";")[2]:
+            marker = requirement.partition(";")[2]
+            if match is None or ("extra" in marker and not (distribution.metadata["Name"] == name and any(
+                    f'extra == "{extra}"' in marker for extra in SHIPPED_EXTRAS))):
                 continue
             key = _normalized(match.group(1))
             if key in found or key in SPARK_PROVIDED or key in DRIVER_ONLY:

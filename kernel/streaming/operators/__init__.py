@@ -32,7 +32,7 @@ OPERATORS: dict[str, str] = {
     "keyed_co_broadcast_process": "broadcast:CoBroadcastWithKeyedOperator",
     "print": "sinks:PrintSinkOperator",
     "sink_function": "sinks:SinkFunctionOperator",
-    "sink_writer": "sinks:FileSinkWriterOperator",
+    "sink_writer": "sinks:sink_writer",
     "collect": "sinks:CollectSinkOperator",
     "window": "aligned_window:window_operator",
     "timestamps_watermarks": "timestamps:TimestampsAndWatermarksOperator",

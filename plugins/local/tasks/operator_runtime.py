@@ -93,6 +93,15 @@ class LocalOperatorRuntime(OperatorRuntime):
         ))
         return actual
 
+    def emit_task_event(self, event_type: type, **fields: Any) -> None:
+        d = self.task.deployment
+        self.task.run.bus.emit(event_type(
+            time=self.clock.now(), job_id=d.job_id, vertex_id=d.vertex.id, vertex_name=d.vertex.name,
+            subtask=d.subtask, attempt=d.attempt, **fields))
+
+    def input_override(self, name: str) -> str | None:
+        return self.task.run.input_overrides.get(name)
+
     def count(self, metric: str, amount: int = 1) -> None:
         counters = self.task.metrics.counters
         counters[metric] = counters.get(metric, 0) + amount

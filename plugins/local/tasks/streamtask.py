@@ -174,9 +174,9 @@ class StreamTask:
                         vertex_id=d.vertex.id)
         self.runtime = LocalOperatorRuntime(self, info)
         self.runtime.sink_committer = d.committer
-        #: periodic checkpoints (a job without them may still take savepoints): sinks commit at them
-        self.runtime.checkpointing = d.checkpoint_storage is not None and checkpointing_enabled(
-            self.run.config.section(CheckpointingOptions), d.job_graph.runtime_mode)
+        options = self.run.config.section(CheckpointingOptions)  # periodic checkpoints (not savepoints): sinks commit at them
+        self.runtime.checkpointing = d.checkpoint_storage is not None and checkpointing_enabled(options, d.job_graph.runtime_mode)
+        self.runtime.checkpoint_interval_ms = options.interval if self.runtime.checkpointing else 0
         rng = self.run.rng.stream(f"network/{d.vertex.id}/{d.subtask}")
         self.emission_times, counter = emission_times(self)
         outputs: dict[int, RecordWriterOutput] = {}
