@@ -29,6 +29,8 @@ ignored (the service is quiesced, so a timer re-registering itself cannot loop f
 
 from __future__ import annotations
 
+from itertools import islice
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kernel.clock import MAX_LONG, MIN_LONG
@@ -54,15 +56,26 @@ class _TimerQueue(TimerHeap):
 
     __slots__ = ()
 
-    def entries(self) -> list[Entry]:
-        """The timers as checkpoint entries (key, namespace, (timestamp, position)), in heap
-        array order: restored in that order they rebuild the same heap."""
-        return [(key, namespace, (timestamp, position)) for timestamp, key, namespace, position in self]
+    def view(self) -> list[tuple[int, Any, Any]]:
+        """(timestamp, key, namespace) of every timer in heap array order, taken now (a timer's
+        position changes as others come and go): :func:`view_entries` makes the checkpoint
+        entries (key, namespace, (timestamp, position)); restored in that order they rebuild
+        the same heap."""
+        return list(map(_TIMER_FIELDS, islice(self.heap, 1, None)))
 
     def restore(self, entries: list[Entry]) -> None:
         """Register restored timers in the order of their positions."""
         for key, namespace, (timestamp, _) in sorted(entries, key=lambda e: e[2][1]):
             self.add(timestamp, key, namespace)
+
+
+_TIMER_FIELDS = itemgetter(0, 1, 2)
+
+
+def view_entries(view: list[tuple[int, Any, Any]]) -> list[Entry]:
+    """The checkpoint entries of a :meth:`_TimerQueue.view`, their keys as Python keys."""
+    return [(user_key(key), namespace, (timestamp, position))
+            for position, (timestamp, key, namespace) in enumerate(view, 1)]
 
 
 class TimerOutput:
@@ -227,11 +240,12 @@ class InternalTimerService:
     # -- checkpoints ------------------------------------------------------------------------------
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
-        """The timers, their keys as Python keys (as the backend's state)."""
+        """The timers, their keys as Python keys (as the backend's state): a view of each queue
+        taken now, its entries made in the asynchronous part."""
         for name, queue in ((EVENT_TIMERS, self.event_timers), (PROCESSING_TIMERS, self.processing_timers)):
             if len(queue):
-                snapshot.add_keyed(name, "timers", [(user_key(key), namespace, order)
-                                                    for key, namespace, order in queue.entries()])
+                view = queue.view()
+                snapshot.defer(lambda into, name=name, view=view: into.add_keyed(name, "timers", view_entries(view)))
 
     def restore(self, event_timers: list[Entry], processing_timers: list[Entry]) -> None:
         """Timers restored from a checkpoint: event-time ones fire when a watermark reaches them,

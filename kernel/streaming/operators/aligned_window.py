@@ -82,7 +82,7 @@ class AlignedWindowOperator(WindowOperator):
         size, slide, offset, lateness = self.size, self.slide, self.offset, self.allowed_lateness
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
-        get = windows.get
+        get = self._contents_getter()
         keys = self.backend.state_keys(self.keys_of(values))
         for key, value, ts in zip(keys, values, timestamps or [None] * len(values)):
             if ts is None:
@@ -138,7 +138,7 @@ class AlignedWindowOperator(WindowOperator):
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         add, create = (self._add, self._create) if kind == "aggregate" else (None, None)
-        get, due = windows.get, self.due
+        get, due = self._contents_getter(), self.due
         fired: tuple[list, list, dict] | None = None
         late_values: list = []
         late_ts: list = []
@@ -176,13 +176,36 @@ class AlignedWindowOperator(WindowOperator):
     def _register(self, time: int, slot: tuple[Any, int]) -> None:
         push(self.due, (time, *slot, None))
 
+    def _contents_getter(self) -> Any:
+        """``windows.get``, or while a snapshot's view shares the contents, a ``get`` whose
+        contents may be changed in place (:mod:`kernel.streaming.copy_on_write`)."""
+        windows, backend = self.windows, self.backend
+        view = backend.shared_views.get(id(windows))
+        if view is None:
+            return windows.get
+        own, shared = backend.own, view.get
+
+        def get(slot: tuple[Any, int]) -> Any:
+            contents = windows.get(slot)
+            if contents is not None and contents is shared(slot):
+                return own(windows, slot, contents)
+            return contents
+
+        return get
+
     # -- checkpoints --------------------------------------------------------------------------
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
         """As the generic operator's state: contents under (key, TimeWindow), their timers —
-        sorted into key groups here, one key-group lookup and one TimeWindow object (pickled
-        once, referenced after) per entry at most."""
+        from views taken now, sorted into key groups in the asynchronous part, one key-group
+        lookup and one TimeWindow object (pickled once, referenced after) per entry at most."""
         super().snapshot_state(snapshot)
+        if not self.windows and len(self.due) == 1:
+            return
+        contents, due = self.backend.share(self.windows), self.due.copy()
+        snapshot.defer(lambda into: self._add_views(into, contents, due))
+
+    def _add_views(self, snapshot: OperatorSnapshot, contents: dict, due: list) -> None:
         size, group_of = self.size, snapshot.key_group_of
         windows: dict[int, TimeWindow] = {}
 
@@ -203,9 +226,9 @@ class AlignedWindowOperator(WindowOperator):
             return grouped
 
         snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], by_key_group(
-            (key, start, value) for (key, start), value in self.windows.items()))
+            (key, start, value) for (key, start), value in contents.items()))
         snapshot.add_keyed_groups(EVENT_TIMERS, "timers", by_key_group(
-            (key, start, (time, position)) for position, (time, key, start, _) in enumerate(self.due[1:], 1)))
+            (key, start, (time, position)) for position, (time, key, start, _) in enumerate(due[1:], 1)))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
         restored_key = self.backend.restored_key
@@ -234,7 +257,7 @@ class AlignedWindowOperator(WindowOperator):
         last = start + self.size - 1
         windows = self.windows
         if timestamp == last:
-            contents = windows.get(slot)
+            contents = self._contents_getter()(slot)
             if contents is not None:
                 self._windows_fired += 1
                 if self._direct:
@@ -251,14 +274,17 @@ class AlignedWindowOperator(WindowOperator):
     def _fire_and_clear(self, timestamp: int, key: Any, start: Any, domain: TimeDomain, out: TimerOutput) -> None:
         """``on_timer`` without lateness, window function or side outputs: each timer fires its
         window (its contents the result) and clears it."""
-        contents = self.windows.pop((self.backend.current_key, start), None)
+        slot = (self.backend.current_key, start)
+        contents = self.windows.pop(slot, None)
         if contents is not None:
+            if self.backend.shared_views:
+                contents = self.backend.own(self.windows, slot, contents, kept=False)
             self._windows_fired += 1
             out.values.append(contents if self._result is None else self._result(contents))
             out.timestamps.append(timestamp)
 
     def _fire(self, slot: tuple[Any, int], out_values: list, out_ts: list, side: dict) -> None:
-        contents = self.windows.get(slot)
+        contents = self._contents_getter()(slot)
         if contents is not None:
             self.runtime.count("windows_fired")
             self._emit_window(slot, contents, out_values, out_ts, side)
