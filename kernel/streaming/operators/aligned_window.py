@@ -214,12 +214,22 @@ class AlignedWindowOperator(WindowOperator):
                     new(slot)
                 else:
                     contents.append(value)
-        if created:
-            register, size_1, lateness = self.window_timers.add, self.size - 1, self.allowed_lateness
+        if not created:
+            return
+        timers, size_1, lateness = self.window_timers, self.size - 1, self.allowed_lateness
+        if lateness:
             for key, start in created:
-                register(start + size_1, key, start)
-                if lateness and start + size_1 + lateness < MAX_LONG:
-                    register(start + size_1 + lateness, key, start)
+                timers.add(start + size_1, key, start)
+                if start + size_1 + lateness < MAX_LONG:
+                    timers.add(start + size_1 + lateness, key, start)
+            return
+        buckets = timers.buckets  # one timer per window, at its end: the windows of a batch share a few ends
+        for slot in created:
+            bucket = buckets.get(slot[1] + size_1)
+            if bucket is None:
+                timers.add(slot[1] + size_1, *slot)
+            else:
+                bucket.append(slot)
 
     def _contents_getter(self) -> Any:
         """``windows.get``, or while a snapshot's view shares the contents, a ``get`` whose
