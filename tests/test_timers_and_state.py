@@ -145,10 +145,11 @@ def test_one_processing_time_wake_up_is_scheduled_at_a_time():
     assert all(w.cancelled for w in wakeups[called:]) or len(wakeups) == called
 
 
-def test_deleted_timers_leave_the_heap_and_one_registered_again_takes_a_new_place():
-    """A timeout moved at every record (delete, register later) leaves one heap entry per
-    live timer, not one per record; a timer deleted and registered again is added anew, behind
-    the other timer of its timestamp (Flink's heap removes a deleted timer at once)."""
+def test_deleted_timers_leave_the_queue_and_one_registered_again_takes_a_new_place():
+    """A timeout moved at every record (delete, register later) leaves the queue holding about
+    as many timestamps as there are live timers, not one per record; a timer deleted and
+    registered again is added anew, behind the other timer of its timestamp (timers of one
+    timestamp fire in the order registered)."""
     backend = KeyedStateBackend(lambda: 0)
     recorder = Recorder()
     timers = timer_service(backend, recorder)
@@ -164,7 +165,8 @@ def test_deleted_timers_leave_the_heap_and_one_registered_again_takes_a_new_plac
         if i >= 100:
             timers.delete_event_time_timer(None, 60_000 + i - 100)
         timers.register_event_time_timer(None, 60_000 + i)
-    assert len(timers.event_timers) == 102 and len(timers.event_timers.heap) == 103
+    queue = timers.event_timers
+    assert len(queue) == 102 and len(queue.buckets) == 101 and len(queue.times) <= 2 * 101 + 65
     timers.advance_watermark(10)
     assert fired == [(10, "b"), (10, "a")]
     timers.advance_watermark(MAX)
@@ -187,11 +189,11 @@ def test_the_service_switches_to_a_timers_key_as_pyflink():
             held.append((key, backend.current_key))
 
     timers = timer_service(backend, Holding())
-    for key in (1, "x", True):  # a record each: True after "x" has its own state
+    for key, time in ((1, 10), ("x", 11), (True, 10)):  # a record each: True after "x" has its own state
         (backend.current_key,) = backend.state_keys([key])
-        timers.register_event_time_timer(None, 10)
+        timers.register_event_time_timer(None, time)
     assert backend.current_key == JavaKey(b"\x80\x05\x88.", True)
-    timers.advance_watermark(10)
+    timers.advance_watermark(11)  # True's timer right after 1's, then "x"'s
     assert held == [(1, 1), (True, 1), ("x", "x")]
     assert backend.state_keys([True, 1]) == [JavaKey(b"\x80\x05\x88.", True)] * 2
 

@@ -1,11 +1,15 @@
 """How an operator's state becomes bytes in a checkpoint and comes back.
 
-Snapshot: an operator adds its keyed states (:meth:`OperatorSnapshot.add_keyed`) — entries
-are sorted into key groups by their key — and its operator list states
-(:meth:`OperatorSnapshot.add_list`); :meth:`OperatorSnapshot.encode` turns that into the
-frames of :mod:`kernel.checkpointing.format`, to which :func:`add_channel_state` appends the
-in-flight data of an unaligned checkpoint (it is complete only once every input delivered
-the barrier). Restore: :class:`RestoredOperatorState` reads the frames of the key groups a
+Snapshot, as Flink's heap backend takes it: in the synchronous part an operator takes
+copy-on-write views of its keyed state (:mod:`kernel.streaming.copy_on_write`) and defers
+making their entries (:meth:`OperatorSnapshot.defer`), and adds its operator list states
+(:meth:`OperatorSnapshot.add_list`), which :meth:`OperatorSnapshot.freeze` encodes before the
+task goes on. In the asynchronous part, off the task's thread, :meth:`OperatorSnapshot.encode`
+makes the keyed entries (:meth:`OperatorSnapshot.add_keyed`: sorted into key groups by their
+key) and turns everything into the frames of :mod:`kernel.checkpointing.format`, to which
+:func:`add_channel_state` appends the in-flight data of an unaligned checkpoint (it is complete
+only once every input delivered the barrier); then the task releases the views
+(:meth:`OperatorSnapshot.release`). Restore: :class:`RestoredOperatorState` reads the frames of the key groups a
 subtask owns from the handles it was assigned, its share of the operator list states, and
 its own in-flight data.
 """
@@ -85,6 +89,25 @@ class OperatorSnapshot:
         #: key group -> (name, kind, ttl) -> entries
         self.keyed: dict[int, dict[tuple[str, str, bool], list[Entry]]] = {}
         self.lists: list[tuple[str, str, list]] = []
+        self._deferred: list[Callable[[OperatorSnapshot], None]] = []
+        self._releases: list[Callable[[], None]] = []
+        self._frozen_lists: list[OperatorListState] | None = None
+
+    def defer(self, add: Callable[[OperatorSnapshot], None]) -> None:
+        """``add(snapshot)`` adds keyed entries in the asynchronous part (:meth:`encode`), in
+        another thread: it reads only views the synchronous part took (and nothing the task
+        changes meanwhile)."""
+        self._deferred.append(add)
+
+    def on_release(self, release: Callable[[], None]) -> None:
+        """``release()`` runs in the task's thread once the snapshot is encoded or dropped."""
+        self._releases.append(release)
+
+    def release(self) -> None:
+        """The asynchronous part is done (or will never run): the views may go."""
+        releases, self._releases = self._releases, []
+        for release in releases:
+            release()
 
     def add_keyed(self, name: str, kind: str, entries: Iterable[Entry], ttl: bool = False) -> None:
         """Keyed state entries (key, namespace, value) of one state."""
@@ -122,10 +145,21 @@ class OperatorSnapshot:
 
     @property
     def empty(self) -> bool:
-        return not self.keyed and not self.lists
+        return not self.keyed and not self.lists and not self._deferred
+
+    def freeze(self) -> None:
+        """The synchronous part's end: encode the operator list states (their elements may be
+        objects the operator goes on changing); raises what pickling them raises."""
+        self._frozen_lists = [OperatorListState(name=name, mode=mode, elements=_dumps(elements))
+                              for name, mode, elements in self.lists]
 
     def encode(self) -> EncodedState:
-        """The frames of this snapshot."""
+        """The frames of this snapshot (the asynchronous part; after :meth:`freeze`)."""
+        deferred, self._deferred = self._deferred, []
+        for add in deferred:
+            add(self)
+        if self._frozen_lists is None:
+            self.freeze()
         parts: list[bytes] = []
         offset = 0
         key_groups = []
@@ -137,9 +171,8 @@ class OperatorSnapshot:
             parts.append(frame)
             offset += len(frame)
         operator_state = None
-        if self.lists:
-            frame = encode(OperatorStateFrame(states=[
-                OperatorListState(name=name, mode=mode, elements=_dumps(elements)) for name, mode, elements in self.lists]))
+        if self._frozen_lists:
+            frame = encode(OperatorStateFrame(states=self._frozen_lists))
             operator_state = (offset, len(frame))
             parts.append(frame)
         return EncodedState(b"".join(parts), key_groups, operator_state)

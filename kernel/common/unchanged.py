@@ -8,7 +8,8 @@ exact Python type it keeps (None: any value) and, for integers, the inclusive ra
 this module builds the tests once per declared type: :func:`expression`, a Python expression
 over one value (inlined where a conversion runs per value), and :func:`batch_test`, a test of a
 whole batch: for a basic type its loops run in C (``set(map(type, values))``, ``min``, ``max``);
-tuples are checked for their type and unpacked once each, their fields' tests inline. Both are
+tuples are checked for their type (the set of their types, in C) and unpacked once each, their
+fields' tests inline. Both are
 true exactly when every value passes.
 """
 
@@ -30,7 +31,7 @@ def compiled(name: str, source: str, **names: Any) -> Callable[..., Any]:
     (built once per declared type, so the tests run inline on the per-record path). Its
     ``__module__`` is this module's, which does not have it: pickled for another process it goes
     by value, found without a search through every loaded module for a function of its name."""
-    namespace = {"__name__": __name__, **_TYPES, **names}
+    namespace = {"__name__": __name__, "_TUPLE": _TUPLE, **_TYPES, **names}
     exec(source, namespace)
     return namespace[name]
 
@@ -58,7 +59,7 @@ def expression(type_info: TypeInformation, value: str, kind_of: KindOf) -> str |
 def batch_test(type_info: TypeInformation, kind_of: KindOf) -> Callable[[list], bool] | None:
     """``all(<expression>(value) for value in values)`` without a call per value; None when the
     type has no cheap test. Values of a basic type are tested by the set of their types (and the
-    least and greatest int); tuples by a loop over their types, then one unpacking each (a
+    least and greatest int); tuples by the set of their types, then one unpacking each (a
     tuple of another length fails to unpack) with its fields' tests inline."""
     if isinstance(type_info, TupleTypeInfo):
         names = [f"field{i}" for i in range(len(type_info.get_field_types()))]
@@ -68,12 +69,11 @@ def batch_test(type_info: TypeInformation, kind_of: KindOf) -> Callable[[list], 
         if not names:
             return lambda values: all(type(value) is tuple and not value for value in values)
         # the names the tests use are bound as defaults: locals, not globals, in the loop
-        used = sorted({"type", "str", "int", "float", "bool", *_TYPES})
+        used = sorted({"type", "str", "int", "float", "bool", "set", "map", "_TUPLE", *_TYPES})
         return compiled("unchanged", f"""
 def unchanged(values, {", ".join(f"{name}={name}" for name in used)}):
-    for value in values:
-        if type(value) is not tuple:
-            return False
+    if not set(map(type, values)) <= _TUPLE:
+        return False
     try:
         for {", ".join(names)}, in values:
             if not ({" and ".join(fields)}):
@@ -100,6 +100,7 @@ def unchanged(values, {", ".join(f"{name}={name}" for name in used)}):
 
 #: the types tests name that are not builtins, by the names they use
 _TYPES: dict[str, type] = {}
+_TUPLE = frozenset([tuple])
 
 
 def _type_name(kind: type) -> str:

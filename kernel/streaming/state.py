@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from kernel.common.javavalues import hash_set_order
 from kernel.common.keyidentity import PLAIN_KEY_TYPES, JavaKey, user_key
 from kernel.datastream import state as api
+from kernel.streaming.copy_on_write import SharedTables
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
@@ -42,6 +43,11 @@ class KeyedStateBackend:
         self._states: dict[tuple[str, type], Any] = {}
         self._ttl: dict[str, Any] = {}
         self._with_ttl: dict[str, tuple[bool, str]] = {}  # name -> (with a TTL, kind)
+        #: the tables pending snapshots' views share (:mod:`kernel.streaming.copy_on_write`); its
+        #: ``views``, false while no snapshot is pending, is what accessors test before :meth:`own`
+        self.shared = SharedTables()
+        self.shared_views = self.shared.views
+        self.own = self.shared.own
 
     # -- the current key ------------------------------------------------------------------------
 
@@ -160,12 +166,26 @@ class KeyedStateBackend:
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
         """Every state's entries (key, namespace, value) — TTL values with their timestamps; the
-        keys as Python keys (what Flink's snapshot holds: the Java key)."""
+        keys as Python keys (what Flink's snapshot holds: the Java key). The synchronous part
+        takes a copy-on-write view of each table; the entries are made from the views in the
+        asynchronous part. The operator's own tables may be shared too (:meth:`share`) until
+        the snapshot is released."""
+        shared = self.shared
+        shared.snapshot_started()
+        snapshot.on_release(shared.snapshot_released)
         for name, table in self._tables.items():
             if table:
                 with_ttl, kind = self._with_ttl.get(name, (False, "internal"))
-                snapshot.add_keyed(name, kind, ((user_key(key), namespace, value)
-                                                for (key, namespace), value in table.items()), ttl=with_ttl)
+                view = shared.share(table)
+                snapshot.defer(lambda into, name=name, kind=kind, view=view, ttl=with_ttl: into.add_keyed(
+                    name, kind, ((user_key(key), namespace, value) for (key, namespace), value in view.items()),
+                    ttl=ttl))
+
+    def share(self, table: dict) -> dict:
+        """A copy-on-write view of one of the operator's own tables for the snapshot being
+        taken (after :meth:`snapshot`); the operator changes a value of ``table`` in place only
+        after :meth:`own` while ``shared_views`` is not empty."""
+        return self.shared.share(table)
 
     def restored_key(self, key: Any) -> Any:
         """The state key of a key read from a checkpoint."""
@@ -216,7 +236,9 @@ _NO_KEY = object()  # no key held yet (PyFlink's None, equal to no Row)
 
 
 class _KeyedState:
-    """A state of the backend's current key in ``namespace`` (which its owner may move)."""
+    """A state of the backend's current key in ``namespace`` (which its owner may move). A
+    value it changes in place or hands out comes through :meth:`_owned` (copy on write while a
+    snapshot's view shares it)."""
 
     __slots__ = ("backend", "table", "descriptor", "namespace")
 
@@ -229,6 +251,21 @@ class _KeyedState:
 
     def _slot(self) -> tuple[Any, Any]:
         return self.backend.current_key, self.namespace
+
+    def _owned(self, slot: tuple[Any, Any]) -> Any:
+        """The value of ``slot`` (None when there is none), safe to change in place."""
+        value = self.table.get(slot)
+        if value is not None and self.backend.shared_views:
+            return self.backend.own(self.table, slot, value)
+        return value
+
+    def _taken(self, slot: tuple[Any, Any]) -> Any:
+        """Take the value of ``slot`` out of the table (None when there is none), to move it
+        elsewhere: safe to change in place."""
+        value = self.table.pop(slot, None)
+        if value is not None and self.backend.shared_views:
+            return self.backend.own(self.table, slot, value, kept=False)
+        return value
 
     def clear(self) -> None:
         self.table.pop(self._slot(), None)
@@ -243,7 +280,11 @@ class ValueStateImpl(_KeyedState, api.ValueState):
     __slots__ = ()
 
     def value(self) -> Any:
-        return self.table.get((self.backend.current_key, self.namespace))
+        slot = (self.backend.current_key, self.namespace)
+        value = self.table.get(slot)
+        if value is not None and self.backend.shared_views:
+            return self.backend.own(self.table, slot, value)
+        return value
 
     def update(self, value: Any) -> None:
         if value is None:
@@ -256,13 +297,13 @@ class ListStateImpl(_KeyedState, api.ListState):
     __slots__ = ()
 
     def get(self) -> list:
-        return list(self.table.get(self._slot(), ()))
+        return list(self._owned(self._slot()) or ())
 
     def add(self, value: Any) -> None:
         if value is None:
             raise ValueError("You cannot add null to a ListState.")
         slot = self.backend.current_key, self.namespace
-        values = self.table.get(slot)
+        values = self._owned(slot)
         if values is None:
             self.table[slot] = [value]
         else:
@@ -270,7 +311,12 @@ class ListStateImpl(_KeyedState, api.ListState):
 
     def add_all(self, values: list) -> None:
         if values:
-            self.table.setdefault(self._slot(), []).extend(values)
+            slot = self._slot()
+            stored = self._owned(slot)
+            if stored is None:
+                self.table[slot] = list(values)
+            else:
+                stored.extend(values)
 
     def update(self, values: list) -> None:
         if values:
@@ -284,9 +330,9 @@ class ListStateImpl(_KeyedState, api.ListState):
         key, table = self.backend.current_key, self.table
         merged: list = []
         for source in merge_order(sources):
-            merged.extend(table.pop((key, source), ()))
+            merged.extend(self._taken((key, source)) or ())
         if merged:
-            values = table.get((key, target))
+            values = self._owned((key, target))
             if values is None:
                 table[(key, target)] = merged
             else:
@@ -312,7 +358,7 @@ def _merge_one_value_bags(state: _KeyedState, target: Any, sources: Iterable[Any
     order when it has none; the other sources' values are dropped (Java's operators reduce
     them; PyFlink's window operator does not)."""
     key, table = state.backend.current_key, state.table
-    values = [table.pop((key, source), None) for source in merge_order(sources)]
+    values = [state._taken((key, source)) for source in merge_order(sources)]
     result = table.get((key, target))
     for value in values:
         if result is not None:
@@ -326,11 +372,11 @@ class ReducingStateImpl(_KeyedState, api.ReducingState):
     __slots__ = ()
 
     def get(self) -> Any:
-        return self.table.get(self._slot())
+        return self._owned(self._slot())
 
     def add(self, value: Any) -> None:
         slot = self.backend.current_key, self.namespace
-        current = self.table.get(slot)
+        current = self._owned(slot)
         self.table[slot] = value if current is None else self.descriptor.get_reduce_function()(current, value)
 
     merge = _merge_one_value_bags
@@ -340,7 +386,7 @@ class AggregatingStateImpl(_KeyedState, api.AggregatingState):
     __slots__ = ()
 
     def get(self) -> Any:
-        accumulator = self.table.get(self._slot())
+        accumulator = self._owned(self._slot())
         return None if accumulator is None else self.descriptor.agg_function.get_result(accumulator)
 
     def add(self, value: Any) -> None:
@@ -349,7 +395,7 @@ class AggregatingStateImpl(_KeyedState, api.AggregatingState):
             return
         slot = self._slot()
         function = self.descriptor.agg_function
-        accumulator = self.table.get(slot)
+        accumulator = self._owned(slot)
         if accumulator is None:
             accumulator = function.create_accumulator()
         self.table[slot] = function.add(value, accumulator)
@@ -362,7 +408,7 @@ class MapStateImpl(_KeyedState, api.MapState):
 
     def _map(self, create: bool = False) -> dict | None:
         slot = self._slot()
-        mapping = self.table.get(slot)
+        mapping = self._owned(slot)
         if mapping is None and create:
             mapping = self.table[slot] = {}
         return mapping

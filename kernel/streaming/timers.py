@@ -3,10 +3,11 @@
 Timers are unique per (key, namespace, timestamp). Event-time timers fire when a watermark
 reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
 fire from a task mail when the processing clock reaches them (one wake-up scheduled at a time,
-for the earliest). Timers with the same timestamp fire in the order of Flink's timer heap
-(:mod:`kernel.streaming.timer_heap`); deleting a timer removes it from the heap at once. The
-timers due at once fire in rounds, as PyFlink's Python operators get them (``_drain``): within a
-round in timestamp order; what their callbacks register at or before that time, in the next.
+for the earliest). Timers with the same timestamp fire in the order they were registered
+(:mod:`kernel.streaming.timer_queue`: Flink leaves that order open, its heap and RocksDB
+backends differ); deleting a timer removes it at once. The timers due at once fire in rounds,
+as PyFlink's Python operators get them (``_drain``): within a round in timestamp order; what
+their callbacks register at or before that time, in the next.
 
 Every keyed operator's timers fire here, through its :class:`Triggerable` ``on_timer`` (Flink's
 ``Triggerable``): the service switches the backend to the timer's key as PyFlink's Python
@@ -35,7 +36,7 @@ from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.keyidentity import user_key
 from kernel.datastream.time_domain import TimeDomain
 from kernel.streaming.state import KeyedStateBackend
-from kernel.streaming.timer_heap import DistinctTimerHeap, TimerHeap
+from kernel.streaming.timer_queue import DistinctTimerQueue, TimerQueue, in_firing_order
 
 if TYPE_CHECKING:
     from kernel.checkpointing.snapshots import Entry, OperatorSnapshot
@@ -49,20 +50,23 @@ EVENT_TIMERS = "_timer_state/event_timers"
 PROCESSING_TIMERS = "_timer_state/processing_timers"
 
 
-class _TimerQueue(TimerHeap):
-    """One kind of timers (:class:`~kernel.streaming.timer_heap.TimerHeap`, Flink's order)."""
+class _TimerQueue(TimerQueue):
+    """One kind of timers (:class:`~kernel.streaming.timer_queue.TimerQueue`)."""
 
     __slots__ = ()
-
-    def entries(self) -> list[Entry]:
-        """The timers as checkpoint entries (key, namespace, (timestamp, position)), in heap
-        array order: restored in that order they rebuild the same heap."""
-        return [(key, namespace, (timestamp, position)) for timestamp, key, namespace, position in self]
 
     def restore(self, entries: list[Entry]) -> None:
         """Register restored timers in the order of their positions."""
         for key, namespace, (timestamp, _) in sorted(entries, key=lambda e: e[2][1]):
             self.add(timestamp, key, namespace)
+
+
+def view_entries(view: list[tuple[int, list[tuple[Any, Any]]]]) -> list[Entry]:
+    """The checkpoint entries (key, namespace, (timestamp, position)) of a queue's view, their
+    keys as Python keys: positions in firing order (restored in that order, they fire as they
+    would have)."""
+    return [(user_key(key), namespace, (timestamp, position))
+            for position, (timestamp, key, namespace) in enumerate(in_firing_order(view), 1)]
 
 
 class TimerOutput:
@@ -142,9 +146,9 @@ class InternalTimerService:
         """Fire every event-time timer <= ``watermark`` in timestamp order (in BATCH, at the
         final watermark, every processing-time timer after them)."""
         self.current_watermark = watermark
-        heap = self.event_timers.heap
+        head = self.event_timers.head_time()
         final = self.batch and watermark == MAX_LONG
-        if (len(heap) > 1 and heap[1][0] <= watermark) or (final and len(self.processing_timers)):
+        if (head is not None and head <= watermark) or (final and len(self.processing_timers)):
             out = self._output()
             fired = self._drain(self.event_timers, watermark, EVENT_TIME, out)
             if final:
@@ -153,42 +157,53 @@ class InternalTimerService:
 
     def fire_processing_time(self, now: int) -> None:
         """Fire every processing-time timer <= ``now`` in timestamp order."""
-        heap = self.processing_timers.heap
-        if len(heap) > 1 and heap[1][0] <= now:
+        head = self.processing_timers.head_time()
+        if head is not None and head <= now:
             out = self._output()
             self._fired(self._drain(self.processing_timers, now, PROCESSING_TIME, out))
 
-    def fire_event_time(self, queue: DistinctTimerHeap, watermark: int) -> None:
+    def fire_event_time(self, queue: DistinctTimerQueue, watermark: int,
+                        fire_round: Callable[[list, TimerOutput], int] | None = None) -> None:
         """The watermark is ``watermark``: fire the event-time timers of an operator that keeps
         them in a queue of its own (registered once each, never deleted) as this service fires
-        its own."""
+        its own. ``fire_round(buckets, out)``: fires a round's timers at once, (timestamp,
+        [(key, namespace), ...]) in firing order, and says how many it fired — for an operator
+        whose timers call no user code (when the backend does not switch keys; the last timer's
+        key stays current, as after firing them one by one)."""
         self.current_watermark = watermark
-        heap = queue.heap
-        if len(heap) > 1 and heap[1][0] <= watermark:
+        head = queue.head_time()
+        if head is not None and head <= watermark:
             out = self._output()
+            if fire_round is not None and not self.backend.switches_keys:
+                buckets = queue.take_buckets(watermark)
+                fired = fire_round(buckets, out)
+                self.backend.current_key = buckets[-1][1][-1][0]
+                self._fired(fired)
+                return
             self._fired(self._drain(queue, watermark, EVENT_TIME, out))
 
-    def _drain(self, queue: TimerHeap | DistinctTimerHeap, limit: int, domain: TimeDomain, out: TimerOutput) -> int:
+    def _drain(self, queue: TimerQueue | DistinctTimerQueue, limit: int, domain: TimeDomain, out: TimerOutput) -> int:
         """Fire the timers of ``queue`` up to ``limit`` in rounds, as PyFlink's Python operators
-        get them: the JVM takes every due timer from its queue (in heap order) and hands them to
+        get them: the JVM takes every due timer from its queue (in firing order) and hands them to
         Python before the registrations and deletions their callbacks make come back. So a timer
         a callback registers at or before ``limit`` fires in the next round, and a timer taken
         in this round fires even when an earlier callback of the round deleted it. How many fired."""
-        backend, take_due, on_timer = self.backend, queue.take_due, self._target.on_timer
+        backend, take_buckets, on_timer = self.backend, queue.take_buckets, self._target.on_timer
         select = backend.select_key if backend.switches_keys else None
         fired = 0
         while True:
-            due = take_due(limit)
+            due = take_buckets(limit)
             if not due:
                 return fired
-            fired += len(due)
-            if select is None:
-                for timestamp, key, namespace, _ in due:
-                    backend.current_key = key
-                    on_timer(timestamp, key, namespace, domain, out)
-            else:
-                for timestamp, key, namespace, _ in due:
-                    on_timer(timestamp, select(key), namespace, domain, out)
+            for timestamp, timers in due:
+                fired += len(timers)
+                if select is None:
+                    for key, namespace in timers:
+                        backend.current_key = key
+                        on_timer(timestamp, key, namespace, domain, out)
+                else:
+                    for key, namespace in timers:
+                        on_timer(timestamp, select(key), namespace, domain, out)
 
     def _output(self) -> TimerOutput:
         """The output of timers about to fire, open on the operator's hand-over: what their
@@ -227,11 +242,12 @@ class InternalTimerService:
     # -- checkpoints ------------------------------------------------------------------------------
 
     def snapshot(self, snapshot: OperatorSnapshot) -> None:
-        """The timers, their keys as Python keys (as the backend's state)."""
+        """The timers, their keys as Python keys (as the backend's state): a view of each queue
+        taken now, its entries made in the asynchronous part."""
         for name, queue in ((EVENT_TIMERS, self.event_timers), (PROCESSING_TIMERS, self.processing_timers)):
             if len(queue):
-                snapshot.add_keyed(name, "timers", [(user_key(key), namespace, order)
-                                                    for key, namespace, order in queue.entries()])
+                view = queue.view()
+                snapshot.defer(lambda into, name=name, view=view: into.add_keyed(name, "timers", view_entries(view)))
 
     def restore(self, event_timers: list[Entry], processing_timers: list[Entry]) -> None:
         """Timers restored from a checkpoint: event-time ones fire when a watermark reaches them,

@@ -142,11 +142,11 @@ class _TtlMergingState(_TtlState):
         for source in sources:
             if source == target:
                 continue
-            stored = table.pop((key, source), None)
+            stored = self._taken((key, source))
             if stored is not None:
                 merged = stored if merged is None else self._merge_pair(merged, stored, now)
         if merged is not None:
-            current = table.get((key, target))
+            current = self._owned((key, target))
             result = merged if current is None else self._merge_pair(current, merged, now)
             if result is None:
                 table.pop((key, target), None)
@@ -160,7 +160,7 @@ class TtlValueState(_TtlState, api.ValueState):
     def value(self) -> Any:
         self.ttl.accessed()
         slot = self._slot()
-        checked = self._checked(slot, self.table.get(slot))
+        checked = self._checked(slot, self._owned(slot))
         return None if checked is None else checked.user_value
 
     def update(self, value: Any) -> None:
@@ -177,7 +177,7 @@ class TtlReducingState(_TtlMergingState, api.ReducingState):
     def get(self) -> Any:
         self.ttl.accessed()
         slot = self._slot()
-        checked = self._checked(slot, self.table.get(slot))
+        checked = self._checked(slot, self._owned(slot))
         return None if checked is None else checked.user_value
 
     def _merge_pair(self, first: TtlValue, second: TtlValue, now: int) -> TtlValue:
@@ -189,7 +189,7 @@ class TtlReducingState(_TtlMergingState, api.ReducingState):
     def add(self, value: Any) -> None:
         self.ttl.accessed()
         slot, now = self._slot(), self.ttl.now()
-        current = self.table.get(slot)
+        current = self._owned(slot)
         added = TtlValue(value, now)
         self.table[slot] = added if current is None else self._merge_pair(current, added, now)
 
@@ -200,7 +200,7 @@ class TtlAggregatingState(_TtlMergingState, api.AggregatingState):
     def get(self) -> Any:
         self.ttl.accessed()
         slot = self._slot()
-        checked = self._checked(slot, self.table.get(slot))
+        checked = self._checked(slot, self._owned(slot))
         return None if checked is None else self.descriptor.agg_function.get_result(checked.user_value)
 
     def add(self, value: Any) -> None:
@@ -210,7 +210,7 @@ class TtlAggregatingState(_TtlMergingState, api.AggregatingState):
             return
         slot = self._slot()
         function, now = self.descriptor.agg_function, self.ttl.now()
-        stored = self.table.get(slot)
+        stored = self._owned(slot)
         accumulator = stored.user_value if stored is not None and self._live(stored, now) else function.create_accumulator()
         self.table[slot] = TtlValue(function.add(value, accumulator), now)
 
@@ -230,7 +230,7 @@ class TtlListState(_TtlState, api.ListState):
     def get(self) -> list:
         self.ttl.accessed()
         slot = self._slot()
-        stored = self.table.get(slot)
+        stored = self._owned(slot)
         if not stored:
             return []
         ttl = self.ttl
@@ -246,13 +246,21 @@ class TtlListState(_TtlState, api.ListState):
         self.ttl.accessed()
         if value is None:
             raise ValueError("You cannot add null to a ListState.")
-        self.table.setdefault(self._slot(), []).append(TtlValue(value, self.ttl.now()))
+        self._stored_list().append(TtlValue(value, self.ttl.now()))
+
+    def _stored_list(self) -> list:
+        """The stored list of the current slot (a new one if there is none), safe to change in place."""
+        slot = self._slot()
+        stored = self._owned(slot)
+        if stored is None:
+            stored = self.table[slot] = []
+        return stored
 
     def add_all(self, values: list) -> None:
         self.ttl.accessed()
         if values:
             now = self.ttl.now()
-            self.table.setdefault(self._slot(), []).extend(TtlValue(value, now) for value in values)
+            self._stored_list().extend(TtlValue(value, now) for value in values)
 
     def update(self, values: list) -> None:
         self.ttl.accessed()
@@ -264,10 +272,12 @@ class TtlListState(_TtlState, api.ListState):
 
     def merge(self, target: Any, sources: Iterable[Any]) -> None:
         key = self.backend.current_key
-        merged = self.table.setdefault((key, target), [])
+        merged = self._owned((key, target))
+        if merged is None:
+            merged = self.table[(key, target)] = []
         for source in sources:
             if source != target:
-                merged.extend(self.table.pop((key, source), ()))
+                merged.extend(self._taken((key, source)) or ())
         if not merged:
             self.table.pop((key, target), None)
 
@@ -279,7 +289,7 @@ class TtlMapState(_TtlState, api.MapState):
 
     def _entries(self) -> dict | None:
         self.ttl.accessed()
-        return self.table.get(self._slot())
+        return self._owned(self._slot())
 
     def _checked_entry(self, entries: dict, key: Any) -> TtlValue | None:
         stored = entries.get(key)
@@ -308,7 +318,7 @@ class TtlMapState(_TtlState, api.MapState):
     def put(self, key: Any, value: Any) -> None:
         self.ttl.accessed()
         slot = self._slot()
-        entries = self.table.get(slot)
+        entries = self._owned(slot)
         if entries is None:
             entries = self.table[slot] = {}
         entries[key] = TtlValue(value, self.ttl.now())
@@ -317,7 +327,11 @@ class TtlMapState(_TtlState, api.MapState):
         self.ttl.accessed()
         if dict_value:
             now = self.ttl.now()
-            self.table.setdefault(self._slot(), {}).update((k, TtlValue(v, now)) for k, v in dict_value.items())
+            slot = self._slot()
+            entries = self._owned(slot)
+            if entries is None:
+                entries = self.table[slot] = {}
+            entries.update((k, TtlValue(v, now)) for k, v in dict_value.items())
 
     def remove(self, key: Any) -> None:
         entries = self._entries()

@@ -4,14 +4,16 @@ Tumbling and sliding event-time windows under the default trigger are the common
 for them everything the generic operator asks the assigner, trigger and timer service per
 element is arithmetic: a window is its start, its contents live under ``(key, start)``, and
 its two timers (fire at ``max_timestamp``, clean up at ``max_timestamp + allowed_lateness``)
-are registered once, when its contents are created, in the timer heap Flink keeps
-(:mod:`kernel.streaming.timer_heap`, the namespace a window's start). The behaviour is exactly
-the generic operator's: same results, timestamps, firing order (the heap's), late-element
-handling, side output and counters.
+are registered once, when its contents are created, in a queue of timers bucketed by time
+(:class:`kernel.streaming.timer_queue.DistinctTimerQueue`, the namespace a window's start).
+The behaviour is exactly the generic operator's: same results, timestamps, firing order
+(windows due at one time in the order they were created), late-element handling, side output
+and counters.
 """
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
@@ -24,7 +26,7 @@ from kernel.datastream.window import (
     check_time_record,
 )
 from kernel.streaming.operators.window import WINDOW_CONTENTS, WindowOperator
-from kernel.streaming.timer_heap import DistinctTimerHeap, push
+from kernel.streaming.timer_queue import DistinctTimerQueue, in_firing_order
 from kernel.streaming.timers import EVENT_TIMERS
 
 if TYPE_CHECKING:
@@ -52,9 +54,8 @@ class AlignedWindowOperator(WindowOperator):
         self.slide = getattr(assigner, "_slide", assigner._size)
         self.offset = assigner._offset
         self.windows: dict[tuple[Any, int], Any] = {}  # (key, window start) -> contents
-        #: the windows' timers: (time, key, window start, None), fired by the timer service
-        self.window_timers = DistinctTimerHeap()
-        self.due = self.window_timers.heap
+        #: the windows' timers: (time, key, window start), fired by the timer service
+        self.window_timers = DistinctTimerQueue()
         self._windows_fired = 0  # windows fired by the timers firing at once
         function = self.spec.function
         if self.contents_kind == "reduce":
@@ -64,7 +65,9 @@ class AlignedWindowOperator(WindowOperator):
         self._result = function.get_result if self.contents_kind == "aggregate" else None
         #: without a window function (or side outputs) a window's result is its contents
         self._direct = self.window_function is None and not self.requested_side_outputs
-        if self._direct and not self.allowed_lateness and self.clearing_function is None:
+        #: its timers fire a round at once (``_fire_round``)
+        self._fires_directly = self._direct and not self.allowed_lateness and self.clearing_function is None
+        if self._fires_directly:
             self.on_timer = self._fire_and_clear  # type: ignore[method-assign]
 
     # -- elements -----------------------------------------------------------------------------
@@ -82,7 +85,7 @@ class AlignedWindowOperator(WindowOperator):
         size, slide, offset, lateness = self.size, self.slide, self.offset, self.allowed_lateness
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
-        get = windows.get
+        get = self._contents_getter()
         keys = self.backend.state_keys(self.keys_of(values))
         for key, value, ts in zip(keys, values, timestamps or [None] * len(values)):
             if ts is None:
@@ -102,9 +105,9 @@ class AlignedWindowOperator(WindowOperator):
                 contents = get(slot)
                 if contents is None:
                     if last > watermark:
-                        self._register(last, slot)
+                        self.window_timers.add(last, key, start)
                     if cleanup != last and cleanup != MAX_LONG:
-                        self._register(cleanup, slot)
+                        self.window_timers.add(cleanup, key, start)
                 if reduce is not None:
                     windows[slot] = value if contents is None else reduce(contents, value)
                 elif kind == "aggregate":
@@ -135,15 +138,19 @@ class AlignedWindowOperator(WindowOperator):
         shift, size_1 = size - self.offset, size - 1
         skipped_from = (watermark - lateness if watermark < MAX_LONG else MAX_LONG + size) - size_1
         fired_from = watermark - size_1 if lateness > 0 else skipped_from  # lateness 0: no window takes late elements
+        keys = self.backend.state_keys(self.keys_of(values))
+        starts = [ts - (ts + shift) % size for ts in timestamps]
+        if min(starts) > fired_from >= skipped_from:
+            self._into_open_windows(keys, starts, values)
+            return
         kind = self.contents_kind
         reduce = self._reduce if kind == "reduce" else None
         add, create = (self._add, self._create) if kind == "aggregate" else (None, None)
-        get, due = windows.get, self.due
+        get, register = self._contents_getter(), self.window_timers.add
         fired: tuple[list, list, dict] | None = None
         late_values: list = []
         late_ts: list = []
-        for key, value, ts in zip(self.backend.state_keys(self.keys_of(values)), values, timestamps):
-            start = ts - (ts + shift) % size
+        for key, value, ts, start in zip(keys, values, timestamps, starts):
             if start <= skipped_from:
                 if ts + lateness <= watermark:
                     late_values.append(value)
@@ -154,9 +161,9 @@ class AlignedWindowOperator(WindowOperator):
             if contents is None:
                 last = start + size_1
                 if last > watermark:
-                    push(due, (last, key, start, None))
+                    register(last, key, start)
                 if lateness and last + lateness < MAX_LONG:
-                    push(due, (last + lateness, key, start, None))
+                    register(last + lateness, key, start)
                 windows[slot] = value if reduce is not None else add(value, create()) if add is not None else [value]
             elif reduce is not None:
                 windows[slot] = reduce(contents, value)
@@ -173,16 +180,87 @@ class AlignedWindowOperator(WindowOperator):
         if fired is not None:
             self.flush_results(*fired)
 
-    def _register(self, time: int, slot: tuple[Any, int]) -> None:
-        push(self.due, (time, *slot, None))
+    def _into_open_windows(self, keys: list, starts: list, values: list) -> None:
+        """``_tumbling`` for a batch whose every window is still open (no element late, no
+        window fired yet), as loops over the batch: each element into its window's contents,
+        then one timer per new window (its end; its cleanup time, with allowed lateness)."""
+        windows, kind = self.windows, self.contents_kind
+        get = self._contents_getter()
+        created: list = []
+        new = created.append
+        if kind == "reduce":
+            reduce = self._reduce
+            for slot, value in zip(zip(keys, starts), values):
+                contents = get(slot)
+                if contents is None:
+                    windows[slot] = value
+                    new(slot)
+                else:
+                    windows[slot] = reduce(contents, value)
+        elif kind == "aggregate":
+            add, create = self._add, self._create
+            for slot, value in zip(zip(keys, starts), values):
+                contents = get(slot)
+                if contents is None:
+                    windows[slot] = add(value, create())
+                    new(slot)
+                else:
+                    windows[slot] = add(value, contents)
+        else:
+            for slot, value in zip(zip(keys, starts), values):
+                contents = get(slot)
+                if contents is None:
+                    windows[slot] = [value]
+                    new(slot)
+                else:
+                    contents.append(value)
+        if not created:
+            return
+        timers, size_1, lateness = self.window_timers, self.size - 1, self.allowed_lateness
+        if lateness:
+            for key, start in created:
+                timers.add(start + size_1, key, start)
+                if start + size_1 + lateness < MAX_LONG:
+                    timers.add(start + size_1 + lateness, key, start)
+            return
+        buckets = timers.buckets  # one timer per window, at its end: the windows of a batch share a few ends
+        for slot in created:
+            bucket = buckets.get(slot[1] + size_1)
+            if bucket is None:
+                timers.add(slot[1] + size_1, *slot)
+            else:
+                bucket.append(slot)
+
+    def _contents_getter(self) -> Any:
+        """``windows.get``, or while a snapshot's view shares the contents, a ``get`` whose
+        contents may be changed in place (:mod:`kernel.streaming.copy_on_write`)."""
+        windows, backend = self.windows, self.backend
+        view = backend.shared_views.get(id(windows))
+        if view is None:
+            return windows.get
+        own, shared = backend.own, view.get
+
+        def get(slot: tuple[Any, int]) -> Any:
+            contents = windows.get(slot)
+            if contents is not None and contents is shared(slot):
+                return own(windows, slot, contents)
+            return contents
+
+        return get
 
     # -- checkpoints --------------------------------------------------------------------------
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
         """As the generic operator's state: contents under (key, TimeWindow), their timers —
-        sorted into key groups here, one key-group lookup and one TimeWindow object (pickled
-        once, referenced after) per entry at most."""
+        from views taken now, sorted into key groups in the asynchronous part, one key-group
+        lookup and one TimeWindow object (pickled once, referenced after) per entry at most."""
         super().snapshot_state(snapshot)
+        if not self.windows and not self.window_timers.buckets:
+            return
+        contents, timers = self.backend.share(self.windows), self.window_timers.view()
+        snapshot.defer(lambda into: self._add_views(into, contents, timers))
+
+    def _add_views(self, snapshot: OperatorSnapshot, contents: dict, timers: list) -> None:
         size, group_of = self.size, snapshot.key_group_of
         windows: dict[int, TimeWindow] = {}
 
@@ -203,16 +281,16 @@ class AlignedWindowOperator(WindowOperator):
             return grouped
 
         snapshot.add_keyed_groups(WINDOW_CONTENTS, CONTENTS_KIND[self.contents_kind], by_key_group(
-            (key, start, value) for (key, start), value in self.windows.items()))
+            (key, start, value) for (key, start), value in contents.items()))
         snapshot.add_keyed_groups(EVENT_TIMERS, "timers", by_key_group(
-            (key, start, (time, position)) for position, (time, key, start, _) in enumerate(self.due[1:], 1)))
+            (key, start, (time, position)) for position, (time, key, start) in enumerate(in_firing_order(timers), 1)))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
         restored_key = self.backend.restored_key
         for key, window, contents in restored.pop_keyed(WINDOW_CONTENTS):
             self.windows[(restored_key(key), window.start)] = contents
         for key, window, (time, _) in sorted(restored.pop_keyed(EVENT_TIMERS), key=lambda entry: entry[2][1]):
-            push(self.due, (time, restored_key(key), window.start, None))
+            self.window_timers.add(time, restored_key(key), window.start)
         super().initialize_state(restored)
 
     # -- firing -------------------------------------------------------------------------------
@@ -220,7 +298,7 @@ class AlignedWindowOperator(WindowOperator):
     def advance_timers(self, timestamp: int) -> None:
         """Fire and clean up the windows whose timers the watermark passed, in timer order."""
         self.current_watermark = timestamp
-        self.timers.fire_event_time(self.window_timers, timestamp)
+        self.timers.fire_event_time(self.window_timers, timestamp, self._fire_round if self._fires_directly else None)
         if self._windows_fired:
             self.runtime.count("windows_fired", self._windows_fired)
             self._windows_fired = 0
@@ -234,7 +312,7 @@ class AlignedWindowOperator(WindowOperator):
         last = start + self.size - 1
         windows = self.windows
         if timestamp == last:
-            contents = windows.get(slot)
+            contents = self._contents_getter()(slot)
             if contents is not None:
                 self._windows_fired += 1
                 if self._direct:
@@ -251,14 +329,37 @@ class AlignedWindowOperator(WindowOperator):
     def _fire_and_clear(self, timestamp: int, key: Any, start: Any, domain: TimeDomain, out: TimerOutput) -> None:
         """``on_timer`` without lateness, window function or side outputs: each timer fires its
         window (its contents the result) and clears it."""
-        contents = self.windows.pop((self.backend.current_key, start), None)
+        slot = (self.backend.current_key, start)
+        contents = self.windows.pop(slot, None)
         if contents is not None:
+            if self.backend.shared_views:
+                contents = self.backend.own(self.windows, slot, contents, kept=False)
             self._windows_fired += 1
             out.values.append(contents if self._result is None else self._result(contents))
             out.timestamps.append(timestamp)
 
+    def _fire_round(self, buckets: list, out: TimerOutput) -> int:
+        """``_fire_and_clear`` for every timer of a round (its timers, registered once per
+        window at its end, call no user code): loops over each time's windows. How many timers."""
+        windows, values, timestamps = self.windows, out.values, out.timestamps
+        pop, result = windows.pop, self._result
+        before, timers = len(values), 0
+        shared = self.backend.shared_views.get(id(windows))
+        for timestamp, slots in buckets:
+            timers += len(slots)
+            if shared is None and result is None:
+                fired = [contents for contents in map(pop, slots, repeat(None)) if contents is not None]
+            else:
+                fired = [contents if result is None else result(contents) for contents in (
+                    self.backend.own(windows, slot, contents, kept=False) if shared is not None else contents
+                    for slot, contents in zip(slots, map(pop, slots, repeat(None)))) if contents is not None]
+            values.extend(fired)
+            timestamps.extend(repeat(timestamp, len(fired)))
+        self._windows_fired += len(values) - before
+        return timers
+
     def _fire(self, slot: tuple[Any, int], out_values: list, out_ts: list, side: dict) -> None:
-        contents = self.windows.get(slot)
+        contents = self._contents_getter()(slot)
         if contents is not None:
             self.runtime.count("windows_fired")
             self._emit_window(slot, contents, out_values, out_ts, side)

@@ -158,14 +158,25 @@ class ReduceOperator(StreamOperator):
     def process_batch(self, values, timestamps):
         reduce, state, backend = self._reduce, self._values, self.backend
         keys = backend.state_keys(self.keys_of(values))
+        get = state.get
+        view = backend.shared_views.get(id(state))
+        if view is not None:  # a snapshot's view shares the values: the function may change its own only
+            own, shared = backend.own, view.get
+
+            def get(key: Any) -> Any:
+                current = state.get(key)
+                if current is not None and current is shared(key):
+                    return own(state, key, current)
+                return current
+
         if self.runtime.batch:
             for key, value in zip(keys, values):
                 backend.current_key = key
-                current = state.get(key)
+                current = get(key)
                 state[key] = value if current is None else reduce(current, value)
             return
         out: list = []
-        append, get = out.append, state.get
+        append = out.append
         handover = self.handover
         handover.mapped(out, timestamps)
         if self._key_per_record:
@@ -189,7 +200,10 @@ class ReduceOperator(StreamOperator):
 
     def snapshot_state(self, snapshot: OperatorSnapshot) -> None:
         super().snapshot_state(snapshot)
-        snapshot.add_keyed(REDUCE_STATE, "value", ((user_key(key), None, value) for key, value in self._values.items()))
+        if self._values:
+            view = self.backend.share(self._values)
+            snapshot.defer(lambda into: into.add_keyed(REDUCE_STATE, "value", (
+                (user_key(key), None, value) for key, value in view.items())))
 
     def initialize_state(self, restored: RestoredOperatorState) -> None:
         restored_key = self.backend.restored_key

@@ -6,10 +6,15 @@ barrier handler aligned barrier n (or, unaligned, took the first one): first the
 work in flight finishes (an async I/O operator's requests; the task takes no input
 meanwhile), then ``prepare_snapshot_pre_barrier`` on every operator, barrier n to every
 output partition (an unaligned barrier overtakes the queued output, which is persisted), the
-snapshot of every operator (the synchronous part: state encoded, so later records cannot
-change it; state that cannot be serialized declines the checkpoint, as the asynchronous part
-of Flink's heap backend does), then — off the mailbox — the state written to the checkpoint storage and the
-acknowledgement sent (the asynchronous part). An unaligned checkpoint of a task with inputs
+snapshot of every operator (the synchronous part: copy-on-write views of keyed state, operator
+list states encoded — :mod:`kernel.checkpointing.snapshots`), then the asynchronous part, as
+Flink's heap backend takes it: the views encoded and the state written to the checkpoint
+storage in a thread of its own while the task goes on with its records (under the simulated
+clock, a callback of the run's loop, so a run stays a deterministic sequence), then, back in
+the task's thread, the views released and the acknowledgement sent. State that cannot be
+serialized declines the checkpoint (Flink's heap backend fails its asynchronous part); a task
+that finishes waits for its asynchronous parts (its loop runs until they are done, as Flink's
+``waitForPendingCheckpoints``). An unaligned checkpoint of a task with inputs
 is written once its barrier handler persisted the in-flight data of every input channel;
 the in-flight data goes with the head operator's state. A checkpoint cancelled or subsumed
 on an input is declined and a cancellation marker goes downstream; one the coordinator
@@ -28,7 +33,7 @@ cancelled task's are aborted by the coordinator.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kernel.checkpointing.channel_state import OUTPUT
 from kernel.checkpointing.failures import CheckpointFailureReason
@@ -40,7 +45,7 @@ from kernel.checkpointing.messages import (
     OperatorSubtaskSnapshot,
     TaskStateSnapshot,
 )
-from kernel.checkpointing.snapshots import EncodedState, add_channel_state, collector_paused
+from kernel.checkpointing.snapshots import EncodedState, OperatorSnapshot, add_channel_state, collector_paused
 from kernel.clock import NS_PER_MS
 from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
 from kernel.tracebacks import describe
@@ -51,22 +56,37 @@ if TYPE_CHECKING:
 
 
 class _Snapshot:
-    """A checkpoint the task is taking: its operators' encoded state (by stream node id), the
+    """A checkpoint the task is taking: its operators' snapshots (by stream node id), the
     in-flight data (unaligned), and what the acknowledgement reports."""
 
-    __slots__ = ("barrier", "metrics", "encoded", "channels", "sync_ms", "finished", "attempt", "taken",
+    __slots__ = ("barrier", "metrics", "operators", "channels", "sync_ms", "finished", "attempt", "taken",
                  "awaiting_inputs")
 
     def __init__(self, barrier: CheckpointBarrier, metrics: CheckpointMetrics, awaiting_inputs: bool) -> None:
         self.barrier = barrier
         self.metrics = metrics
-        self.encoded: dict[int, EncodedState] = {}
+        self.operators: dict[int, OperatorSnapshot] = {}
         self.channels: list[ChannelState] = []
         self.sync_ms = 0.0
         self.finished = False
         self.attempt: Any = None
         self.taken = False
         self.awaiting_inputs = awaiting_inputs  # the input channels' in-flight data is still being persisted
+
+    def release(self) -> None:
+        """Its asynchronous part is done or will never run: the operators' views may go."""
+        operators, self.operators = self.operators, {}
+        for operator in operators.values():
+            operator.release()
+
+
+class _Persisted(NamedTuple):
+    """What the asynchronous part did: the operators' state handles, or why it declines."""
+
+    operators: list[OperatorSubtaskSnapshot]
+    persisted_bytes: int
+    async_ms: float
+    declined: tuple[CheckpointFailureReason, str] | None = None
 
 
 class SubtaskCheckpointCoordinator:
@@ -87,6 +107,8 @@ class SubtaskCheckpointCoordinator:
         self._to_take: set[int] = set()
         self._closed = False  # the task finished: triggers are declined
         self._lock = threading.Lock()
+        #: the asynchronous part runs in threads of its own (else in the loop: simulated clock)
+        self._threads = task.run.clock.mode != "simulated"
 
     # -- from the coordinator -----------------------------------------------------------------
 
@@ -148,7 +170,7 @@ class SubtaskCheckpointCoordinator:
     def _aborted_by_coordinator(self, checkpoint_id: int) -> None:
         task = self.task
         task.chain.notify_checkpoint_aborted(checkpoint_id)
-        self._in_progress.pop(checkpoint_id, None)
+        self._drop(checkpoint_id)
         if checkpoint_id > self.last_checkpoint_id:
             self._aborted.add(checkpoint_id)
             self._broadcast(CancelCheckpointMarker(checkpoint_id))
@@ -202,19 +224,14 @@ class SubtaskCheckpointCoordinator:
                                                               elements=elements))
         else:
             self._broadcast(barrier)
-        with collector_paused():
-            for node_id, operator_snapshot in task.chain.snapshot_state().items():
-                if operator_snapshot.empty:
-                    continue
-                try:
-                    snapshot.encoded[node_id] = operator_snapshot.encode()
-                except Exception as exc:  # a value that cannot be serialized (Flink's heap backend fails its async part)
-                    self._in_progress.pop(checkpoint_id, None)
-                    reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
-                    self.decline(checkpoint_id, reason, f"{reason.message} {task.vertex.name}: state of "
-                                                        f"{task.deployment.job_graph.stream_graph.nodes[node_id].name} "
-                                                        f"cannot be serialized: {describe(exc)}")
-                    return
+        snapshot.operators = task.chain.snapshot_state()
+        for node_id, operator_snapshot in snapshot.operators.items():
+            try:
+                operator_snapshot.freeze()
+            except Exception as exc:  # a value that cannot be serialized
+                self._drop(checkpoint_id)
+                self.decline(checkpoint_id, *self._unserializable(node_id, exc))
+                return
         snapshot.sync_ms = (self.clock.now() - started) / NS_PER_MS
         snapshot.finished = task.data_ended and task.drained
         snapshot.attempt = task.attempt_key
@@ -233,20 +250,63 @@ class SubtaskCheckpointCoordinator:
         snapshot.awaiting_inputs = False
         self._written_when_ready(snapshot)
 
-    def _written_when_ready(self, snapshot: _Snapshot) -> None:
-        if snapshot.taken and not snapshot.awaiting_inputs:
-            del self._in_progress[snapshot.barrier.checkpoint_id]
-            self.loop.call_soon(lambda: self._write(snapshot))
-
-    def _write(self, snapshot: _Snapshot) -> None:
-        """The asynchronous part: write the state, acknowledge."""
+    def _unserializable(self, node_id: int, exc: Exception) -> tuple[CheckpointFailureReason, str]:
+        """Why a checkpoint is declined whose state of operator ``node_id`` cannot be serialized
+        (Flink's heap backend fails its asynchronous part)."""
         task = self.task
-        if task.state in ("FAILED", "CANCELED"):
+        reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+        return reason, (f"{reason.message} {task.vertex.name}: state of "
+                        f"{task.deployment.job_graph.stream_graph.nodes[node_id].name} cannot be serialized: "
+                        f"{describe(exc)}")
+
+    def _drop(self, checkpoint_id: int) -> None:
+        """Forget a checkpoint in progress (its views, if it took them)."""
+        snapshot = self._in_progress.pop(checkpoint_id, None)
+        if snapshot is not None:
+            snapshot.release()
+
+    def _written_when_ready(self, snapshot: _Snapshot) -> None:
+        """Start the asynchronous part once the snapshot is taken and, unaligned, every input's
+        in-flight data persisted."""
+        if not (snapshot.taken and not snapshot.awaiting_inputs):
             return
+        del self._in_progress[snapshot.barrier.checkpoint_id]
+        if not self._threads:
+            self.loop.call_soon(lambda: self._persisted(snapshot, self._persist(snapshot)))
+            return
+        loop = self.loop
+        loop.io_started()  # the task's loop runs until the asynchronous part is done
+
+        def run() -> None:
+            try:
+                persisted = self._persist(snapshot)
+            except BaseException as exc:  # rill's own error: it surfaces in the task's loop
+                loop.call_soon_threadsafe(self._failed_in_thread, exc)
+                return
+            loop.call_soon_threadsafe(self._persisted_in_thread, snapshot, persisted)
+
+        threading.Thread(target=run, name=f"rill-snapshot {self.task.name} {snapshot.barrier.checkpoint_id}",
+                         daemon=True).start()
+
+    def _persist(self, snapshot: _Snapshot) -> _Persisted | None:
+        """The asynchronous part (its own thread; reads only the snapshot): encode the
+        operators' state and write it to the checkpoint storage. None when the task failed or
+        was cancelled meanwhile."""
+        task = self.task
         started = self.clock.now()
         checkpoint_id = snapshot.barrier.checkpoint_id
+        encoded: dict[int, EncodedState] = {}
+        with collector_paused():
+            for node_id, operator_snapshot in snapshot.operators.items():
+                if operator_snapshot.empty:
+                    continue
+                try:
+                    encoded[node_id] = operator_snapshot.encode()
+                except Exception as exc:  # a value that cannot be serialized
+                    return _Persisted([], 0, 0.0, self._unserializable(node_id, exc))
+        if task.state in ("FAILED", "CANCELED"):
+            return None
         subtask = task.deployment.subtask
-        encoded = dict(snapshot.encoded)
         persisted = sum(len(element) for channel in snapshot.channels for element in channel.elements)
         if snapshot.channels:
             head = task.vertex.head_node_id
@@ -259,23 +319,43 @@ class SubtaskCheckpointCoordinator:
                     state.operator_state, state.channel_state, snapshot.barrier.location))
                 for node_id, state in encoded.items()]
         except OSError as exc:
-            self.decline(checkpoint_id, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
-                         f"{CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION.message} {exc}")
+            reason = CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION
+            return _Persisted([], 0, 0.0, (reason, f"{reason.message} {exc}"))
+        return _Persisted(operators, persisted, (self.clock.now() - started) / NS_PER_MS)
+
+    def _persisted_in_thread(self, snapshot: _Snapshot, persisted: _Persisted | None) -> None:
+        self.loop.io_finished()
+        self._persisted(snapshot, persisted)
+
+    def _failed_in_thread(self, exc: BaseException) -> None:
+        self.loop.io_finished()
+        raise exc
+
+    def _persisted(self, snapshot: _Snapshot, persisted: _Persisted | None) -> None:
+        """The asynchronous part is done (the task's thread): release the views, acknowledge
+        or decline."""
+        snapshot.release()
+        task = self.task
+        if persisted is None or task.state in ("FAILED", "CANCELED"):
+            return
+        checkpoint_id = snapshot.barrier.checkpoint_id
+        if persisted.declined is not None:
+            self.decline(checkpoint_id, *persisted.declined)
             return
         d = task.deployment
         vertex_id, subtask, attempt = snapshot.attempt
         metrics = snapshot.metrics
         task.tell_job_master(AcknowledgeCheckpoint(
             job_id=d.job_id, vertex_id=vertex_id, subtask=subtask, attempt=attempt, checkpoint_id=checkpoint_id,
-            state=TaskStateSnapshot(operators=operators, finished=snapshot.finished),
+            state=TaskStateSnapshot(operators=persisted.operators, finished=snapshot.finished),
             metrics=CheckpointMetrics(alignment_ms=metrics.alignment_ms, processed_records=metrics.processed_records,
-                                      processed_bytes=metrics.processed_bytes, persisted_bytes=persisted,
+                                      processed_bytes=metrics.processed_bytes, persisted_bytes=persisted.persisted_bytes,
                                       unaligned=snapshot.barrier.unaligned, sync_ms=snapshot.sync_ms,
-                                      async_ms=(self.clock.now() - started) / NS_PER_MS)))
+                                      async_ms=persisted.async_ms)))
 
     def abort_on_barrier(self, checkpoint_id: int, reason: CheckpointFailureReason) -> None:
         """Cancelled or subsumed on an input: tell downstream, decline."""
-        self._in_progress.pop(checkpoint_id, None)
+        self._drop(checkpoint_id)
         self.last_checkpoint_id = max(self.last_checkpoint_id, checkpoint_id)
         self._aborted.discard(checkpoint_id)
         self._broadcast(CancelCheckpointMarker(checkpoint_id))
