@@ -20,7 +20,7 @@ from kernel.errors import UsageError
 from replay.views import event_tables
 
 if TYPE_CHECKING:
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
 
 KIND = re.compile(r"[a-z0-9_]+")
 

@@ -181,9 +181,9 @@ def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> P
 def execute(prepared: Preparation, arguments: list[str] | None = None) -> Rerun:
     """Run the job again with the ``arguments`` it was given (its print output is recorded in
     the log, not shown)."""
-    from kernel.execution import SessionExecutor
-    from kernel.jobfile import run_script
-    from kernel.session import Session
+    from kernel.lifecycle.execution import SessionExecutor
+    from kernel.lifecycle.jobfile import run_script
+    from kernel.lifecycle.session import Session
 
     notes = list(prepared.notes)
     session = Session.from_raw(prepared.raw)

@@ -1,6 +1,6 @@
 """Reading the pickled values of a checkpoint without running any of its code.
 
-rill's snapshots pickle keyed state (``kernel.checkpointing.format``), and unpickling an
+rill's snapshots pickle keyed state (``kernel.runtime.checkpointing.format``), and unpickling an
 untrusted file with :mod:`pickle` runs whatever callable it names. :func:`safe_loads` unpickles
 with an ``Unpickler`` whose ``find_class`` imports nothing: it returns only value types whose
 construction runs no user code (``set``, ``frozenset``, ``complex``, ``datetime``'s types,
@@ -123,7 +123,7 @@ def unwrap(value: Any) -> Any:
             if isinstance(fields, list) and isinstance(values, tuple) and len(fields) == len(values):
                 return dict(zip(fields, values))
             return values
-        if value.qualname == "kernel.streaming.ttl.TtlValue" and len(value.args) == 2:
+        if value.qualname == "kernel.runtime.streaming.ttl.TtlValue" and len(value.args) == 2:
             return value.args[0]
     return value
 

@@ -3,10 +3,10 @@ within the configured drift; with the default plugin they drift apart."""
 
 from __future__ import annotations
 
-from kernel.cluster_events import WatermarkAdvanced
+from kernel.runtime.cluster_events import WatermarkAdvanced
 from kernel.common import Duration, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
-from kernel.streaming.alignment import ActivityClock, AlignmentMember, SourceAlignment
+from kernel.runtime.streaming.alignment import ActivityClock, AlignmentMember, SourceAlignment
 from plugins.watermarking.events import SourceAlignmentChanged, WatermarkAlignmentAnnounced
 from tests.runtime import run_job
 

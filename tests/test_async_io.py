@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from kernel.cluster_events import SinkOutputPrinted, TaskMetricsSampled
+from kernel.runtime.cluster_events import SinkOutputPrinted, TaskMetricsSampled
 from kernel.common import Configuration, Time, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream import (
@@ -29,10 +29,10 @@ from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.functions import AsyncFunction
 from kernel.clock import SimulatedClock
 from kernel.loop import EventLoop
-from kernel.simulated_asyncio import SimulatedAsyncioLoop
-from kernel.streaming.async_io import AsyncExecutor, BlockingAsyncExecutor, attempt
-from kernel.streaming.async_queue import OrderedStreamElementQueue, RecordEntry, UnorderedStreamElementQueue
-from kernel.streaming.chain import OperatorChain
+from kernel.runtime.simulated_asyncio import SimulatedAsyncioLoop
+from kernel.runtime.streaming.async_io import AsyncExecutor, BlockingAsyncExecutor, attempt
+from kernel.runtime.streaming.async_queue import OrderedStreamElementQueue, RecordEntry, UnorderedStreamElementQueue
+from kernel.runtime.streaming.chain import OperatorChain
 from tests.graphs import compile_job, vertex_names
 from tests.runtime import run_job
 from tests.test_operator_chain import ListOutput, PlainRuntime
@@ -778,7 +778,7 @@ def test_a_chain_drains_async_operators_one_after_the_other():
     chain.head.process_batch([3, 1, 2], None)
     drained = []
     assert chain.drain(lambda: drained.append(kernel.clock.now_ms())) is False
-    kernel.run()
+    kernel.lifecycle.run()
     # the first operator's results (ordered) leave at 3 s; each then takes its value again
     assert drained == [6000] and out.values == [10, 20, 30]
     assert chain.drain(lambda: None) is True

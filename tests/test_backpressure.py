@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from kernel import clock
-from kernel.cluster_events import TaskMetricsSampled
+from kernel.runtime.cluster_events import TaskMetricsSampled
 from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from tests.runtime import run_job

@@ -16,14 +16,14 @@ import msgspec
 import pytest
 
 from kernel import clock
-from kernel.backpressure import back_pressure_level
+from kernel.runtime.backpressure import back_pressure_level
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import TaskMetricsSampled
+from kernel.runtime.cluster_events import TaskMetricsSampled
 from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
-from kernel.summary import render
+from kernel.lifecycle.summary import render
 from plugins.backpressure.events import BackPressureSampled
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 from replay.report.data import report_data
 from replay.state import render_state, state_at
 from replay.store import find_run, read_log

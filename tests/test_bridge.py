@@ -1,4 +1,4 @@
-"""from_collection and execute_and_collect across PyFlink's Python-Java bridge (kernel.common.bridge).
+"""from_collection and execute_and_collect across PyFlink's Python-Java bridge (kernel.jvm.bridge).
 
 Every expectation was recorded on PyFlink 2.3.0 (``/work/venvs/pyflink``, process mode,
 parallelism 1, one job at a time): for each element and declared type, the job
@@ -15,7 +15,7 @@ import decimal
 import pytest
 
 from kernel.common import Instant, Row, Types
-from kernel.common.bridge import collected_conversion, collection_elements, engineering_string
+from kernel.jvm.bridge import collected_conversion, collection_elements, engineering_string
 from kernel.errors import JobDefinitionError
 from tests.runtime import run_job
 

@@ -47,7 +47,7 @@ from kernel.datastream.state import (
     ReadOnlyBroadcastState,
     ValueStateDescriptor,
 )
-from kernel.streaming.broadcast_state import OperatorStateBackend
+from kernel.runtime.streaming.broadcast_state import OperatorStateBackend
 from tests.runtime import run_job
 
 # -- STREAMING, keyed: rules broadcast to a keyed event stream ------------------------------------
@@ -549,7 +549,7 @@ def test_the_operator_keeps_its_broadcast_states_in_its_operator_state_backend(m
             ctx.get_broadcast_state(PRICES).put(value, len(value))
             return ()
 
-    from kernel.streaming.operators.broadcast import CoBroadcastWithNonKeyedOperator
+    from kernel.runtime.streaming.operators.broadcast import CoBroadcastWithNonKeyedOperator
 
     original = CoBroadcastWithNonKeyedOperator.close
 

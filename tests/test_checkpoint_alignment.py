@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import Counter
 
 from checkpoint_jobs import counted, counts_are_exact, probed
-from kernel.checkpointing.channel_state import persist
-from kernel.streaming.elements import RecordBatch
+from kernel.runtime.checkpointing.channel_state import persist
+from kernel.runtime.streaming.elements import RecordBatch
 from plugins.checkpointing.events import (
     CheckpointAcknowledged,
     CheckpointBarrierAligned,

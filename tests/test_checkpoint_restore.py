@@ -20,7 +20,7 @@ import pytest
 
 from checkpoint_jobs import counted, counts_are_exact
 from kernel import clock
-from kernel.cluster_events import TaskFailureHandled, TasksRestarted
+from kernel.runtime.cluster_events import TaskFailureHandled, TasksRestarted
 from kernel.common import Duration, Time, Types
 from kernel.common.watermark_strategy import WatermarkStrategy
 from kernel.datastream import AsyncDataStream

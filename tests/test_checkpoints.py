@@ -19,7 +19,7 @@ import msgspec
 import pytest
 
 from checkpoint_jobs import CountPerSource, counted, probe, two_sources
-from kernel.checkpointing.format import (
+from kernel.runtime.checkpointing.format import (
     FORMAT_VERSION,
     MAGIC,
     CheckpointFormatError,
@@ -27,7 +27,7 @@ from kernel.checkpointing.format import (
     decode_metadata,
     encode_metadata,
 )
-from kernel.cluster_events import JobStatusChanged, TaskFailureHandled
+from kernel.runtime.cluster_events import JobStatusChanged, TaskFailureHandled
 from kernel.common import Duration, Types
 from kernel.common.watermark_strategy import WatermarkStrategy
 from kernel.datastream import CheckpointingMode, ExternalizedCheckpointRetention

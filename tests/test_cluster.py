@@ -7,7 +7,7 @@ import runpy
 from collections import Counter
 from pathlib import Path
 
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     ExecutionStateChanged,
     SlotAllocated,
     SlotReleased,

@@ -1,4 +1,4 @@
-"""What PyFlink's coders make of a value of a declared type (kernel.common.coders).
+"""What PyFlink's coders make of a value of a declared type (kernel.jvm.coders).
 
 Every expectation was recorded with PyFlink 2.3.0's own Cython coders: in /work/venvs/pyflink,
 ``from_type_info(type_info).get_impl()`` then ``impl.decode(impl.encode(value))``, printing the
@@ -15,7 +15,7 @@ import math
 import pytest
 
 from kernel.common import Instant, Row, Types
-from kernel.common.coders import coder_conversion, field_conversion
+from kernel.jvm.coders import coder_conversion, field_conversion
 
 D = decimal.Decimal
 FIXED_2H = datetime.timezone(datetime.timedelta(hours=2))
@@ -190,7 +190,7 @@ def test_a_timestamp_before_the_epoch_is_cut_as_pyflinks_coder_cuts_it():
 def test_a_key_selector_gives_keys_as_the_key_types_coder_reads_them():
     """Recorded on PyFlink 2.3.0 (test_python_chaining has the jobs): with key_type=INT the key
     1.7 is 1; with key_type=STRING an int key fails with the coder's AttributeError."""
-    from kernel.common.coders import converted_results
+    from kernel.jvm.coders import converted_results
 
     select = lambda value: value[0]  # noqa: E731
     assert converted_results(select, None) is select
@@ -203,7 +203,7 @@ def test_a_key_selector_gives_keys_as_the_key_types_coder_reads_them():
 
 
 def test_a_batch_comes_back_as_it_is_or_converted_value_by_value():
-    from kernel.common.coders import batch_conversion
+    from kernel.jvm.coders import batch_conversion
 
     convert = batch_conversion(Types.TUPLE([Types.STRING(), Types.INT()]))
     pairs = [("a", 1), ("b", 2)]
@@ -220,7 +220,7 @@ def test_a_batch_comes_back_as_it_is_or_converted_value_by_value():
 def test_the_keys_of_a_batch_are_the_keys_of_its_records_one_by_one():
     """``batch_results`` gives what ``converted_results`` gives per record; when the selector
     fails on a record, the conversion of an earlier key fails first, as value by value."""
-    from kernel.common.coders import batch_results, converted_results
+    from kernel.jvm.coders import batch_results, converted_results
 
     def select(value):
         if value == "boom":

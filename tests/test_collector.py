@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from kernel.collector import YOUNG_THRESHOLD, collecting_for_batches
+from kernel.lifecycle.collector import YOUNG_THRESHOLD, collecting_for_batches
 from kernel.common import Types
 from tests.runtime import run_job
 

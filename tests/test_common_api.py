@@ -22,8 +22,8 @@ from kernel.datastream.window import (
     TimeWindowSerializer,
     TumblingEventTimeWindows,
 )
-from kernel.program import CapturingExecutor, use_executor
-from kernel.session import Session
+from kernel.lifecycle.program import CapturingExecutor, use_executor
+from kernel.lifecycle.session import Session
 from tests.runtime import run_job
 
 

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from kernel.common import Duration, Row, RowKind, Time, Types, WatermarkStrategy
-from kernel.common.javavalues import double_to_string, float_to_string
+from kernel.jvm.javavalues import double_to_string, float_to_string
 from kernel.common.watermark_strategy import TimestampAssigner
 
 

@@ -41,8 +41,8 @@ from kernel.contracts.watermarks import (
 from kernel.contracts.workers import ResourceEventHandler, ResourceManagerDriver, WorkerHost
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.eventbus import EventObserver
-from kernel.session import Session
-from kernel.streaming.alignment import AlignmentMember
+from kernel.lifecycle.session import Session
+from kernel.runtime.streaming.alignment import AlignmentMember
 from tests.graphs import compile_job, execution_graph
 from tests.runtime import run_job
 
@@ -337,7 +337,7 @@ def test_the_aligned_plugin_coordinates_with_memberships_that_satisfy_their_cont
 def test_the_outputs_and_suspensions_the_runtime_hands_over_satisfy_their_contracts():
     from kernel.clock import SimulatedClock
     from kernel.loop import EventLoop
-    from kernel.streaming.sources import WatermarkOutput as SourceWatermarkOutput
+    from kernel.runtime.streaming.sources import WatermarkOutput as SourceWatermarkOutput
     from plugins.local.tasks.input_processor import ValveOutput as TaskValveOutput
     from plugins.local.tasks.io_metrics import TimerGauge
     from plugins.mailbox.processor import DefaultMailboxProcessor

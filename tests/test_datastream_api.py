@@ -14,9 +14,9 @@ from kernel.datastream import (
     StreamExecutionEnvironment,
 )
 from kernel.datastream.transformations import OneInputTransformation, PartitionTransformation
-from kernel.graph.partitioner import KeyGroupStreamPartitioner
-from kernel.program import CapturingExecutor, use_executor
-from kernel.session import Session
+from kernel.runtime.graph.partitioner import KeyGroupStreamPartitioner
+from kernel.lifecycle.program import CapturingExecutor, use_executor
+from kernel.lifecycle.session import Session
 
 
 @pytest.fixture

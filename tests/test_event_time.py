@@ -3,7 +3,7 @@ inputs, watermark events and the per-second event-time counters."""
 
 from __future__ import annotations
 
-from kernel.cluster_events import TaskMetricsSampled, WatermarkAdvanced, WatermarkStatusChanged
+from kernel.runtime.cluster_events import TaskMetricsSampled, WatermarkAdvanced, WatermarkStatusChanged
 from kernel.common import Duration, Time, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream import CoProcessFunction, KeyedProcessFunction

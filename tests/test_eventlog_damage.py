@@ -75,7 +75,7 @@ def write_garbage(log: Path, block: int) -> int:
 def three_runs(tmp_path_factory):
     """A log of runs a, b, c with 250,000 message_delayed events each (rows 0-249,999 are a's,
     250,000-499,999 b's, 500,000-749,999 c's), and the per-table row counts of each run."""
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
 
     log = tmp_path_factory.mktemp("three") / "log.duckdb"
 

@@ -9,7 +9,7 @@ from kernel.events import KERNEL_EVENT_TYPES, Event, EventRegistry, RunStarted, 
 
 
 def all_types():
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
 
     return Session.open(environ={}).events.types()
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kernel.common import Types
-from kernel.graph.execution import ExecutionState, IllegalStateTransition
+from kernel.runtime.graph.execution import ExecutionState, IllegalStateTransition
 from plugins.graph.executiongraph import pointwise_inputs
 from tests.graphs import compile_job, execution_graph
 

@@ -9,11 +9,11 @@ from datetime import datetime
 
 import pytest
 
-from kernel.cluster_events import ExecutionStateChanged, FaultInjected, TaskFailureHandled, TasksRestarted
+from kernel.runtime.cluster_events import ExecutionStateChanged, FaultInjected, TaskFailureHandled, TasksRestarted
 from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.errors import ConfigError
-from kernel.graph.execution import ExecutionState
+from kernel.runtime.graph.execution import ExecutionState
 from plugins.failover.restart import (
     ExponentialDelayRestartBackoffTimeStrategy as ExponentialDelay,
     FailureRateRestartBackoffTimeStrategy as FailureRate,
@@ -107,7 +107,7 @@ def test_unknown_restart_strategy_is_a_config_error(session_factory):
 
 
 def graph_of(build, *sets: str):
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
 
     session = Session.open(sets=sets, environ={})
     return execution_graph(compile_job(build, session=session), session)

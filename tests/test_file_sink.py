@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from kernel.checkpointing.format import StateHandle
-from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+from kernel.runtime.checkpointing.format import StateHandle
+from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
 from kernel.common import Encoder, Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.connectors.file_system import BucketAssigner, FileSink, OutputFileConfig, RollingPolicy
-from kernel.streaming import file_sink
-from kernel.streaming.operators import create_operator
-from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.runtime.streaming import file_sink
+from kernel.runtime.streaming.operators import create_operator
+from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo
 from plugins.checkpointing.events import CheckpointCompleted, CheckpointStateRestored, CheckpointTriggered
 from tests.graphs import compile_job
 from tests.runtime import run_job

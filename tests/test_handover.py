@@ -1,4 +1,4 @@
-"""Hand-over points (kernel/streaming/handover.py): what an operator produced of the batch in
+"""Hand-over points (kernel/runtime/streaming/handover.py): what an operator produced of the batch in
 progress is handed on early, in order, exactly once; the rest at the end."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kernel.streaming.handover import HandOver
+from kernel.runtime.streaming.handover import HandOver
 
 
 class Received:

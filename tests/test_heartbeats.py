@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from kernel.clock import SimulatedClock
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     ExecutionStateChanged,
     HeartbeatReceived,
     HeartbeatRequested,
@@ -160,7 +160,7 @@ def test_rpc_failure_detection_can_be_disabled():
 
 def test_heartbeat_options_are_validated():
     from kernel.errors import ConfigError
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
 
     with pytest.raises(ConfigError, match="heartbeat.timeout"):
         Session.open(sets=["heartbeat.interval=10 s", "heartbeat.timeout=5 s"])

@@ -9,10 +9,10 @@ from pathlib import Path
 from kernel import hookimpl
 from kernel.common import Types
 from kernel.datastream.transformations import PartitionTransformation
-from kernel.graph.partitioner import ForwardPartitioner
-from kernel.graph.stream import ChainingStrategy, ExchangeMode, StreamEdge, StreamGraph, StreamNode
-from kernel.program import CapturingExecutor, ProgramCaptured, use_executor
-from kernel.session import Session
+from kernel.runtime.graph.partitioner import ForwardPartitioner
+from kernel.runtime.graph.stream import ChainingStrategy, ExchangeMode, StreamEdge, StreamGraph, StreamNode
+from kernel.lifecycle.program import CapturingExecutor, ProgramCaptured, use_executor
+from kernel.lifecycle.session import Session
 from plugins.graph.chaining import ChainingRules
 from tests.graphs import compile_job, vertex_names
 
@@ -228,7 +228,7 @@ def test_seed_001_window_wordcount_has_the_three_vertices_the_seed_describes():
         try:
             runpy.run_path(str(ROOT / "examples" / "window_wordcount.py"), run_name="__main__")
         except ProgramCaptured as captured:
-            from kernel.compiler import compile_program
+            from kernel.lifecycle.compiler import compile_program
 
             compiled = compile_program(session, captured.program)
     job = compiled.job_graph

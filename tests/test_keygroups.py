@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.common import javavalues as jv
-from kernel.streaming.keygroups import (
+from kernel.jvm import javavalues as jv
+from kernel.runtime.streaming.keygroups import (
     assign_to_key_group,
     default_max_parallelism,
     key_group_range,

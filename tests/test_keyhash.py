@@ -17,11 +17,11 @@ from collections import Counter
 import pytest
 
 from kernel.common import Instant, Row, Types
-from kernel.common.javavalues import bytes_hash, pickled_bytes
-from kernel.common.keyhash import check_key_type, key_hasher
+from kernel.jvm.javavalues import bytes_hash, pickled_bytes
+from kernel.jvm.keyhash import check_key_type, key_hasher
 from kernel.datastream import KeyedProcessFunction
 from kernel.datastream.state import ValueStateDescriptor
-from kernel.streaming.keygroups import assign_to_key_group, operator_index_for_key_group
+from kernel.runtime.streaming.keygroups import assign_to_key_group, operator_index_for_key_group
 from tests.runtime import run_job
 
 STR_KEYS = ["a", "b", "c", "hello", "world", "", "ä", "\U0001F600", "key-0", "key-1", "key-2", "key-3",

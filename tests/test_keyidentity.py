@@ -1,4 +1,4 @@
-"""Which keys are one key: Java's equality of PyFlink's keys (``kernel.common.keyidentity``)."""
+"""Which keys are one key: Java's equality of PyFlink's keys (``kernel.jvm.keyidentity``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import decimal
 import pickle
 
 from kernel.common import Row, Types
-from kernel.common.keyidentity import JavaKey, java_identity, state_key_function, user_key
+from kernel.jvm.keyidentity import JavaKey, java_identity, state_key_function, user_key
 
 
 def test_untyped_keys_are_one_key_when_their_pickled_bytes_are():

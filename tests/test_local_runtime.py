@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged
+from kernel.runtime.cluster_events import ExecutionStateChanged, JobStatusChanged
 from kernel.common import Row, Types, WatermarkStrategy
-from kernel.common.javavalues import string_hash
+from kernel.jvm.javavalues import string_hash
 from kernel.datastream import (
     CoFlatMapFunction,
     KeyedProcessFunction,
@@ -337,9 +337,9 @@ def test_generator_randomness_is_seeded():
 
 def test_execute_and_collect():
     from kernel.datastream import StreamExecutionEnvironment
-    from kernel.execution import SessionExecutor
-    from kernel.program import use_executor
-    from kernel.session import Session
+    from kernel.lifecycle.execution import SessionExecutor
+    from kernel.lifecycle.program import use_executor
+    from kernel.lifecycle.session import Session
 
     with use_executor(SessionExecutor(Session.open(sets=["rill.clock=simulated"]), quiet=True)):
         env = StreamExecutionEnvironment.get_execution_environment()
@@ -377,7 +377,7 @@ def test_partial_buffers_are_flushed_on_the_buffer_timeout():
 
 
 def test_latency_markers_flow_from_sources_to_sinks():
-    from kernel.cluster_events import TaskMetricsSampled
+    from kernel.runtime.cluster_events import TaskMetricsSampled
 
     def build(env):
         env.from_source(DataGeneratorSource(lambda i: i, records_per_second=100, type_info=Types.LONG()),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.streaming.elements import END_OF_PARTITION, RecordBatch, Watermark
+from kernel.runtime.streaming.elements import END_OF_PARTITION, RecordBatch, Watermark
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
@@ -195,10 +195,10 @@ def test_an_unaligned_barrier_from_another_thread_reaches_the_consumers_priority
     queued for it, and the producer gets the buffers it overtook to persist."""
     import threading
 
-    from kernel.checkpointing.channel_state import restore
+    from kernel.runtime.checkpointing.channel_state import restore
     from kernel.clock import RealtimeClock
     from kernel.loop import EventLoop
-    from kernel.streaming.elements import CheckpointBarrier
+    from kernel.runtime.streaming.elements import CheckpointBarrier
 
     shuffle = ShuffleEnvironment(SETTINGS)
     consumer_loop = EventLoop(RealtimeClock(), bound=False)
@@ -233,8 +233,8 @@ def test_a_barrier_whose_mark_was_taken_before_its_priority_event_was_handled_le
     """With the producer in another thread, the consumer may take an unaligned barrier's mark
     from the queue (and everything before it) before it handles the barrier's priority event:
     what is queued then came after the barrier and is not in flight for its checkpoint."""
-    from kernel.checkpointing.channel_state import restore
-    from kernel.streaming.elements import CheckpointBarrier
+    from kernel.runtime.checkpointing.channel_state import restore
+    from kernel.runtime.streaming.elements import CheckpointBarrier
 
     partition, gate = connect()
     subpartition, channel = partition.subpartitions[0], gate.channels[0]

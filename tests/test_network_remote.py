@@ -13,8 +13,8 @@ import pytest
 from kernel.clock import NS_PER_MS, RealtimeClock
 from kernel.common import Types
 from kernel.loop import EventLoop
-from kernel.checkpointing.channel_state import restore
-from kernel.streaming.elements import (
+from kernel.runtime.checkpointing.channel_state import restore
+from kernel.runtime.streaming.elements import (
     END_OF_DATA,
     BarrierAnnouncement,
     CancelCheckpointMarker,
@@ -25,8 +25,8 @@ from kernel.streaming.elements import (
     Watermark,
     WatermarkStatus,
 )
-from kernel.security import TransportSecurity, new_secret
-from kernel.tcp import Server
+from kernel.remoting.security import TransportSecurity, new_secret
+from kernel.remoting.tcp import Server
 from plugins.local.deployment import ConsumedInput
 from plugins.local.network.partition import ResultPartition
 from plugins.local.network.remote import (
@@ -323,7 +323,7 @@ def test_a_malformed_frame_from_a_task_executor_of_the_run_drops_its_connection_
     worker): its connection is dropped and reported; the producer serves its consumers on."""
     import msgspec
 
-    from kernel.tcp import connect
+    from kernel.remoting.tcp import connect
 
     rejections: list[tuple] = []
     monkeypatch.setattr(SECURITY, "on_rejected", lambda *rejection: rejections.append(rejection))

@@ -6,9 +6,9 @@ import random
 
 from kernel.common import Types
 from kernel.datastream import ProcessFunction
-from kernel.streaming.chain import OperatorChain
-from kernel.streaming.outputs import Output
-from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.runtime.streaming.chain import OperatorChain
+from kernel.runtime.streaming.outputs import Output
+from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo
 from tests.graphs import compile_job
 
 

@@ -1,4 +1,4 @@
-"""The output flusher (plugins/local/tasks/output_flusher.py, kernel/streaming/handover.py):
+"""The output flusher (plugins/local/tasks/output_flusher.py, kernel/runtime/streaming/handover.py):
 a record a chain emitted leaves its task within the buffer timeout, whatever the task thread
 does next — a user function blocking later in the same batch holds back nothing emitted before.
 
@@ -25,7 +25,7 @@ import time
 import pytest
 
 from kernel import clock
-from kernel.cluster_events import TaskMetricsSampled
+from kernel.runtime.cluster_events import TaskMetricsSampled
 from kernel.common import Duration, Time, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream import KeyedProcessFunction, OutputTag, ProcessFunction
@@ -209,9 +209,9 @@ def test_buffer_timeouts_as_pyflink_sets_and_reads_them():
     """``env.get_buffer_timeout()`` is -1 when the timeout is disabled in the configuration;
     negative timeouts other than -1 are refused, as Flink refuses them."""
     from kernel.datastream import StreamExecutionEnvironment
-    from kernel.execution import SessionExecutor
-    from kernel.program import use_executor
-    from kernel.session import Session
+    from kernel.lifecycle.execution import SessionExecutor
+    from kernel.lifecycle.program import use_executor
+    from kernel.lifecycle.session import Session
 
     for sets, expected in ((["execution.buffer-timeout.enabled=false"], -1),
                            (["execution.buffer-timeout.interval=20 ms"], 20)):

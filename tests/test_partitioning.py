@@ -7,8 +7,8 @@ import random
 import pytest
 
 from kernel.common import Types
-from kernel.graph import partitioner as p
-from kernel.streaming.partitioning import channel_selector
+from kernel.runtime.graph import partitioner as p
+from kernel.runtime.streaming.partitioning import channel_selector
 
 
 def routed(partitioner, values, n=3, timestamps=None, seed=1):

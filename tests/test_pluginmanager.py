@@ -12,7 +12,7 @@ from kernel import hookimpl, pluginmanager
 from kernel.config import PluginSelection
 from kernel.errors import PluginError
 from kernel.pluginmanager import RillPluginManager
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 
 PLUGIN_SOURCE = '''
 from kernel import hookimpl

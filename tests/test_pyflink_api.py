@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from kernel.unsupported import MARK, UNSUPPORTED, NotSupportedByRill, dotted, is_stand_in
-from kernel.unsupported_names import GROUPS
+from kernel.pyflink.unsupported import MARK, UNSUPPORTED, NotSupportedByRill, dotted, is_stand_in
+from kernel.pyflink.unsupported_names import GROUPS
 
 API = Path(__file__).with_name("pyflink_api.txt")
 README = Path(__file__).resolve().parent.parent / "README.md"

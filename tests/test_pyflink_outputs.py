@@ -267,7 +267,7 @@ def test_runtime_context_describes_the_subtask_as_pyflink():
 
 #: recorded on PyFlink 2.3.0 (see the module docstring): each sink ran as a job of its own, in
 #: BATCH, so its lines are the order Flink's sorted keyed input gives (keys by their serialized
-#: bytes, compared as signed bytes; see kernel/common/keybytes.py)
+#: bytes, compared as signed bytes; see kernel/jvm/keybytes.py)
 PYFLINK_BATCH_LINES = {
     "str": [f"({'b' * 129},1)", f"({'x' * 130},1)", "(,1)", "(\u4e2d,1)", "(\u00e4,1)", "(\u00e9,1)", "(Z,1)",
             "(a,2)", "(b,1)", "(ab,1)"],

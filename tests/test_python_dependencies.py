@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from kernel.errors import UsageError
-from kernel.pythonenv.dependencies import PythonDependencyInfo
-from kernel.pythonenv.options import PythonOptions
-from kernel.pythonenv.requirements import RequirementsError, install_requirements
+from kernel.lifecycle.pythonenv.dependencies import PythonDependencyInfo
+from kernel.lifecycle.pythonenv.options import PythonOptions
+from kernel.lifecycle.pythonenv.requirements import RequirementsError, install_requirements
 
 RILL = str(Path(sys.executable).parent / "rill")
 
@@ -136,7 +136,7 @@ def test_requirements_install_offline_from_the_cache_dir_once_then_come_from_the
     assert site.startswith(str(tmp_path / ".rill" / "python" / "requirements"))
     assert (Path(site) / "rill_sample.py").read_text().startswith("def shout")
     with monkeypatch.context() as patched:  # the cached environment: pip is not run again
-        patched.setattr("kernel.pythonenv.requirements._pip_install", None)
+        patched.setattr("kernel.lifecycle.pythonenv.requirements._pip_install", None)
         assert install_requirements(requirements, cache, sys.executable) == [site]
     (tmp_path / "requirements.txt").write_text("rill_sample==1.0\nrill_missing_sample==2.0\n")
     with pytest.raises(RequirementsError) as raised:

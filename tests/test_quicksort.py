@@ -1,10 +1,10 @@
-"""The order Flink's in-memory QuickSort leaves records in (``kernel.streaming.quicksort``)."""
+"""The order Flink's in-memory QuickSort leaves records in (``kernel.runtime.streaming.quicksort``)."""
 
 from __future__ import annotations
 
 import random
 
-from kernel.streaming.quicksort import _quick_sort, quick_sort_order
+from kernel.runtime.streaming.quicksort import _quick_sort, quick_sort_order
 
 
 def test_equal_keys_are_left_in_the_order_flinks_quicksort_leaves_them():

@@ -1,4 +1,4 @@
-"""The messaging layer over TCP (kernel.remoting, kernel.tcp): a hub and a second process's
+"""The messaging layer over TCP (kernel.remoting.transport, kernel.remoting.tcp): a hub and a second process's
 messaging, each with its own event loop (here two threads on 127.0.0.1), talk through real
 sockets; the hub's network conditions act on what crosses; a lost connection makes asks fail."""
 
@@ -13,8 +13,8 @@ import pytest
 from kernel.clock import NS_PER_MS, RealtimeClock
 from kernel.loop import EventLoop
 from kernel.messaging import AskTimeout, Component, DeliveryRule, MessagingService, RecipientUnreachable
-from kernel.remoting import TcpTransport
-from kernel.security import TransportSecurity, new_secret
+from kernel.remoting.transport import TcpTransport
+from kernel.remoting.security import TransportSecurity, new_secret
 
 
 class Ping(msgspec.Struct, frozen=True):
@@ -144,7 +144,7 @@ def test_asks_to_a_process_whose_connection_is_gone_fail_at_once(cluster):
 def test_a_malformed_frame_from_a_process_of_the_run_drops_its_connection_and_nothing_else(cluster):
     """A peer that proved the secret but sends what no process of the run sends (a bug, a
     compromised worker) is dropped with one reported line; the hub and its other processes go on."""
-    from kernel.tcp import connect
+    from kernel.remoting.tcp import connect
 
     rejections: list[tuple] = []
     cluster.security.on_rejected = lambda *rejection: rejections.append(rejection)

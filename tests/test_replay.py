@@ -10,7 +10,7 @@ import textwrap
 import duckdb
 import pytest
 
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 from plugins.local.minicluster import MiniCluster
 from plugins.local.tasks.streamtask import StreamTask
 from replay.state import state_at

@@ -12,11 +12,11 @@ import io
 import os
 import pickle
 
-from kernel.checkpointing.pointers import resolve
-from kernel.checkpointing.format import decode_operator_state
-from kernel.checkpointing.snapshots import read_handle, repartition_lists
-from kernel.streaming.keygroups import key_group_range
-from kernel.streaming.readers import READER_STATE, DataGeneratorReader, NumberSequenceReader
+from kernel.runtime.checkpointing.pointers import resolve
+from kernel.runtime.checkpointing.format import decode_operator_state
+from kernel.runtime.checkpointing.snapshots import read_handle, repartition_lists
+from kernel.runtime.streaming.keygroups import key_group_range
+from kernel.runtime.streaming.readers import READER_STATE, DataGeneratorReader, NumberSequenceReader
 from tests.savepoint_jobs import COUNT_JOB, counts, savepoint_path, write
 
 SIM = ("--clock", "simulated", "--quiet")

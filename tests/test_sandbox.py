@@ -218,7 +218,7 @@ DIRECT = [
 def test_the_seal_holds_without_the_statement_check(recorded, target):
     import duckdb
 
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
     from replay.sandbox import seal
     from replay.sql import open_export
     from replay.store import event_store

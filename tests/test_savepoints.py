@@ -14,8 +14,8 @@ import threading
 
 import pytest
 
-from kernel.checkpointing.failures import CheckpointException
-from kernel.checkpointing.pointers import resolve
+from kernel.runtime.checkpointing.failures import CheckpointException
+from kernel.runtime.checkpointing.pointers import resolve
 from kernel.common import Types, WatermarkStrategy
 from kernel.common.time import Time
 from kernel.common.watermark_strategy import TimestampAssigner

@@ -1,4 +1,4 @@
-"""Proving that a TCP peer belongs to the run (kernel/security.py, kernel/tcp.py): real sockets on
+"""Proving that a TCP peer belongs to the run (kernel/remoting/security.py, kernel/remoting/tcp.py): real sockets on
 127.0.0.1. Both ends prove the run's secret before a frame is read; a peer without it, a replayed
 handshake, a pickle, garbage, a huge length header or silence are dropped before anything is
 decoded, each rejection reported with the peer's address; an authenticated peer's oversized frame
@@ -18,8 +18,8 @@ import pytest
 
 from kernel.errors import UsageError
 from kernel.options import SecurityOptions
-from kernel.security import MAGIC, Rejected, TransportSecurity, new_secret, tls_contexts
-from kernel.tcp import Connection, Refused, Server, connect
+from kernel.remoting.security import MAGIC, Rejected, TransportSecurity, new_secret, tls_contexts
+from kernel.remoting.tcp import Connection, Refused, Server, connect
 from tests.certs import encrypted, needs_openssl, self_signed, signed_by
 
 SECRET = new_secret()

@@ -17,7 +17,7 @@ from unittest.mock import ANY
 
 import pytest
 
-from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskMetricsSampled
+from kernel.runtime.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskMetricsSampled
 from kernel.common import Time, Types, WatermarkStrategy
 from kernel.datastream import (
     AsyncDataStream,
@@ -32,7 +32,7 @@ from kernel.datastream.window import (
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
-from kernel.streaming.partitioning import KeyGroupChannels
+from kernel.runtime.streaming.partitioning import KeyGroupChannels
 from plugins.spark.events import SparkStageCompleted
 from tests.runtime import run_job
 from tests.test_local_runtime import side_outputs_connect_and_union

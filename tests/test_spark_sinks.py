@@ -23,8 +23,8 @@ from kernel.common import Encoder, Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.connectors.file_system import BucketAssigner, FileSink, OutputFileConfig, RollingPolicy
 from kernel.datastream.functions import SinkFunction
-from kernel.streaming.file_sink import FileWriter
-from kernel.streaming.partitioning import KeyGroupChannels
+from kernel.runtime.streaming.file_sink import FileWriter
+from kernel.runtime.streaming.partitioning import KeyGroupChannels
 from plugins.spark.sinks import SentToDriver
 from tests.runtime import run_job
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from kernel import hookimpl
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     FaultInjected,
     TaskMetricsSampled,
     WorkerRegistered,
@@ -39,7 +39,7 @@ from kernel.cluster_events import (
 )
 from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
-from kernel.pythonenv.environment import PythonEnvironment
+from kernel.lifecycle.pythonenv.environment import PythonEnvironment
 from plugins.checkpointing.events import CheckpointCompleted
 from plugins.spark.shipping import Shipment
 from tests.runtime import run_job
@@ -311,7 +311,7 @@ def test_the_spark_driver_and_what_it_is_handed_satisfy_their_contracts(spark):
 def test_a_task_executor_serves_its_partitions_where_its_executor_reaches_the_driver_unless_set():
     from kernel.config import load_raw
     from kernel.contracts.workers import TaskExecutorProcessSpec
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
     from plugins.spark.worker_task import serving_at
 
     def spec(*sets: str, environ: dict | None = None) -> TaskExecutorProcessSpec:

@@ -14,7 +14,7 @@ import pickle
 import msgspec
 import pytest
 
-from kernel.checkpointing.format import (
+from kernel.runtime.checkpointing.format import (
     MAGIC,
     METADATA_FILE,
     CheckpointMetadata,
@@ -23,7 +23,7 @@ from kernel.checkpointing.format import (
     encode,
     encode_metadata,
 )
-from kernel.checkpointing.pointers import MAX_METADATA_BYTES, resolve
+from kernel.runtime.checkpointing.pointers import MAX_METADATA_BYTES, resolve
 from replay.safe_pickle import json_value, readable, safe_loads
 from tests.savepoint_jobs import COUNT_JOB, savepoint_path, write
 

@@ -17,8 +17,8 @@ from kernel.datastream.state import (
     StateTtlConfig,
     ValueStateDescriptor,
 )
-from kernel.streaming.state import KeyedStateBackend, ValueStateImpl
-from kernel.streaming.ttl import TtlValue
+from kernel.runtime.streaming.state import KeyedStateBackend, ValueStateImpl
+from kernel.runtime.streaming.ttl import TtlValue
 from tests.runtime import run_job
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from kernel import clock as kclock
 from kernel import hookimpl
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     ExecutionStateChanged,
     HeartbeatReceived,
     HeartbeatTimedOut,
@@ -32,7 +32,7 @@ from kernel.common import Duration, Encoder, Time, Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.connectors.file_system import BucketAssigner, FileSink
 from kernel.datastream.window import TumblingEventTimeWindows
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 from plugins.checkpointing.events import (
     CheckpointAcknowledged,
     CheckpointBarrierAligned,

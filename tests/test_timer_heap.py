@@ -1,11 +1,11 @@
-"""kernel.streaming.timer_heap: Flink's timer heap (HeapPriorityQueueSet), whose array decides
+"""kernel.runtime.streaming.timer_heap: Flink's timer heap (HeapPriorityQueueSet), whose array decides
 which of several timers with one timestamp fires first."""
 
 from __future__ import annotations
 
 import random
 
-from kernel.streaming.timer_heap import TimerHeap
+from kernel.runtime.streaming.timer_heap import TimerHeap
 
 
 def drain(heap: TimerHeap) -> list[tuple]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.cluster_events import TaskMetricsSampled
+from kernel.runtime.cluster_events import TaskMetricsSampled
 from kernel.common import Duration, Types, WatermarkStrategy
 from kernel.datastream import AggregateFunction, KeyedProcessFunction, ReduceFunction
 from kernel.datastream.connectors.datagen import DataGeneratorSource
@@ -19,9 +19,9 @@ from kernel.datastream.state import (
     ValueStateDescriptor,
 )
 from kernel.datastream.time_domain import TimeDomain
-from kernel.streaming.handover import HandOver
-from kernel.streaming.state import KeyedStateBackend
-from kernel.streaming.timers import InternalTimerService
+from kernel.runtime.streaming.handover import HandOver
+from kernel.runtime.streaming.state import KeyedStateBackend
+from kernel.runtime.streaming.timers import InternalTimerService
 from tests.runtime import run_job
 
 MAX = (1 << 63) - 1
@@ -177,7 +177,7 @@ def test_the_service_switches_to_a_timers_key_as_pyflink():
     hold: a timer whose key Python calls equal to the previous timer's keeps that key's state
     (True's after 1's reads 1's), the first timer after records always switches, and the first
     record after timers too."""
-    from kernel.common.keyidentity import JavaKey, state_key_function
+    from kernel.jvm.keyidentity import JavaKey, state_key_function
 
     backend = KeyedStateBackend(lambda: 0, state_key_function(None))
     held: list = []
@@ -218,7 +218,7 @@ def test_namespaces_merge_in_the_order_the_jvm_merges_pyflinks_windows():
     sources' list elements are appended in the order that set iterates them, and a reducing
     state (a bag of one value in PyFlink) keeps the first value in that order (a continuous
     trigger's next firing time over merged sessions)."""
-    from kernel.common.javavalues import hash_set_order
+    from kernel.jvm.javavalues import hash_set_order
     from kernel.datastream.window import TimeWindow
 
     def windows(text):

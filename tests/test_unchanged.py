@@ -1,4 +1,4 @@
-"""Batch tests of kernel.common.unchanged: true exactly when every value passes the per-value
+"""Batch tests of kernel.jvm.unchanged: true exactly when every value passes the per-value
 test, for the coders' and for from_collection's kinds of values."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import decimal
 import pytest
 
 from kernel.common import Types
-from kernel.common.bridge import _kept as java_kept
-from kernel.common.coders import _kept as coder_kept
-from kernel.common.unchanged import batch_test, compiled, expression
+from kernel.jvm.bridge import _kept as java_kept
+from kernel.jvm.coders import _kept as coder_kept
+from kernel.jvm.unchanged import batch_test, compiled, expression
 
 
 class Text(str):
@@ -80,11 +80,11 @@ def test_a_compiled_test_is_pickled_by_value_from_its_module():
 
     import cloudpickle
 
-    from kernel.common.coders import coder_conversion
+    from kernel.jvm.coders import coder_conversion
 
     convert = coder_conversion(Types.TUPLE([Types.STRING(), Types.INT()]))
     unchanged = batch_test(Types.TUPLE([Types.STRING(), Types.INT()]), coder_kept)
-    assert (convert.__module__, unchanged.__module__) == ("kernel.common.unchanged", "kernel.common.unchanged")
+    assert (convert.__module__, unchanged.__module__) == ("kernel.jvm.unchanged", "kernel.jvm.unchanged")
     copies = pickle.loads(cloudpickle.dumps((convert, unchanged)))
     assert copies[0] is not convert and copies[0](("a", 1)) == ("a", 1) and copies[0](("a", True)) == ("a", 1)
     assert copies[1]([("a", 1), ("b", 2)]) is True and copies[1]([("a", 1), ("b", 2**40)]) is False

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from kernel.cluster_events import TaskMetricsSampled, UserMetricSampled
+from kernel.runtime.cluster_events import TaskMetricsSampled, UserMetricSampled
 from kernel.common import Configuration, Duration, Time, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream import AsyncDataStream, StreamExecutionEnvironment

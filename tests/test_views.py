@@ -12,7 +12,7 @@ import pytest
 
 from kernel import pluginmanager
 from kernel.errors import PluginError
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 from kernel.views import ViewRegistry
 
 #: a third-party plugin: one event type and the views over it (one reads a kind nobody registers)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.cluster_events import TaskMetricsSampled
+from kernel.runtime.cluster_events import TaskMetricsSampled
 from kernel.common import Duration, Time, Types, WatermarkStrategy
 from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.datastream import (

@@ -12,8 +12,8 @@ import os
 import time
 from pathlib import Path
 
-from kernel.checkpointing.pointers import resolve
-from kernel.cluster_events import WorkerStarted, WorkerStopped
+from kernel.runtime.checkpointing.pointers import resolve
+from kernel.runtime.cluster_events import WorkerStarted, WorkerStopped
 from kernel.common import Encoder, Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.connectors.file_system import (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     FaultInjected,
     HeartbeatTimedOut,
     SinkOutputPrinted,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import socket
 
-from kernel.cluster_events import WorkerRegistered, WorkerStarted, WorkerStopped
+from kernel.runtime.cluster_events import WorkerRegistered, WorkerStarted, WorkerStopped
 from kernel.common import Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from plugins.local.events import ConnectionClosed

@@ -29,8 +29,8 @@ import decimal
 import zlib
 from typing import Any
 
-from kernel.common import javavalues as jv
-from kernel.common.coders import Conversion, coder_conversion
+from kernel.jvm import javavalues as jv
+from kernel.jvm.coders import Conversion, coder_conversion
 from kernel.common.time import Instant
 from kernel.common.typeinfo import (
     BasicArrayTypeInfo,
@@ -47,7 +47,7 @@ from kernel.common.typeinfo import (
     TypeInformation,
 )
 from kernel.common.types import Row
-from kernel.common.unchanged import Kind, batch_test
+from kernel.jvm.unchanged import Kind, batch_test
 from kernel.errors import JobDefinitionError
 
 __all__ = ["collected_conversion", "collection_elements", "engineering_string"]
@@ -141,7 +141,7 @@ _KINDS = {BasicType.STRING: str, BasicType.BOOLEAN: bool, BasicType.DOUBLE: floa
 
 def _kept(type_info: TypeInformation) -> Kind | None:
     """The elements of a basic type both the JVM's conversion and the coder give back as they
-    are (``kernel.common.unchanged``'s kind: strings, booleans, doubles and integers in range,
+    are (``kernel.jvm.unchanged``'s kind: strings, booleans, doubles and integers in range,
     also as the fields of tuples); None for the other types (they take the conversion per
     element)."""
     if type(type_info) is not BasicTypeInfo:

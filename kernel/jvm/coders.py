@@ -39,7 +39,7 @@ from kernel.common.typeinfo import (
     TypeInformation,
 )
 from kernel.common.types import Row
-from kernel.common.unchanged import Kind, batch_test, compiled, expression
+from kernel.jvm.unchanged import Kind, batch_test, compiled, expression
 
 Conversion = Callable[[Any], Any]
 
@@ -71,7 +71,7 @@ def convert(value):
 def batch_conversion(type_info: TypeInformation | None) -> Callable[[list], list] | None:
     """:func:`coder_conversion` over a batch of values: the batch itself when the coder gives
     every value back as it is (a test of the whole batch, its loops in C where the type allows:
-    ``kernel.common.unchanged``), else a new list of the converted values; None when values
+    ``kernel.jvm.unchanged``), else a new list of the converted values; None when values
     come back unchanged anyway."""
     convert = coder_conversion(type_info)
     if convert is None:
@@ -131,7 +131,7 @@ _EXACT_TYPE = {BasicType.STRING: str, BasicType.CHAR: str, BasicType.DOUBLE: flo
 
 def _kept(type_info: TypeInformation) -> Kind | None:
     """The values of a basic type the coder reads back equal and of the same type (so the
-    value itself may be passed on): ``kernel.common.unchanged``'s kind; None when there is no
+    value itself may be passed on): ``kernel.jvm.unchanged``'s kind; None when there is no
     such cheap test (a FLOAT is rounded, a Row renamed, a list copied)."""
     if isinstance(type_info, PickledBytesTypeInfo):
         return None, None, None

@@ -4,7 +4,7 @@ In BATCH a keyed operator's input is sorted (Flink's ``SortingDataInput``): each
 is serialized with the key's ``TypeSerializer`` and the records are ordered by those bytes —
 compared as signed bytes, then the shorter first (``VariableLengthByteKeyComparator``) — then
 by timestamp. PyFlink's key is ``Row.of(key)`` typed ``ROW([key_type])`` (see
-``kernel.common.keyhash``), so the bytes are a ``RowSerializer``'s: a null mask whose first two
+``kernel.jvm.keyhash``), so the bytes are a ``RowSerializer``'s: a null mask whose first two
 bits are the row kind (``Row``s: the fields after it, non-null ones only), then the key as
 ``key_type``'s serializer writes it: ``StringValue.writeString`` for a String (the length + 1,
 then each UTF-16 unit, both as 7-bit groups, low first, continued by the high bit), big-endian
@@ -21,7 +21,7 @@ import datetime
 import struct
 from typing import Any, Callable
 
-from kernel.common import javavalues as jv
+from kernel.jvm import javavalues as jv
 from kernel.common.typeinfo import (
     BasicType,
     BasicTypeInfo,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable
 
-from kernel.common import javavalues as jv
+from kernel.jvm import javavalues as jv
 from kernel.common.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,

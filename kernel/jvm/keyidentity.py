@@ -1,7 +1,7 @@
 """Which keys of a ``key_by`` are one key: Java's equality of PyFlink's keys, as a Python value.
 
 PyFlink keeps keyed state, timers and windows by the Java key ``Row.of(key)`` (see
-``kernel.common.keyhash``), so two records share them when their Java keys are equal, whatever
+``kernel.jvm.keyhash``), so two records share them when their Java keys are equal, whatever
 Python thinks. Without a ``key_type`` the key is the ``byte[]`` of the pickled key: keys are equal
 when their pickled bytes are (``1``, ``True`` and ``1.0`` are three keys; ``{'a': 1, 'b': 2}``
 and ``{'b': 2, 'a': 1}`` two; a list, a dict, a set, a bytearray or an object without
@@ -24,7 +24,7 @@ import math
 import struct
 from typing import Any, Callable, Hashable
 
-from kernel.common.javavalues import pickled_bytes
+from kernel.jvm.javavalues import pickled_bytes
 from kernel.common.typeinfo import (
     BasicArrayTypeInfo,
     BasicType,

@@ -1,7 +1,7 @@
 """Which values a conversion gives back as they are, tested without a call per value.
 
-A conversion at a typed boundary (PyFlink's coders, ``kernel.common.coders``; the JVM's
-conversion of ``from_collection``'s elements, ``kernel.common.bridge``) leaves most values as
+A conversion at a typed boundary (PyFlink's coders, ``kernel.jvm.coders``; the JVM's
+conversion of ``from_collection``'s elements, ``kernel.jvm.bridge``) leaves most values as
 they are: a str declared STRING, an int in range declared INT, a tuple of such fields declared
 TUPLE. Each conversion says which values those are by a :data:`KindOf`: for a basic type, the
 exact Python type it keeps (None: any value) and, for integers, the inclusive range. From it

@@ -17,8 +17,8 @@ from kernel.common.completable_future import CompletableFuture
 from kernel.common.job_execution_result import JobExecutionResult
 from kernel.common.job_status import JobStatus
 from kernel.errors import JobCancelled, JobFailed, JobNotRunning
-from kernel.program import JobCancellation, SavepointRequest, SavepointRequests
-from kernel.summary import RunOutcome
+from kernel.lifecycle.program import JobCancellation, SavepointRequest, SavepointRequests
+from kernel.lifecycle.summary import RunOutcome
 
 CANCELLED_AT_EXIT = "the job's script ended"
 

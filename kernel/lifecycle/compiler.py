@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from kernel.datastream.python_chaining import serialized_output_types
 from kernel.errors import JobDefinitionError
-from kernel.program import Program, check_program
+from kernel.lifecycle.program import Program, check_program
 
 if TYPE_CHECKING:
-    from kernel.graph.execution import ExecutionGraph
-    from kernel.graph.job import JobGraph
-    from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
-    from kernel.session import Session
+    from kernel.runtime.graph.execution import ExecutionGraph
+    from kernel.runtime.graph.job import JobGraph
+    from kernel.runtime.graph.stream import StreamEdge, StreamGraph, StreamNode
+    from kernel.lifecycle.session import Session
 
 
 @dataclass

@@ -15,28 +15,28 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.recovery import StateRecoveryOptions, check_restore
+from kernel.runtime.checkpointing.recovery import StateRecoveryOptions, check_restore
 from kernel.clock import NS_PER_S
-from kernel.collector import collecting_for_batches
-from kernel.compiler import CompiledJob, compile_program
+from kernel.lifecycle.collector import collecting_for_batches
+from kernel.lifecycle.compiler import CompiledJob, compile_program
 from kernel.errors import JobFailed
 from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
 from kernel.faults import check_operators
-from kernel.program import PipelineExecutor, Program
-from kernel.pythonenv.dependencies import PythonDependencyInfo
-from kernel.pythonenv.environment import PythonEnvironment, importable, prepared
-from kernel.pythonenv.options import PythonOptions
-from kernel.summary import RunOutcome, render
-from kernel.tracebacks import debugging, user_frames
+from kernel.lifecycle.program import PipelineExecutor, Program
+from kernel.lifecycle.pythonenv.dependencies import PythonDependencyInfo
+from kernel.lifecycle.pythonenv.environment import PythonEnvironment, importable, prepared
+from kernel.lifecycle.pythonenv.options import PythonOptions
+from kernel.lifecycle.summary import RunOutcome, render
+from kernel.lifecycle.tracebacks import debugging, user_frames
 
 if TYPE_CHECKING:
-    from kernel.async_execution import AsyncExecution
+    from kernel.lifecycle.async_execution import AsyncExecution
     from kernel.common.job_client import JobClient
     from kernel.common.job_execution_result import JobExecutionResult
     from kernel.contracts.backend import ExecutionBackend
-    from kernel.graph.execution import ExecutionGraph
-    from kernel.run import Run
-    from kernel.session import Session
+    from kernel.runtime.graph.execution import ExecutionGraph
+    from kernel.lifecycle.run import Run
+    from kernel.lifecycle.session import Session
 
 
 def record_compilation(run: Run, compiled: CompiledJob) -> None:
@@ -88,7 +88,7 @@ def create_backend(session: Session) -> ExecutionBackend:
 def execute_job(session: Session, compiled: CompiledJob) -> RunOutcome:
     """Execute a compiled job in a new run of ``session`` on its execution backend (after
     checking that the snapshot it starts from, if any, fits it, and preparing the job's Python
-    environment: :mod:`kernel.pythonenv.environment`)."""
+    environment: :mod:`kernel.lifecycle.pythonenv.environment`)."""
     check_restore(session.config.section(StateRecoveryOptions), compiled.job_graph)
     dependencies = PythonDependencyInfo.of(session.config.section(PythonOptions))
     backend = create_backend(session)
@@ -187,7 +187,7 @@ class SessionExecutor(PipelineExecutor):
 
     def execute_async(self, program: Program) -> JobClient:
         """Compile the job, start it on a thread of its own and return its JobClient at once."""
-        from kernel.async_execution import AsyncExecution
+        from kernel.lifecycle.async_execution import AsyncExecution
         from kernel.common.job_client import JobClient
 
         session, compiled = self.compile(program)

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from kernel.errors import JobDefinitionError, RillError
-from kernel.program import CapturingExecutor, PipelineExecutor, Program, ProgramCaptured, use_executor
-from kernel.session import Session
+from kernel.lifecycle.program import CapturingExecutor, PipelineExecutor, Program, ProgramCaptured, use_executor
+from kernel.lifecycle.session import Session
 
 
 def _where(exc: BaseException, path: str) -> str:

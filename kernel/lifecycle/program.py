@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kernel.common.completable_future import CompletableFuture
 from kernel.errors import JobDefinitionError, JobNotRunning
-from kernel.pythonenv.options import HONOURED_KEYS as HONOURED_BRIDGE_KEYS
-from kernel.pythonenv.options import KEYS as PYTHON_DEPENDENCY_KEYS
+from kernel.lifecycle.pythonenv.options import HONOURED_KEYS as HONOURED_BRIDGE_KEYS
+from kernel.lifecycle.pythonenv.options import KEYS as PYTHON_DEPENDENCY_KEYS
 
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient
     from kernel.common.job_execution_result import JobExecutionResult
     from kernel.datastream.transformations import Transformation
     from kernel.options import CoreOptions
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
 
 DEFAULT_STREAMING_JOB_NAME = "Flink Streaming Job"
 DEFAULT_BATCH_JOB_NAME = "Flink Batch Job"
@@ -223,8 +223,8 @@ def current_executor() -> PipelineExecutor:
     stack = _stack()
     if stack:
         return stack[-1]
-    from kernel.execution import SessionExecutor
-    from kernel.session import Session
+    from kernel.lifecycle.execution import SessionExecutor
+    from kernel.lifecycle.session import Session
 
     executor = SessionExecutor(Session.open())
     stack.append(executor)

@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 from kernel import __version__
 from kernel.clock import NS_PER_MS, create_clock
-from kernel.compiler import build_execution_graph
+from kernel.lifecycle.compiler import build_execution_graph
 from kernel.eventbus import EventBus
 from kernel.events import ExecutionGraphCompiled, MessageDelayed, MessageDropped, RunFinished, RunStarted
 from kernel.loop import EventLoop
 from kernel.messaging import Envelope, MessagingService
 from kernel.options import EventOptions, RillOptions
-from kernel.pythonenv.environment import PythonEnvironment
+from kernel.lifecycle.pythonenv.environment import PythonEnvironment
 from kernel.rng import SeededRandom
 
 if TYPE_CHECKING:
-    from kernel.graph.execution import ExecutionGraph
-    from kernel.graph.job import JobGraph
-    from kernel.session import Session
+    from kernel.runtime.graph.execution import ExecutionGraph
+    from kernel.runtime.graph.job import JobGraph
+    from kernel.lifecycle.session import Session
 
 
 def new_run_id() -> str:

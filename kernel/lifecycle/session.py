@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from kernel.config import Config, RawConfig, Section, load_raw, validate
-from kernel.cluster_events import CLUSTER_EVENT_TYPES
+from kernel.runtime.cluster_events import CLUSTER_EVENT_TYPES
 from kernel.events import KERNEL_EVENT_TYPES, EventRegistry
 from kernel.options import KERNEL_SECTIONS
 from kernel.pluginmanager import RillPluginManager
@@ -79,7 +79,7 @@ class Session:
         return {concern: ",".join(sorted(names)) for concern, names in sorted(chosen.items())}
 
     def new_run(self, job_name: str, **kwargs: Any):
-        from kernel.run import Run
+        from kernel.lifecycle.run import Run
 
         return Run(self, job_name, **kwargs)
 

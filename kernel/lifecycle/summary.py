@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel.backpressure import MAILBOX_TIMING, back_pressure_level
+from kernel.runtime.backpressure import MAILBOX_TIMING, back_pressure_level
 
 
 @dataclass
@@ -24,7 +24,7 @@ class VertexSummary:
 
     @property
     def level(self) -> str:
-        """Flink's back-pressure level (:mod:`kernel.backpressure`) by the run's measure; ``-``
+        """Flink's back-pressure level (:mod:`kernel.runtime.backpressure`) by the run's measure; ``-``
         when it measured nothing of the vertex."""
         ratio = self.back_pressured_ratio if self.measure == MAILBOX_TIMING else self.measured_ratio
         return "-" if ratio is None else back_pressure_level(ratio)

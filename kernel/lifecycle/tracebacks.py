@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RILL_PACKAGES = tuple(os.path.join(_ROOT, package) + os.sep for package in ("kernel", "plugins", "replay"))
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+')
 _HEADER = "Traceback (most recent call last):"

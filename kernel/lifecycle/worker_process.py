@@ -1,4 +1,4 @@
-"""The process of a worker: ``python -m kernel.worker_process`` reads a
+"""The process of a worker: ``python -m kernel.lifecycle.worker_process`` reads a
 :class:`~kernel.contracts.workers.TaskExecutorProcessSpec` (MessagePack) on stdin and runs its
 ``entry`` with the worker's part of the run — the way a cluster manager launches Flink's
 TaskManagerRunner. A driver that hosts workers elsewhere (a task on a cluster's executor)
@@ -14,14 +14,14 @@ import sys
 import msgspec
 
 from kernel.contracts.workers import TaskExecutorProcessSpec
-from kernel.process_exit import skip_last_collection
-from kernel.pythonenv.environment import activate
-from kernel.session import Session
+from kernel.lifecycle.process_exit import skip_last_collection
+from kernel.lifecycle.pythonenv.environment import activate
+from kernel.lifecycle.session import Session
 
 
 def run_worker(spec: TaskExecutorProcessSpec) -> None:
     """Import with the cluster's path, from its directory, and with the job's Python
-    environment (:mod:`kernel.pythonenv.environment`); build the worker's session and its part
+    environment (:mod:`kernel.lifecycle.pythonenv.environment`); build the worker's session and its part
     of the run (same id, configuration and plugins) and call ``entry(spec, run)``."""
     for path in reversed(spec.sys_path):
         if path not in sys.path:
@@ -39,7 +39,7 @@ def run_worker(spec: TaskExecutorProcessSpec) -> None:
 
 def main() -> None:
     """The worker's process; it ends without the interpreter's last full collection
-    (:mod:`kernel.process_exit`): a stopped worker's end is what its run waits for last."""
+    (:mod:`kernel.lifecycle.process_exit`): a stopped worker's end is what its run waits for last."""
     spec = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=TaskExecutorProcessSpec)
     try:
         run_worker(spec)

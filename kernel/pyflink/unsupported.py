@@ -6,7 +6,7 @@ a function or method), while the job is being defined::
 
     not supported by rill: pyflink.datastream.connectors.kafka.KafkaSource (connectors: ...)
 
-The names and why they are missing are in :mod:`kernel.unsupported_names`, grouped by feature.
+The names and why they are missing are in :mod:`kernel.pyflink.unsupported_names`, grouped by feature.
 A kernel module mirroring a PyFlink module serves its unsupported names through
 ``__getattr__ = module_getattr(__name__)``; a kernel class gets its unsupported members from
 :func:`members`.
@@ -18,7 +18,7 @@ from abc import ABCMeta
 from typing import Any, Callable
 
 from kernel.errors import JobDefinitionError
-from kernel.unsupported_names import GROUPS, UnsupportedGroup
+from kernel.pyflink.unsupported_names import GROUPS, UnsupportedGroup
 
 #: attribute marking an object that stands for an unsupported PyFlink name
 MARK = "_rill_unsupported"

@@ -8,7 +8,7 @@ once is queued for a writer thread (started the first time). The reader always r
 peer's runtime never holds up a sender. A :class:`Server` accepts connections on an accept
 thread. A :class:`LineWriter` is a process's ``sys.stdout`` handing whole lines to a connection.
 
-No byte of a peer is decoded before it proved it belongs to the run (:mod:`kernel.security`:
+No byte of a peer is decoded before it proved it belongs to the run (:mod:`kernel.remoting.security`:
 the run's secret, TLS when configured) — on the accepted connection's reader thread, so a
 silent peer holds up no other; a frame larger than ``rill.security.max-frame-size`` drops the
 connection before it is read. A frame its owner cannot decode, the owner rejects (``reject``):
@@ -23,11 +23,11 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.security import Rejected
-from kernel.tracebacks import describe
+from kernel.remoting.security import Rejected
+from kernel.lifecycle.tracebacks import describe
 
 if TYPE_CHECKING:
-    from kernel.security import TlsSession, TransportSecurity
+    from kernel.remoting.security import TlsSession, TransportSecurity
 
 _HEADER = 4
 _CHUNK = 1 << 20

@@ -17,7 +17,7 @@ lists) and else travels as a cloudpickle extension: a deployment with its job gr
 functions, an exception, a set. Channel ``"hello"`` introduces a
 process; other channels go to the handlers registered for them (events, task summaries, ...).
 Frames are decoded on the reader thread and handled on the event loop; a connection's peer
-proved it belongs to the run before (:mod:`kernel.security`): pickles are only ever read from
+proved it belongs to the run before (:mod:`kernel.remoting.security`): pickles are only ever read from
 processes of the run. A frame that does not decode, or that its channel's handler cannot take,
 drops the connection (``reject``) and is reported; nothing of it reaches a component.
 """
@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import msgspec
 
 from kernel.messaging import Envelope, LocalTransport
-from kernel.tcp import Connection, Server, connect, malformed
+from kernel.remoting.tcp import Connection, Server, connect, malformed
 
 if TYPE_CHECKING:
     from kernel.loop import EventLoop
     from kernel.messaging import MessagingService
-    from kernel.security import TransportSecurity
+    from kernel.remoting.security import TransportSecurity
 
 PICKLED = 1  # msgpack extension code of cloudpickled objects
 

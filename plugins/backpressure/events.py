@@ -3,7 +3,7 @@ it, and by ``backpressure-stats.sampling``, whose view reads it)."""
 
 from __future__ import annotations
 
-from kernel.cluster_events import TaskEvent
+from kernel.runtime.cluster_events import TaskEvent
 
 
 class BackPressureSampled(TaskEvent, tag="back_pressure_sampled"):

@@ -3,7 +3,7 @@ is chosen): the sampling's keys (valid in every config), its event type and its 
 runs recorded with ``plugins.backpressure = sampling`` are judged by their samples wherever
 they are read (``rill metrics``, ``rill report``, what-if comparisons, ``rill sql``).
 
-The view ``backpressure_sampling`` (:func:`kernel.backpressure.judgement_view`): one row per
+The view ``backpressure_sampling`` (:func:`kernel.runtime.backpressure.judgement_view`): one row per
 subtask result of a request, with its level, and the vertex's ratio and level in that request
 (its worst subtask's, as Flink's ``JobVertexBackPressureHandler``).
 """
@@ -27,7 +27,7 @@ def register_event_types(register):
 
 @hookimpl
 def register_views(register):
-    from kernel.backpressure import back_pressure_level_sql, judgement_view
+    from kernel.runtime.backpressure import back_pressure_level_sql, judgement_view
 
     register(judgement_view("sampling"), f"""
         SELECT run_id, job_id, vertex_id, vertex_name, request_id, subtask, attempt, started_s, t_s, samples,

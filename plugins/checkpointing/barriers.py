@@ -23,15 +23,15 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.messages import CheckpointMetrics
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.messages import CheckpointMetrics
 from kernel.clock import NS_PER_MS
 from plugins.checkpointing.events import CheckpointBarrierAligned
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointableTask
-    from kernel.run import Run
-    from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+    from kernel.lifecycle.run import Run
+    from kernel.runtime.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
 
 #: checkpoints an at-least-once tracker keeps track of at most (Flink's MAX_CHECKPOINTS_TO_TRACK)
 MAX_CHECKPOINTS_TO_TRACK = 50

@@ -33,11 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.checkpointing.assignment import TaskRestore, assign, state_of
-from kernel.checkpointing.failures import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, CheckpointFailureReason
-from kernel.checkpointing.format import CheckpointMetadata
-from kernel.checkpointing.options import CheckpointingOptions
-from kernel.checkpointing.recovery import check_state_mapping, open_snapshot, restored_max_parallelism
+from kernel.runtime.checkpointing.assignment import TaskRestore, assign, state_of
+from kernel.runtime.checkpointing.failures import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, CheckpointFailureReason
+from kernel.runtime.checkpointing.format import CheckpointMetadata
+from kernel.runtime.checkpointing.options import CheckpointingOptions
+from kernel.runtime.checkpointing.recovery import check_state_mapping, open_snapshot, restored_max_parallelism
 from kernel.clock import MIN_LONG, NS_PER_MS
 from plugins.checkpointing.decider import CheckpointRequestDecider, CheckpointTriggerRequest
 from plugins.checkpointing.events import (
@@ -54,10 +54,10 @@ from plugins.checkpointing.storage import CheckpointStorage
 from plugins.checkpointing.store import CompletedCheckpoint, CompletedCheckpointStore
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
+    from kernel.runtime.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
     from kernel.contracts.checkpointing import CheckpointCoordinatorContext
-    from kernel.graph.execution import ExecutionVertex
-    from kernel.run import Run
+    from kernel.runtime.graph.execution import ExecutionVertex
+    from kernel.lifecycle.run import Run
 
 R = CheckpointFailureReason
 

@@ -24,7 +24,7 @@ def register_views(register):
 
 @hookimpl
 def create_checkpoint_coordinator(context, run):
-    from kernel.checkpointing.options import CheckpointingOptions
+    from kernel.runtime.checkpointing.options import CheckpointingOptions
     from kernel.errors import PluginError
     from plugins.checkpointing.coordinator import DefaultCheckpointCoordinator
 
@@ -38,7 +38,7 @@ def create_checkpoint_coordinator(context, run):
 
 @hookimpl(trylast=True)
 def create_checkpoint_barrier_handler(task, channels, run):
-    from kernel.checkpointing.options import CheckpointingOptions
+    from kernel.runtime.checkpointing.options import CheckpointingOptions
     from plugins.checkpointing.barriers import AlignedBarrierHandler, CheckpointBarrierTracker
 
     aligned = run.config.section(CheckpointingOptions).mode == "EXACTLY_ONCE"

@@ -3,7 +3,7 @@
 Layout as Flink's: ``<dir>/<job id>/`` (``<dir>/`` without ``create-subdir``) holds ``shared/``
 and ``taskowned/`` (created before the first checkpoint; rill's snapshots are full, so they
 stay empty) and a ``chk-<n>/`` per checkpoint with its state files and ``_metadata``
-(:mod:`kernel.checkpointing.format`). State below ``data-inline-threshold`` is inlined into
+(:mod:`kernel.runtime.checkpointing.format`). State below ``data-inline-threshold`` is inlined into
 ``_metadata``. ``jobmanager`` storage inlines all state: with a directory only ``_metadata``
 goes to ``chk-<n>/``, without one checkpoints live in the JobMaster's memory.
 
@@ -23,13 +23,13 @@ import re
 import shutil
 from typing import Any
 
-from kernel.checkpointing.format import (
+from kernel.runtime.checkpointing.format import (
     METADATA_FILE,
     CheckpointMetadata,
     StateHandle,
     encode_metadata,
 )
-from kernel.checkpointing.options import CheckpointingOptions
+from kernel.runtime.checkpointing.options import CheckpointingOptions
 
 _CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
 #: directory names tried for a savepoint (Flink's AbstractFsCheckpointStorageAccess)

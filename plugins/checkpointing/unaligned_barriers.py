@@ -30,17 +30,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.channel_state import INPUT
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.format import ChannelState
-from kernel.checkpointing.messages import CheckpointMetrics
+from kernel.runtime.checkpointing.channel_state import INPUT
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.format import ChannelState
+from kernel.runtime.checkpointing.messages import CheckpointMetrics
 from kernel.clock import NS_PER_MS
 from plugins.checkpointing.barriers import Alignment, BarrierHandler
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointableTask
-    from kernel.run import Run
-    from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+    from kernel.lifecycle.run import Run
+    from kernel.runtime.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
 
 R = CheckpointFailureReason
 

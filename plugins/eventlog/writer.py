@@ -49,7 +49,7 @@ from plugins.eventlog.spool import (
 from plugins.eventlog.store import EventStore, process_start
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
 
 
 class DuckDBEventWriter:

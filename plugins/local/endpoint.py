@@ -1,5 +1,5 @@
 """The cluster's end of TaskExecutor processes: its process is the hub of the run's messaging
-(:class:`kernel.remoting.TcpTransport`), listening at ``jobmanager.rpc.address``. What the
+(:class:`kernel.remoting.transport.TcpTransport`), listening at ``jobmanager.rpc.address``. What the
 TaskExecutor processes send besides messages arrives here: their events, which the cluster's
 event bus records (the run's one event log), what they print (to this process's stdout, in
 order with their messages), the summaries of their ended tasks, the
@@ -10,16 +10,16 @@ connects and whenever it changes: the run's counts of raised faults, its ``slow`
 It listens on ``jobmanager.bind-host`` (else ``jobmanager.rpc.address``) at
 ``jobmanager.rpc.port`` (0: any free port) and TaskExecutors reach it at
 ``jobmanager.rpc.address``; a process connecting proves it knows the run's ``secret`` first
-(:mod:`kernel.security`), and rejected ones are recorded (``connection_rejected``)."""
+(:mod:`kernel.remoting.security`), and rejected ones are recorded (``connection_rejected``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from kernel.options import SecurityOptions
-from kernel.remoting import TcpTransport, encode_frame
-from kernel.security import TransportSecurity, report_rejections
-from kernel.streaming.runtime import print_to_stdout
+from kernel.remoting.transport import TcpTransport, encode_frame
+from kernel.remoting.security import TransportSecurity, report_rejections
+from kernel.runtime.streaming.runtime import print_to_stdout
 
 if TYPE_CHECKING:
     from plugins.local.minicluster import MiniCluster

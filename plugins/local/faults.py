@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kernel import faults as f
 from kernel.clock import MAX_LONG, NS_PER_MS
-from kernel.cluster_events import FaultInjected
+from kernel.runtime.cluster_events import FaultInjected
 from kernel.messaging import DeliveryRule
 
 if TYPE_CHECKING:

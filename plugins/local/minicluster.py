@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
-from kernel.cluster_events import WorkerStopped
+from kernel.runtime.cluster_events import WorkerStopped
 from kernel.contracts.workers import TaskExecutorProcessSpec
-from kernel.graph.job import JobGraph
+from kernel.runtime.graph.job import JobGraph
 from kernel.options import RillOptions
 from plugins.local import messages as m
 from plugins.local.dispatcher import Dispatcher
@@ -40,7 +40,7 @@ from plugins.local.resourcemanager import ResourceManager
 from plugins.local.taskexecutor import TaskExecutor
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
     from plugins.local.endpoint import ClusterEndpoint
     from plugins.local.tasks.streamtask import StreamTask
 
@@ -79,10 +79,10 @@ class MiniCluster:
         self.endpoint: ClusterEndpoint | None = None
         self.secret = b""
         if not self.driver.in_process:  # TaskExecutors connect to this process (TCP: loaded only then)
-            from kernel.security import new_secret
+            from kernel.remoting.security import new_secret
             from plugins.local.endpoint import ClusterEndpoint
 
-            self.secret = new_secret()  # what the processes of the run prove they know (kernel.security)
+            self.secret = new_secret()  # what the processes of the run prove they know (kernel.remoting.security)
             try:
                 self.endpoint = ClusterEndpoint(self, options, self.secret)
             except BaseException:  # its TLS files cannot be loaded: nothing of the driver's outlives the run

@@ -29,7 +29,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
-from kernel.cluster_events import WorkerRegistered, WorkerStarted
+from kernel.runtime.cluster_events import WorkerRegistered, WorkerStarted
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, heartbeat_manager
@@ -38,7 +38,7 @@ from plugins.local.events import ConnectionClosed, JobMasterRegistered, SlotRequ
 if TYPE_CHECKING:
     from kernel.contracts.workers import ResourceManagerDriver, TaskExecutorProcessSpec, WorkerNode
     from kernel.messaging import Future
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
 
 
 class _Slot:

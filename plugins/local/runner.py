@@ -11,7 +11,7 @@ second. Injected faults reach it from the cluster's process (:mod:`.endpoint`). 
 it (its tasks are cancelled, its last events sent); so does its TaskExecutor giving up
 (``taskmanager.registration.timeout``); losing the connection to the cluster ends it at once.
 Every connection it makes or accepts proves both ways that the peer knows the run's secret
-(from its spec, :mod:`kernel.security`); what it rejects it records (``connection_rejected``).
+(from its spec, :mod:`kernel.remoting.security`); what it rejects it records (``connection_rejected``).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_S
 from kernel.options import SecurityOptions
-from kernel.remoting import ENCODER, TcpTransport, encode_frame
-from kernel.security import TransportSecurity, report_rejections
-from kernel.streaming.committer import SinkCommitter
-from kernel.tcp import LineWriter
+from kernel.remoting.transport import ENCODER, TcpTransport, encode_frame
+from kernel.remoting.security import TransportSecurity, report_rejections
+from kernel.runtime.streaming.committer import SinkCommitter
+from kernel.remoting.tcp import LineWriter
 from plugins.local import messages as m
 from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
 from plugins.local.faults import FaultInjector
@@ -41,8 +41,8 @@ from plugins.local.taskexecutor import TaskExecutor
 if TYPE_CHECKING:
     from kernel.contracts.workers import TaskExecutorProcessSpec
     from kernel.eventbus import EventBatch
-    from kernel.run import Run
-    from kernel.tcp import Connection
+    from kernel.lifecycle.run import Run
+    from kernel.remoting.tcp import Connection
     from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.tasks.streamtask import StreamTask
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.messages import DeclineCheckpoint
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.messages import DeclineCheckpoint
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import TaskMetricsSampled, UserMetricSampled, WorkerStopped
+from kernel.runtime.cluster_events import TaskMetricsSampled, UserMetricSampled, WorkerStopped
 from kernel.messaging import AskTimeout, Component, MessagingService, RecipientUnreachable
 from plugins.local import messages as m
 from plugins.local.backpressure import BackPressureSampleService
@@ -39,7 +39,7 @@ from plugins.local.tasks.streamtask import StreamTask
 from plugins.local.tasks.task_thread import TaskThread
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
     from plugins.local.minicluster import MiniCluster
 
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")

@@ -31,7 +31,7 @@ with the Python exception it raised, in its ``worker_stopped`` and on stderr.
 The task channel listens where the cluster's process does (``jobmanager.bind-host``, else the
 host of ``jobmanager.rpc.address``; tasks reach it at that host, or at the rpc address's when it
 is a wildcard); a task proves it knows the run's secret before anything it sends is read
-(:mod:`kernel.security`). The secret and the security keys travel in the task's own data
+(:mod:`kernel.remoting.security`). The secret and the security keys travel in the task's own data
 (Spark's RPC: ``spark.authenticate`` / ``spark.network.crypto.enabled`` guard it on a network).
 """
 
@@ -48,8 +48,8 @@ from kernel.contracts.workers import WorkerNode
 from kernel.errors import UsageError
 from kernel.messaging import Future
 from kernel.options import SecurityOptions, WorkerOptions
-from kernel.security import TransportSecurity, report_rejections
-from kernel.tcp import Connection, Server, malformed, parse_address
+from kernel.remoting.security import TransportSecurity, report_rejections
+from kernel.remoting.tcp import Connection, Server, malformed, parse_address
 from plugins.spark.failures import spark_failure
 from plugins.spark.options import SparkOptions
 from plugins.spark.shipping import Shipment, executors_python

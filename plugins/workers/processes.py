@@ -1,7 +1,7 @@
 """Plugin ``workers.processes``: each TaskExecutor an OS process on this machine, as YARN or
 Kubernetes would run it in a container.
 
-A requested worker is a new Python process (``python -m kernel.worker_process``) given its
+A requested worker is a new Python process (``python -m kernel.lifecycle.worker_process``) given its
 TaskExecutorProcessSpec on stdin; it is placed (the Future completes with its pid) as soon as
 it is spawned, and registers on its own. What it prints reaches this process's stdout line by
 line; its stderr is this process's. Releasing a worker sends it SIGTERM (it stops its tasks,
@@ -74,15 +74,15 @@ class _Worker:
 #: editable install of rill is found through a ``.pth`` file)
 _PATH = "import json, site, sys; [site.addsitedir(p) for p in json.loads(sys.argv[1]) if p not in sys.path]; "
 #: how it starts a TaskExecutor, and what it must import to run one
-_BOOT = _PATH + "from kernel.worker_process import main; main()"
-_CHECK = _PATH + "import kernel.worker_process, plugins.local.runner"
+_BOOT = _PATH + "from kernel.lifecycle.worker_process import main; main()"
+_CHECK = _PATH + "import kernel.lifecycle.worker_process, plugins.local.runner"
 
 
 def launch_command(executable: str) -> list[str]:
-    """How a TaskExecutor process is started: ``python -m kernel.worker_process`` with rill's
+    """How a TaskExecutor process is started: ``python -m kernel.lifecycle.worker_process`` with rill's
     interpreter, or the job's interpreter given rill's import path; the latter is checked first."""
     if not executable or os.path.abspath(executable) == os.path.abspath(sys.executable):  # a venv's own path
-        return [sys.executable, "-m", "kernel.worker_process"]
+        return [sys.executable, "-m", "kernel.lifecycle.worker_process"]
     roots = json.dumps([path for path in sys.path if path])
     try:
         answer = subprocess.run([executable, "-c", _CHECK, roots], capture_output=True, text=True, timeout=120)
@@ -101,7 +101,7 @@ class ProcessDriver:
     def __init__(self, host: WorkerHost, options: WorkerOptions, executable: str = "") -> None:
         self.host = host
         self.command = launch_command(executable)
-        self.own_interpreter = self.command[1:] == ["-m", "kernel.worker_process"]
+        self.own_interpreter = self.command[1:] == ["-m", "kernel.lifecycle.worker_process"]
         self.stop_timeout = options.stop_timeout / 1000
         self.handler: ResourceEventHandler | None = None
         self.workers: dict[str, _Worker] = {}

@@ -1,5 +1,5 @@
 """What the job asks for (Flink's PythonDependencyInfo): its Python files, archives,
-requirements and interpreter, read from :class:`~kernel.pythonenv.options.PythonOptions` with
+requirements and interpreter, read from :class:`~kernel.lifecycle.pythonenv.options.PythonOptions` with
 paths made absolute against the client's working directory and checked there — a missing file
 or a bad entry is one line naming the key, before anything runs."""
 
@@ -10,7 +10,7 @@ import os
 import msgspec
 
 from kernel.errors import UsageError
-from kernel.pythonenv.options import PythonOptions, _entries
+from kernel.lifecycle.pythonenv.options import PythonOptions, _entries
 
 
 class PythonArchive(msgspec.Struct, frozen=True):

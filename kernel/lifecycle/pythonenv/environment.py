@@ -13,7 +13,7 @@ from typing import Iterator
 
 import msgspec
 
-from kernel.pythonenv.dependencies import PythonDependencyInfo
+from kernel.lifecycle.pythonenv.dependencies import PythonDependencyInfo
 
 #: where the job's archives are, in the environment of its functions (PyFlink's name)
 WORKING_DIR_VARIABLE = "_PYTHON_WORKING_DIR"
@@ -44,7 +44,7 @@ def prepared(info: PythonDependencyInfo) -> Iterator[PythonEnvironment]:
     import shutil
     import tempfile
 
-    from kernel.pythonenv.manager import prepare
+    from kernel.lifecycle.pythonenv.manager import prepare
 
     directory = tempfile.mkdtemp(prefix="rill-python-")
     try:

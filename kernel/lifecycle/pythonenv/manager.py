@@ -7,7 +7,7 @@ target directory; ``python.executable`` is found (relative to the working direct
 lies in an archive, else on ``PATH``); the requirements are installed into their cached
 environment (:mod:`.requirements`) by that interpreter when it is found here, else by rill's
 own. Everything the job's run gets goes into a temporary directory of the run
-(:func:`kernel.pythonenv.environment.prepared`)."""
+(:func:`kernel.lifecycle.pythonenv.environment.prepared`)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import stat
 import sys
 import zipfile
 
-from kernel.pythonenv.dependencies import PythonArchive, PythonDependencyInfo
-from kernel.pythonenv.environment import PythonEnvironment
-from kernel.pythonenv.requirements import install_requirements
+from kernel.lifecycle.pythonenv.dependencies import PythonArchive, PythonDependencyInfo
+from kernel.lifecycle.pythonenv.environment import PythonEnvironment
+from kernel.lifecycle.pythonenv.requirements import install_requirements
 
 
 def prepare(info: PythonDependencyInfo, directory: str) -> PythonEnvironment:

@@ -4,7 +4,7 @@ State is matched to operators by operator ID: a user-defined ID (``set_uid_hash`
 checkpoint has state under it, else the generated one (``uid()`` already shapes that). A
 subtask gets the keyed state of the key groups in its range from every old subtask that held
 any of them, the operator list states of all old subtasks, of which it restores its share
-(:func:`kernel.checkpointing.snapshots.repartition_lists`), and — same parallelism only — the
+(:func:`kernel.runtime.checkpointing.snapshots.repartition_lists`), and — same parallelism only — the
 in-flight data of an unaligned checkpoint its own index persisted; a subtask marked finished
 in the checkpoint (it had ended its input) is restored finished. An operator without state in
 the checkpoint starts empty.
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import msgspec
 
-from kernel.checkpointing.format import CheckpointMetadata, OperatorState, StateHandle
-from kernel.graph.job import JobVertex
-from kernel.streaming.keygroups import key_group_range
+from kernel.runtime.checkpointing.format import CheckpointMetadata, OperatorState, StateHandle
+from kernel.runtime.graph.job import JobVertex
+from kernel.runtime.streaming.keygroups import key_group_range
 
 
 class OperatorRestore(msgspec.Struct, frozen=True, kw_only=True):

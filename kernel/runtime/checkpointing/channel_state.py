@@ -16,7 +16,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from kernel.streaming.elements import RecordBatch, Watermark, WatermarkStatus
+from kernel.runtime.streaming.elements import RecordBatch, Watermark, WatermarkStatus
 
 #: kinds of channel state: what a consumer had in its input channels, a producer in its subpartitions
 INPUT = "input"

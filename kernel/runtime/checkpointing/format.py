@@ -13,7 +13,7 @@ A state file (or inline blob) is a sequence of frames, each a MessagePack :class
 ``(key, namespace, value)`` entries), one :class:`OperatorStateFrame` (its operator list
 states, e.g. a source's reader position) and — for the head operator of a subtask that took
 an unaligned checkpoint — one :class:`ChannelStateFrame` (the in-flight data of its input
-channels and output subpartitions, :mod:`kernel.checkpointing.channel_state`); the handle
+channels and output subpartitions, :mod:`kernel.runtime.checkpointing.channel_state`); the handle
 lists every frame's offset and length, so a subtask restored with another key-group range
 reads only the frames of its key groups.
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from kernel.checkpointing.format import StateHandle
+from kernel.runtime.checkpointing.format import StateHandle
 
 
 class CheckpointMetrics(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,7 +51,7 @@ class AcknowledgeCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class DeclineCheckpoint(msgspec.Struct, frozen=True, kw_only=True):
-    """``reason``: a :class:`kernel.checkpointing.failures.CheckpointFailureReason` name."""
+    """``reason``: a :class:`kernel.runtime.checkpointing.failures.CheckpointFailureReason` name."""
 
     job_id: str
     vertex_id: str

@@ -17,7 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from kernel.checkpointing.format import (
+from kernel.runtime.checkpointing.format import (
     FORMAT_VERSION,
     METADATA_FILE,
     CheckpointFormatError,

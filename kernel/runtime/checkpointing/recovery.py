@@ -21,11 +21,11 @@ from typing import Annotated
 
 import msgspec
 
-from kernel.checkpointing.format import CheckpointFormatError, OperatorState
-from kernel.checkpointing.pointers import CompletedCheckpointPointer, resolve
+from kernel.runtime.checkpointing.format import CheckpointFormatError, OperatorState
+from kernel.runtime.checkpointing.pointers import CompletedCheckpointPointer, resolve
 from kernel.config import Section
 from kernel.errors import UsageError
-from kernel.graph.job import JobGraph, JobVertex
+from kernel.runtime.graph.job import JobGraph, JobVertex
 
 
 class StateRecoveryOptions(Section):

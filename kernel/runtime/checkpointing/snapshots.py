@@ -3,7 +3,7 @@
 Snapshot: an operator adds its keyed states (:meth:`OperatorSnapshot.add_keyed`) — entries
 are sorted into key groups by their key — and its operator list states
 (:meth:`OperatorSnapshot.add_list`); :meth:`OperatorSnapshot.encode` turns that into the
-frames of :mod:`kernel.checkpointing.format`, to which :func:`add_channel_state` appends the
+frames of :mod:`kernel.runtime.checkpointing.format`, to which :func:`add_channel_state` appends the
 in-flight data of an unaligned checkpoint (it is complete only once every input delivered
 the barrier). Restore: :class:`RestoredOperatorState` reads the frames of the key groups a
 subtask owns from the handles it was assigned, its share of the operator list states, and
@@ -18,7 +18,7 @@ import pickle
 import threading
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
-from kernel.checkpointing.format import (
+from kernel.runtime.checkpointing.format import (
     ChannelState,
     ChannelStateFrame,
     KeyGroupState,
@@ -31,7 +31,7 @@ from kernel.checkpointing.format import (
     decode_operator_state,
     encode,
 )
-from kernel.checkpointing.pointers import read_state_file
+from kernel.runtime.checkpointing.pointers import read_state_file
 
 Entry = tuple[Any, Any, Any]  # (key, namespace, value)
 
@@ -155,7 +155,7 @@ def add_channel_state(encoded: EncodedState | None, channels: list[ChannelState]
 
 def read_handle(handle: StateHandle, directory: str | None) -> bytes:
     """The bytes of a state handle (inline, or its file in ``directory``, read as
-    :func:`kernel.checkpointing.pointers.read_state_file` reads it)."""
+    :func:`kernel.runtime.checkpointing.pointers.read_state_file` reads it)."""
     if handle.data is not None:
         return handle.data
     if directory is None or handle.file is None:

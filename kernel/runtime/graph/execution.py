@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from kernel.graph.job import DistributionPattern, JobEdge, JobGraph, JobVertex, ResultPartitionType
+from kernel.runtime.graph.job import DistributionPattern, JobEdge, JobGraph, JobVertex, ResultPartitionType
 
 
 class ExecutionState(Enum):

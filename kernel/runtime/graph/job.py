@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kernel.errors import JobDefinitionError
-from kernel.graph.stream import StreamEdge, StreamGraph
+from kernel.runtime.graph.stream import StreamEdge, StreamGraph
 
 
 class DistributionPattern(Enum):

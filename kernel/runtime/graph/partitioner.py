@@ -1,6 +1,6 @@
 """Partitioners as the graph records them: how an edge distributes records over channels.
 
-Channel selection itself runs in :mod:`kernel.streaming.partitioning`; these descriptors are
+Channel selection itself runs in :mod:`kernel.runtime.streaming.partitioning`; these descriptors are
 what the compilers look at (pointwise or all-to-all, the ship strategy's name).
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernel.graph.stream import StreamGraph
+from kernel.runtime.graph.stream import StreamGraph
 
 
 def plan_nodes(graph: StreamGraph) -> list[dict[str, Any]]:

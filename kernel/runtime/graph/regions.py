@@ -7,7 +7,7 @@ restarts by region.
 
 from __future__ import annotations
 
-from kernel.graph.execution import ExecutionGraph, ExecutionVertex
+from kernel.runtime.graph.execution import ExecutionGraph, ExecutionVertex
 
 
 def pipelined_regions(graph: ExecutionGraph) -> list[list[ExecutionVertex]]:

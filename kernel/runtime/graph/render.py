@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernel.graph.execution import ExecutionGraph
-from kernel.graph.job import JobGraph
-from kernel.graph.plan import execution_plan_json
-from kernel.graph.stream import StreamGraph
+from kernel.runtime.graph.execution import ExecutionGraph
+from kernel.runtime.graph.job import JobGraph
+from kernel.runtime.graph.plan import execution_plan_json
+from kernel.runtime.graph.stream import StreamGraph
 
 
 def _operator_ids(job: JobGraph) -> dict[int, str]:

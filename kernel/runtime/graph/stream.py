@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterator
 
-from kernel.graph.partitioner import StreamPartitioner
+from kernel.runtime.graph.partitioner import StreamPartitioner
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
 

@@ -1,6 +1,6 @@
 """Where an async operator's coroutines run: the :class:`AsyncExecutor` a backend gives it.
 
-The operator (:mod:`kernel.streaming.operators.async_wait`) starts a coroutine per input and is
+The operator (:mod:`kernel.runtime.streaming.operators.async_wait`) starts a coroutine per input and is
 called back, in its task's thread of control, with the result or the exception; its timeouts
 and retry delays are timers on the same thread. When it cannot take an element (its capacity
 is used up) it *yields*, as Flink's AsyncWaitOperator yields to the mailbox: a blocking

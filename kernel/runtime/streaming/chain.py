@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
-from kernel.common.coders import batch_conversion
-from kernel.graph.job import JobVertex
-from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
-from kernel.streaming.handover import HandOver
-from kernel.streaming.operators import StreamOperator, create_operator
-from kernel.streaming.outputs import (
+from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+from kernel.jvm.coders import batch_conversion
+from kernel.runtime.graph.job import JobVertex
+from kernel.runtime.graph.stream import StreamEdge, StreamGraph, StreamNode
+from kernel.runtime.streaming.handover import HandOver
+from kernel.runtime.streaming.operators import StreamOperator, create_operator
+from kernel.runtime.streaming.outputs import (
     ChainingOutput,
     ConvertingOutput,
     CountingOutput,
@@ -26,7 +26,7 @@ from kernel.streaming.outputs import (
     blame,
     combine,
 )
-from kernel.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
+from kernel.runtime.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
 
 
 def _serialized(output: Output, type_info: Any) -> Output:
@@ -80,7 +80,7 @@ class OperatorChain:
             operator.output = OperatorOutput(main_output, {
                 tag: _serialized(wrap(combine(outs)), tags[tag].type_info) for tag, outs in side.items()})
         self.head = by_node[vertex.head_node_id]
-        #: the operators' hand-overs, head first (:mod:`kernel.streaming.handover`)
+        #: the operators' hand-overs, head first (:mod:`kernel.runtime.streaming.handover`)
         self.handovers: list[HandOver] = []
 
     def open(self) -> None:

@@ -11,7 +11,7 @@ waits meanwhile, readable from another thread: the operator fills plain lists at
 (``mapped``, ``selected``, ``grown``, ``results``) when the batch starts; ``end()`` hands on
 what is left when it is done. A keyed operator's timer service does the same with what the
 timers firing at once emit: each drain opens the operator's hand-over on its
-:class:`~kernel.streaming.timers.TimerOutput` (``results``). Nothing per record is added: under
+:class:`~kernel.runtime.streaming.timers.TimerOutput` (``results``). Nothing per record is added: under
 the GIL another thread sees a list's items as they are appended.
 
 Between the two, the part already produced can be handed on early (:meth:`relay`,

@@ -2,7 +2,7 @@
 
 ``key_group = murmur(key.hashCode()) % max_parallelism``;
 ``subtask = key_group * parallelism // max_parallelism``. The ``hashCode()`` of a PyFlink key
-(a Java Row holding the key decoded by its key type) comes from ``kernel.common.keyhash``, so
+(a Java Row holding the key decoded by its key type) comes from ``kernel.jvm.keyhash``, so
 routing is stable across processes and runs — never Python's salted ``hash()``.
 """
 
@@ -12,7 +12,7 @@ import struct
 
 import mmh3
 
-from kernel.common import javavalues as jv
+from kernel.jvm import javavalues as jv
 
 UPPER_BOUND_MAX_PARALLELISM = 1 << 15
 DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 1 << 7

@@ -141,7 +141,7 @@ class CountingOutput(Output):
 
 class ConvertingOutput(Output):
     """Values as PyFlink's coder hands them on where an operator's output is serialised:
-    ``convert`` (``kernel.common.coders.batch_conversion``) applied to each batch; a value it
+    ``convert`` (``kernel.jvm.coders.batch_conversion``) applied to each batch; a value it
     cannot write fails the operator that emitted it."""
 
     __slots__ = ("output", "convert")

@@ -9,9 +9,9 @@ from __future__ import annotations
 from random import Random
 from typing import Any, Callable
 
-from kernel.common.keyhash import equal_keys_hash_equal, key_hasher
-from kernel.graph import partitioner as p
-from kernel.streaming.keygroups import assign_to_key_group
+from kernel.jvm.keyhash import equal_keys_hash_equal, key_hasher
+from kernel.runtime.graph import partitioner as p
+from kernel.runtime.streaming.keygroups import assign_to_key_group
 
 Routed = list[tuple[int, list, "list | None"]]
 

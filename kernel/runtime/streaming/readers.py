@@ -20,9 +20,9 @@ from kernel import clock
 from kernel.datastream.connectors.datagen import DataGeneratorSource, GeneratorFunction
 from kernel.datastream.connectors.file_system import FileSource
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
-from kernel.streaming.handover import HandOver
-from kernel.streaming.ratelimit import RateLimiter
-from kernel.streaming.runtime import OperatorRuntime
+from kernel.runtime.streaming.handover import HandOver
+from kernel.runtime.streaming.ratelimit import RateLimiter
+from kernel.runtime.streaming.runtime import OperatorRuntime
 
 #: the operator list state holding a source reader's splits (split-distributed)
 READER_STATE = "SourceReaderState"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.datastream.functions import RuntimeContext
 from kernel.metrics.groups import GenericMetricGroup, TaskMetricGroup
-from kernel.streaming.state import KeyedStateBackend
+from kernel.runtime.streaming.state import KeyedStateBackend
 
 if TYPE_CHECKING:
     from kernel.datastream.transformations import KeySpec
@@ -70,7 +70,7 @@ class OperatorRuntime:
         #: keyed results once per key at the end
         self.batch = batch
         self.auto_watermark_interval = 0 if batch else auto_watermark_interval
-        #: when set, sinks stage their output per attempt (:mod:`kernel.streaming.committer`)
+        #: when set, sinks stage their output per attempt (:mod:`kernel.runtime.streaming.committer`)
         self.sink_committer: Any = None
         #: the task takes checkpoints: two-phase-commit sinks commit when checkpoints complete
         self.checkpointing = False
@@ -109,7 +109,7 @@ class OperatorRuntime:
 
     def create_async_executor(self, operator_name: str) -> Any:
         """Where the async operator ``operator_name`` runs its coroutines: an
-        :class:`~kernel.streaming.async_io.AsyncExecutor` calling back in this task."""
+        :class:`~kernel.runtime.streaming.async_io.AsyncExecutor` calling back in this task."""
         raise NotImplementedError(f"operator {operator_name!r}: this backend runs no async I/O")
 
     def write_stdout(self, text: str, sink: str = "", lines: int = 0) -> None:
@@ -135,7 +135,7 @@ class OperatorRuntime:
         the keys of a batch (which a fan-out hands to every output as one list, never modified)
         are computed once."""
         from kernel.datastream.transformations import KeySpec
-        from kernel.streaming.operators import own_copy
+        from kernel.runtime.streaming.operators import own_copy
 
         found = self._keys.get(id(partitioner))
         if found is not None:

@@ -3,9 +3,9 @@
 
 A keyed operator in BATCH reads its keyed inputs sorted: their records are held until the
 operator's data ended, then handed over key by key — keys in the order of their serialized
-bytes (``kernel.common.keybytes``), each key's records in timestamp order (no timestamp counts as
+bytes (``kernel.jvm.keybytes``), each key's records in timestamp order (no timestamp counts as
 the smallest; records equal in both are left in the order Flink's QuickSort leaves them:
-``kernel.streaming.quicksort``) — and after each key the operator's ``end_key``
+``kernel.runtime.streaming.quicksort``) — and after each key the operator's ``end_key``
 fires what that key has pending (Flink's batch timer service fires a key's timers when the next
 key comes). Watermarks are held too: the largest goes in after the last key. So the results of a
 BATCH job come key after key, in the order Flink gives them. Keys of a type whose serialized
@@ -24,12 +24,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kernel.clock import MIN_LONG
-from kernel.common.javavalues import pickled_bytes
-from kernel.common.keybytes import key_sort_bytes
-from kernel.streaming.quicksort import quick_sort_order
+from kernel.jvm.javavalues import pickled_bytes
+from kernel.jvm.keybytes import key_sort_bytes
+from kernel.runtime.streaming.quicksort import quick_sort_order
 
 if TYPE_CHECKING:
-    from kernel.streaming.operators.base import StreamOperator
+    from kernel.runtime.streaming.operators.base import StreamOperator
 
 #: one input's records of one key: (sort key, input index, values, timestamps)
 Run = tuple[Any, int, list, list]

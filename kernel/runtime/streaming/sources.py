@@ -1,4 +1,4 @@
-"""The source operator: it drives its reader (:mod:`kernel.streaming.readers`), assigns
+"""The source operator: it drives its reader (:mod:`kernel.runtime.streaming.readers`), assigns
 timestamps, emits watermarks, takes part in watermark alignment, keeps the reader's splits in
 a checkpoint, and stops for a stop-with-savepoint.
 """
@@ -11,10 +11,10 @@ from typing import Any
 
 from kernel.clock import MAX_LONG, MIN_LONG
 from kernel.common.watermark_strategy import TimestampAssigner
-from kernel.streaming.alignment import ActivityClock, SourceAlignment
-from kernel.streaming.handover import HandOver
-from kernel.streaming.operators.base import StreamOperator
-from kernel.streaming.readers import ENUMERATOR_STATE, READER_STATE, create_reader
+from kernel.runtime.streaming.alignment import ActivityClock, SourceAlignment
+from kernel.runtime.streaming.handover import HandOver
+from kernel.runtime.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming.readers import ENUMERATOR_STATE, READER_STATE, create_reader
 
 
 class InputStatus(Enum):
@@ -55,7 +55,7 @@ class SourceOperator(StreamOperator):
     emits watermarks periodically (``pipeline.auto-watermark-interval``); the end of a
     bounded input emits the final ``MAX`` watermark. In a watermark alignment group it emits
     only what keeps its watermark within the group's allowed maximum
-    (:mod:`kernel.streaming.alignment`) and reports its watermark every update interval."""
+    (:mod:`kernel.runtime.streaming.alignment`) and reports its watermark every update interval."""
 
     def user_functions(self) -> list[Any]:
         return []

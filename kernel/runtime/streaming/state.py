@@ -4,7 +4,7 @@ The operator sets the current key before user code runs; state objects read and 
 it and their own namespace: None for the keyed state user functions get (Flink's
 VoidNamespace), a window for a window operator's contents, which it moves from window to window
 (PyFlink's ``set_current_namespace``), and for ``bound_state`` objects (a trigger's state).
-The current key is the key as state holds it (``kernel.common.keyidentity``: the key itself, or
+The current key is the key as state holds it (``kernel.jvm.keyidentity``: the key itself, or
 a ``JavaKey`` where Python's equality is not Java's), chosen per record as PyFlink's Python
 operators choose it (:meth:`KeyedStateBackend.state_keys`) and per timer by the timer service
 (:meth:`KeyedStateBackend.select_key`).
@@ -15,12 +15,12 @@ from __future__ import annotations
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from kernel.common.javavalues import hash_set_order
-from kernel.common.keyidentity import PLAIN_KEY_TYPES, JavaKey, user_key
+from kernel.jvm.javavalues import hash_set_order
+from kernel.jvm.keyidentity import PLAIN_KEY_TYPES, JavaKey, user_key
 from kernel.datastream import state as api
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
 
 
 class KeyedStateBackend:
@@ -126,7 +126,7 @@ class KeyedStateBackend:
         table = self.table(name)
         if not with_ttl:
             return _STATE_OF[type(descriptor)](self, table, descriptor, namespace)
-        from kernel.streaming.ttl import TTL_STATES, TtlSettings
+        from kernel.runtime.streaming.ttl import TTL_STATES, TtlSettings
 
         kind, unexpired = TTL_STATES[type(descriptor)]
         ttl = self._ttl.get(name)

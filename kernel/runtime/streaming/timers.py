@@ -4,18 +4,18 @@ Timers are unique per (key, namespace, timestamp). Event-time timers fire when a
 reaches them, in timestamp order, before the watermark is forwarded; processing-time timers
 fire from a task mail when the processing clock reaches them (one wake-up scheduled at a time,
 for the earliest). Timers with the same timestamp fire in the order of Flink's timer heap
-(:mod:`kernel.streaming.timer_heap`); deleting a timer removes it from the heap at once. The
+(:mod:`kernel.runtime.streaming.timer_heap`); deleting a timer removes it from the heap at once. The
 timers due at once fire in rounds, as PyFlink's Python operators get them (``_drain``): within a
 round in timestamp order; what their callbacks register at or before that time, in the next.
 
 Every keyed operator's timers fire here, through its :class:`Triggerable` ``on_timer`` (Flink's
 ``Triggerable``): the service switches the backend to the timer's key as PyFlink's Python
-operators do (:meth:`~kernel.streaming.state.KeyedStateBackend.select_key`: the first timer after
+operators do (:meth:`~kernel.runtime.streaming.state.KeyedStateBackend.select_key`: the first timer after
 records always switches; a timer whose Python key equals the previous timer's keeps that key's
 state, so a timer of True right after one of 1 reads and clears 1's), calls ``on_timer`` with the
 timer's Python key, its namespace (a window operator's window) and a :class:`TimerOutput` that
 collects what the callbacks emit, counts the timers that fired (the task's ``timers_fired``) and
-hands the output on through the operator's hand-over (:mod:`kernel.streaming.handover`): in one
+hands the output on through the operator's hand-over (:mod:`kernel.runtime.streaming.handover`): in one
 batch when the drain is done, and what earlier callbacks emitted before that, within the buffer
 timeout, while a later one blocks. (The keyed state user functions read stays in no
 namespace while timers fire, as in PyFlink: a window operator moves only its own states to the
@@ -32,15 +32,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kernel.clock import MAX_LONG, MIN_LONG
-from kernel.common.keyidentity import user_key
+from kernel.jvm.keyidentity import user_key
 from kernel.datastream.time_domain import TimeDomain
-from kernel.streaming.state import KeyedStateBackend
-from kernel.streaming.timer_heap import DistinctTimerHeap, TimerHeap
+from kernel.runtime.streaming.state import KeyedStateBackend
+from kernel.runtime.streaming.timer_heap import DistinctTimerHeap, TimerHeap
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.snapshots import Entry, OperatorSnapshot
-    from kernel.streaming.handover import HandOver
-    from kernel.streaming.runtime import OperatorRuntime
+    from kernel.runtime.checkpointing.snapshots import Entry, OperatorSnapshot
+    from kernel.runtime.streaming.handover import HandOver
+    from kernel.runtime.streaming.runtime import OperatorRuntime
 
 EVENT_TIME = TimeDomain.EVENT_TIME
 PROCESSING_TIME = TimeDomain.PROCESSING_TIME
@@ -50,7 +50,7 @@ PROCESSING_TIMERS = "_timer_state/processing_timers"
 
 
 class _TimerQueue(TimerHeap):
-    """One kind of timers (:class:`~kernel.streaming.timer_heap.TimerHeap`, Flink's order)."""
+    """One kind of timers (:class:`~kernel.runtime.streaming.timer_heap.TimerHeap`, Flink's order)."""
 
     __slots__ = ()
 
@@ -68,7 +68,7 @@ class _TimerQueue(TimerHeap):
 class TimerOutput:
     """What the callbacks of timers firing at once emit: main output values and their
     timestamps, and per requested side output tag its values and timestamps (the lists
-    :meth:`kernel.streaming.operators.base.StreamOperator.emit_results` appends to)."""
+    :meth:`kernel.runtime.streaming.operators.base.StreamOperator.emit_results` appends to)."""
 
     __slots__ = ("values", "timestamps", "side")
 

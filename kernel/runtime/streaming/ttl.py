@@ -9,7 +9,7 @@ writes, and reads with OnReadAndWrite, renew the timestamp. Incremental cleanup 
 entries of a lazy pass over the whole state on every access (and on every record if asked), so
 expired keys that are never read again do not stay in memory.
 
-States without TTL are the plain classes of ``kernel.streaming.state``: no per-access cost.
+States without TTL are the plain classes of ``kernel.runtime.streaming.state``: no per-access cost.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kernel.common.time import to_millis
 from kernel.datastream import state as api
 from kernel.datastream.state_ttl import StateTtlConfig
 from kernel.clock import MAX_LONG
-from kernel.streaming.state import _KeyedState
+from kernel.runtime.streaming.state import _KeyedState
 
 
 class TtlValue(NamedTuple):

@@ -18,9 +18,9 @@ from __future__ import annotations
 from random import Random
 from typing import Any
 
-from kernel.streaming.elements import LatencyMarker, Watermark, WatermarkStatus
-from kernel.streaming.outputs import Output
-from kernel.streaming.partitioning import ChannelSelector
+from kernel.runtime.streaming.elements import LatencyMarker, Watermark, WatermarkStatus
+from kernel.runtime.streaming.outputs import Output
+from kernel.runtime.streaming.partitioning import ChannelSelector
 from plugins.local.network.partition import ResultPartition
 
 

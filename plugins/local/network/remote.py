@@ -23,7 +23,7 @@ the one connection.
 
 A connection that breaks (or cannot be made) fails, at once, every task with a channel on it
 that had not ended — Flink's RemoteTransportException. Both ends prove they belong to the run
-before a frame crosses (:mod:`kernel.security`); a frame either end cannot take drops the
+before a frame crosses (:mod:`kernel.remoting.security`); a frame either end cannot take drops the
 connection (``reject``: reported, and it breaks as above), never the TaskExecutor.
 """
 
@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
-from kernel.streaming.elements import EndOfPartition, RecordBatch
-from kernel.tcp import Connection, Server, connect, malformed
+from kernel.runtime.streaming.elements import EndOfPartition, RecordBatch
+from kernel.remoting.tcp import Connection, Server, connect, malformed
 from plugins.local.network.input_channel import InputChannel
 from plugins.local.network.wire import RecordCodec, decode_event, encode_event
 
 if TYPE_CHECKING:
     from kernel.loop import EventLoop
-    from kernel.security import TransportSecurity
+    from kernel.remoting.security import TransportSecurity
     from plugins.local.network.input_gate import InputGate
     from plugins.local.network.partition import Subpartition
     from plugins.local.network.shuffle import ShuffleEnvironment

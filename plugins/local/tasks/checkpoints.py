@@ -30,20 +30,20 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.channel_state import OUTPUT
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.format import ChannelState
-from kernel.checkpointing.messages import (
+from kernel.runtime.checkpointing.channel_state import OUTPUT
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.format import ChannelState
+from kernel.runtime.checkpointing.messages import (
     AcknowledgeCheckpoint,
     CheckpointMetrics,
     DeclineCheckpoint,
     OperatorSubtaskSnapshot,
     TaskStateSnapshot,
 )
-from kernel.checkpointing.snapshots import EncodedState, add_channel_state, collector_paused
+from kernel.runtime.checkpointing.snapshots import EncodedState, add_channel_state, collector_paused
 from kernel.clock import NS_PER_MS
-from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
-from kernel.tracebacks import describe
+from kernel.runtime.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+from kernel.lifecycle.tracebacks import describe
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointStorageWorker

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.streaming.elements import (
+from kernel.runtime.streaming.elements import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
     CheckpointBarrier,
@@ -29,8 +29,8 @@ from kernel.streaming.elements import (
     Watermark,
     WatermarkStatus,
 )
-from kernel.streaming.outputs import blame
-from kernel.streaming.sorted_input import SortingDataInput
+from kernel.runtime.streaming.outputs import blame
+from kernel.runtime.streaming.sorted_input import SortingDataInput
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointBarrierHandler

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.datastream.functions import Function
 from kernel.datastream.transformations import KeySpec, OperatorSpec
-from kernel.streaming.operators.base import StreamOperator, TwoInputStreamOperator
+from kernel.runtime.streaming.operators.base import StreamOperator, TwoInputStreamOperator
 
 if TYPE_CHECKING:
-    from kernel.graph.stream import StreamNode
-    from kernel.streaming.runtime import OperatorRuntime
+    from kernel.runtime.graph.stream import StreamNode
+    from kernel.runtime.streaming.runtime import OperatorRuntime
 
 #: the operator (class or factory) of each kind, as ``module:attribute`` (a job imports the
 #: modules of the operators it runs)
@@ -41,8 +41,8 @@ OPERATORS: dict[str, str] = {
 
 
 def create_operator(node: StreamNode, runtime: OperatorRuntime) -> StreamOperator:
-    """The operator a stream node runs (sources: ``kernel.streaming.sources.SourceOperator``)."""
-    from kernel.streaming.sources import SourceOperator
+    """The operator a stream node runs (sources: ``kernel.runtime.streaming.sources.SourceOperator``)."""
+    from kernel.runtime.streaming.sources import SourceOperator
 
     spec = node.operator
     if spec.kind in ("collection", "source"):

@@ -5,7 +5,7 @@ for them everything the generic operator asks the assigner, trigger and timer se
 element is arithmetic: a window is its start, its contents live under ``(key, start)``, and
 its two timers (fire at ``max_timestamp``, clean up at ``max_timestamp + allowed_lateness``)
 are registered once, when its contents are created, in the timer heap Flink keeps
-(:mod:`kernel.streaming.timer_heap`, the namespace a window's start). The behaviour is exactly
+(:mod:`kernel.runtime.streaming.timer_heap`, the namespace a window's start). The behaviour is exactly
 the generic operator's: same results, timestamps, firing order (the heap's), late-element
 handling, side output and counters.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
-from kernel.common.keyidentity import user_key
+from kernel.jvm.keyidentity import user_key
 from kernel.datastream.window import (
     EventTimeTrigger,
     SlidingEventTimeWindows,
@@ -23,14 +23,14 @@ from kernel.datastream.window import (
     TumblingEventTimeWindows,
     check_time_record,
 )
-from kernel.streaming.operators.window import WINDOW_CONTENTS, WindowOperator
-from kernel.streaming.timer_heap import DistinctTimerHeap, push
-from kernel.streaming.timers import EVENT_TIMERS
+from kernel.runtime.streaming.operators.window import WINDOW_CONTENTS, WindowOperator
+from kernel.runtime.streaming.timer_heap import DistinctTimerHeap, push
+from kernel.runtime.streaming.timers import EVENT_TIMERS
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
     from kernel.datastream.time_domain import TimeDomain
-    from kernel.streaming.timers import TimerOutput
+    from kernel.runtime.streaming.timers import TimerOutput
 
 #: ``_emit_window``'s key when no timer fired the window: the key of the window's state
 _STATE_KEY = object()

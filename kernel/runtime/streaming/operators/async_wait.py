@@ -1,8 +1,8 @@
 """The async wait operator (``AsyncDataStream``): many requests of one task in flight at once.
 
 For each input the operator starts the coroutine ``async_invoke(value)`` on its task's
-:class:`~kernel.streaming.async_io.AsyncExecutor` and puts an entry into its queue (ordered or
-unordered, :mod:`kernel.streaming.async_queue`); watermarks go into the queue too. Completed
+:class:`~kernel.runtime.streaming.async_io.AsyncExecutor` and puts an entry into its queue (ordered or
+unordered, :mod:`kernel.runtime.streaming.async_queue`); watermarks go into the queue too. Completed
 entries leave the queue as their order allows: each element of an input's result list is
 emitted with the input's timestamp, a watermark is forwarded when it reaches the front. At most
 ``capacity`` inputs are in the queue; an input that finds it full waits in the operator's
@@ -33,15 +33,15 @@ from collections.abc import Iterable
 from typing import Any, Callable
 
 from kernel.datastream.functions import AsyncRetryStrategy
-from kernel.streaming.async_queue import (
+from kernel.runtime.streaming.async_queue import (
     OrderedStreamElementQueue,
     RecordEntry,
     StreamElementQueue,
     UnorderedStreamElementQueue,
     WatermarkEntry,
 )
-from kernel.streaming.operators.base import StreamOperator
-from kernel.streaming.outputs import blame
+from kernel.runtime.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming.outputs import blame
 
 #: PyFlink's ``python.fn-execution.bundle.time`` default: an error surfaces at the latest then
 BUNDLE_TIME_MS = 1000

@@ -6,25 +6,25 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MAX_LONG, MIN_LONG
-from kernel.common.keyhash import equal_keys_hash_equal, key_hasher
-from kernel.common.keyidentity import state_key_function
+from kernel.jvm.keyhash import equal_keys_hash_equal, key_hasher
+from kernel.jvm.keyidentity import state_key_function
 from kernel.datastream.functions import Function
 from kernel.datastream.output_tag import OutputTag
 from kernel.datastream.transformations import OperatorSpec
-from kernel.graph.stream import StreamNode
-from kernel.streaming.handover import HandOver
-from kernel.streaming.outputs import Output
+from kernel.runtime.graph.stream import StreamNode
+from kernel.runtime.streaming.handover import HandOver
+from kernel.runtime.streaming.outputs import Output
 from kernel.metrics.groups import unregistered_group
-from kernel.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
-from kernel.streaming.keygroups import assign_to_key_group
-from kernel.streaming.partitioning import KEY_CACHE_LIMIT
-from kernel.streaming.state import KeyedStateBackend
-from kernel.streaming.timers import EVENT_TIMERS, PROCESSING_TIMERS, InternalTimerService
+from kernel.runtime.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
+from kernel.runtime.streaming.keygroups import assign_to_key_group
+from kernel.runtime.streaming.partitioning import KEY_CACHE_LIMIT
+from kernel.runtime.streaming.state import KeyedStateBackend
+from kernel.runtime.streaming.timers import EVENT_TIMERS, PROCESSING_TIMERS, InternalTimerService
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
     from kernel.datastream.time_domain import TimeDomain
-    from kernel.streaming.timers import TimerOutput
+    from kernel.runtime.streaming.timers import TimerOutput
 
 
 _UNSET = object()
@@ -47,7 +47,7 @@ class StreamOperator:
     #: the internal timer service of a keyed operator with timers
     timers: InternalTimerService | None = None
     #: where its output for the batch in progress waits to be handed on (operators whose user
-    #: functions produce output create it in ``open``: :mod:`kernel.streaming.handover`)
+    #: functions produce output create it in ``open``: :mod:`kernel.runtime.streaming.handover`)
     handover: HandOver | None = None
 
     def __init__(self, spec: OperatorSpec, node: StreamNode, runtime: OperatorRuntime) -> None:
@@ -147,7 +147,7 @@ class StreamOperator:
     def key_group_function(self) -> Callable[[Any], int] | None:
         """``key_group_of(key)`` for this operator's keys, as ``key_by`` routes them (None when
         not keyed); remembers the keys whose Python equality is Java equality (as
-        :class:`kernel.streaming.partitioning.KeyGroupChannels` does, as many), from one
+        :class:`kernel.runtime.streaming.partitioning.KeyGroupChannels` does, as many), from one
         checkpoint to the next."""
         if self._key_group_of is not _UNSET:
             return self._key_group_of
@@ -200,11 +200,11 @@ class StreamOperator:
 
     def on_timer(self, timestamp: int, key: Any, namespace: Any, domain: TimeDomain, out: TimerOutput) -> None:
         """One of this operator's timers fired (``key`` is the current key); what it emits goes
-        to ``out`` (:class:`kernel.streaming.timers.Triggerable`)."""
+        to ``out`` (:class:`kernel.runtime.streaming.timers.Triggerable`)."""
         raise NotImplementedError
 
     def end_key(self) -> None:
-        """BATCH, sorted input (``kernel.streaming.sorted_input``): every record of the current
+        """BATCH, sorted input (``kernel.runtime.streaming.sorted_input``): every record of the current
         key went in; a keyed operator emits what the key has pending. Timers fire as at the
         final watermark, then time starts over for the next key (Flink's
         ``BatchExecutionInternalTimeService`` when the key changes)."""

@@ -9,7 +9,7 @@ from itertools import repeat
 
 from kernel.datastream import functions as fn
 from kernel.datastream.timerservice import TimerService
-from kernel.streaming.operators.base import StreamOperator, method_or_callable
+from kernel.runtime.streaming.operators.base import StreamOperator, method_or_callable
 
 
 class MapOperator(StreamOperator):

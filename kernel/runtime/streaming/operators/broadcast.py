@@ -27,13 +27,13 @@ from kernel.datastream import functions as fn
 from kernel.datastream.state import MapStateDescriptor, StateDescriptor
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
-from kernel.streaming.broadcast_state import OperatorStateBackend
-from kernel.streaming.operators.base import TwoInputStreamOperator
-from kernel.streaming.operators.basic import NonKeyedTimerService
-from kernel.streaming.operators.keyed import KeyedTimerService
+from kernel.runtime.streaming.broadcast_state import OperatorStateBackend
+from kernel.runtime.streaming.operators.base import TwoInputStreamOperator
+from kernel.runtime.streaming.operators.basic import NonKeyedTimerService
+from kernel.runtime.streaming.operators.keyed import KeyedTimerService
 
 if TYPE_CHECKING:
-    from kernel.streaming.timers import TimerOutput
+    from kernel.runtime.streaming.timers import TimerOutput
 
 BROADCAST_INPUT = 1
 

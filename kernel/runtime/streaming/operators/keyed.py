@@ -6,15 +6,15 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MAX_LONG
-from kernel.common.keyidentity import user_key
+from kernel.jvm.keyidentity import user_key
 from kernel.datastream import functions as fn
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
-from kernel.streaming.operators.base import StreamOperator, method_or_callable
+from kernel.runtime.streaming.operators.base import StreamOperator, method_or_callable
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
-    from kernel.streaming.timers import InternalTimerService, TimerOutput
+    from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.runtime.streaming.timers import InternalTimerService, TimerOutput
 
 #: the keyed state of a rolling reduce in a checkpoint (Flink's StreamGroupedReduceOperator)
 REDUCE_STATE = "_op_state"

@@ -6,13 +6,13 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from kernel.datastream import functions as fn
-from kernel.streaming import file_sink
-from kernel.streaming.committer import CommittableCollector
-from kernel.streaming.file_sink import FileWriter
-from kernel.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming import file_sink
+from kernel.runtime.streaming.committer import CommittableCollector
+from kernel.runtime.streaming.file_sink import FileWriter
+from kernel.runtime.streaming.operators.base import StreamOperator
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
+    from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
 
 
 def print_prefix(identifier: str | None, subtask: int, parallelism: int) -> str:
@@ -25,7 +25,7 @@ def print_prefix(identifier: str | None, subtask: int, parallelism: int) -> str:
 
 class SinkOperator(StreamOperator):
     """Base of sinks: latency markers end here and are measured. With a sink committer
-    (:mod:`kernel.streaming.committer`) a sink stages what it writes and hands it over when
+    (:mod:`kernel.runtime.streaming.committer`) a sink stages what it writes and hands it over when
     its input ends; it becomes final when the job finishes."""
 
     def open(self) -> None:
@@ -151,7 +151,7 @@ class SinkFunctionOperator(SinkOperator):
 
 class FileSinkWriterOperator(SinkOperator):
     """FileSink's writer and committer (Flink's SinkWriterOperator and CommitterOperator,
-    chained): records become lines in part files (:mod:`kernel.streaming.file_sink`).
+    chained): records become lines in part files (:mod:`kernel.runtime.streaming.file_sink`).
 
     In a task that takes checkpoints the sink commits in two phases: before checkpoint n's
     barrier the pending parts (and, as the rolling policy says, the in-progress ones) are
@@ -162,7 +162,7 @@ class FileSinkWriterOperator(SinkOperator):
     continues the in-progress parts from their checkpointed length.
 
     Without checkpoints, parts are committed when the input ends — staged per attempt until
-    the job finishes when the job may restart (:class:`~kernel.streaming.committer.SinkCommitter`).
+    the job finishes when the job may restart (:class:`~kernel.runtime.streaming.committer.SinkCommitter`).
     """
 
     WRITER_STATE = "writer_raw_states"

@@ -7,11 +7,11 @@ from itertools import repeat
 from typing import Any
 
 from kernel.clock import MAX_LONG, MIN_LONG
-from kernel.common.coders import field_conversion
+from kernel.jvm.coders import field_conversion
 from kernel.common.typeinfo import Types
 from kernel.common.watermark_strategy import TimestampAssigner
-from kernel.streaming.operators.base import StreamOperator
-from kernel.streaming.sources import WatermarkOutput
+from kernel.runtime.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming.sources import WatermarkOutput
 
 
 #: PyFlink hands each extracted timestamp to Java as a LONG: 1000.7 becomes 1000

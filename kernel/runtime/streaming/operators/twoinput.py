@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.streaming.operators.base import TwoInputStreamOperator
-from kernel.streaming.operators.basic import NonKeyedTimerService, ProcessContext
-from kernel.streaming.operators.keyed import KeyedContext, KeyedTimerService
+from kernel.runtime.streaming.operators.base import TwoInputStreamOperator
+from kernel.runtime.streaming.operators.basic import NonKeyedTimerService, ProcessContext
+from kernel.runtime.streaming.operators.keyed import KeyedContext, KeyedTimerService
 
 if TYPE_CHECKING:
     from kernel.datastream.time_domain import TimeDomain
-    from kernel.streaming.timers import TimerOutput
+    from kernel.runtime.streaming.timers import TimerOutput
 
 
 class _PerRecord(TwoInputStreamOperator):

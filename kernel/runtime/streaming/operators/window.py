@@ -17,17 +17,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kernel.clock import MAX_LONG
-from kernel.common.keyidentity import user_key
+from kernel.jvm.keyidentity import user_key
 from kernel.datastream import functions as fn
 from kernel.datastream import state as st
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.window import MergingWindowAssigner, Trigger, Window, WindowAssigner
-from kernel.streaming.operators import subtask_own
-from kernel.streaming.operators.base import StreamOperator
-from kernel.streaming.state import KeyedStateBackend
+from kernel.runtime.streaming.operators import subtask_own
+from kernel.runtime.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming.state import KeyedStateBackend
 
 if TYPE_CHECKING:
-    from kernel.streaming.timers import TimerOutput
+    from kernel.runtime.streaming.timers import TimerOutput
 
 WINDOW_CONTENTS = "window-contents"
 MERGING_WINDOWS = "merging-window-set"

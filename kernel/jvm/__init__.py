@@ -1,0 +1,1 @@
+"""What PyFlink's Java side does to values, emulated without a JVM."""

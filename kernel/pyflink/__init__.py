@@ -1,0 +1,1 @@
+"""What the PyFlink API packages are built with."""

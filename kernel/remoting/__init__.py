@@ -1,0 +1,1 @@
+"""The messaging layer across processes."""
