@@ -181,7 +181,7 @@ def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> P
 def execute(prepared: Preparation, arguments: list[str] | None = None) -> Rerun:
     """Run the job again with the ``arguments`` it was given (its print output is recorded in
     the log, not shown)."""
-    from kernel.lifecycle.execution import SessionExecutor
+    from kernel.lifecycle.executors import SessionExecutor
     from kernel.lifecycle.jobfile import run_script
     from kernel.lifecycle.session import Session
 

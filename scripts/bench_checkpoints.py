@@ -36,7 +36,7 @@ from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOpe
 from kernel.common import Types
 from kernel.lifecycle.compiler import compile_program
 from kernel.datastream import KeyedProcessFunction, StreamExecutionEnvironment, ValueStateDescriptor
-from kernel.lifecycle.program import CapturingExecutor, ProgramCaptured, use_executor
+from kernel.lifecycle.executors import CapturingExecutor, ProgramCaptured, use_executor
 from kernel.lifecycle.session import Session
 from kernel.runtime.streaming.keygroups import key_group_range
 from kernel.runtime.streaming.operators import create_operator

@@ -34,8 +34,7 @@ from kernel.datastream import ProcessWindowFunction, StreamExecutionEnvironment
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
 from kernel.datastream.window import TumblingEventTimeWindows
 from kernel.eventbus import drain_buses
-from kernel.lifecycle.execution import SessionExecutor
-from kernel.lifecycle.program import use_executor
+from kernel.lifecycle.executors import SessionExecutor, use_executor
 from kernel.lifecycle.session import Session
 from kernel.testing import EventCapture
 

@@ -99,8 +99,7 @@ def run_rill(workload: Workload, records: list, directory: str, clock: str = "re
     events are stored in the log, here, untimed."""
     from kernel.datastream import StreamExecutionEnvironment
     from kernel.eventbus import drain_buses
-    from kernel.lifecycle.execution import SessionExecutor
-    from kernel.lifecycle.program import use_executor
+    from kernel.lifecycle.executors import SessionExecutor, use_executor
     from kernel.lifecycle.session import Session
 
     session = Session.open(sets=[f"eventlog.path={directory}/bench.duckdb", f"rill.clock={clock}", *sets],

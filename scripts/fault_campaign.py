@@ -60,9 +60,9 @@ import campaign_jobs as jobs
 from kernel.configtypes import parse_duration_ms
 from kernel.errors import JobFailed
 from kernel.eventbus import drain_buses
-from kernel.lifecycle.execution import SessionExecutor
+from kernel.lifecycle.executors import SessionExecutor
 from kernel.faults import parse_inject
-from kernel.lifecycle.program import use_executor
+from kernel.lifecycle.executors import use_executor
 from kernel.lifecycle.session import Session
 from kernel.testing import EventCapture
 

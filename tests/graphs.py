@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kernel.lifecycle.compiler import build_execution_graph, compile_program
-from kernel.lifecycle.program import CapturingExecutor, ProgramCaptured, use_executor
+from kernel.lifecycle.executors import CapturingExecutor, ProgramCaptured, use_executor
 from kernel.lifecycle.session import Session
 
 

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernel.errors import JobFailed
-from kernel.lifecycle.execution import SessionExecutor
-from kernel.lifecycle.program import use_executor
+from kernel.lifecycle.executors import SessionExecutor, use_executor
 from kernel.lifecycle.session import Session
 from kernel.lifecycle.summary import RunOutcome
 from kernel.testing import CapturedEvents, EventCapture

@@ -22,7 +22,7 @@ from kernel.datastream.window import (
     TimeWindowSerializer,
     TumblingEventTimeWindows,
 )
-from kernel.lifecycle.program import CapturingExecutor, use_executor
+from kernel.lifecycle.executors import CapturingExecutor, use_executor
 from kernel.lifecycle.session import Session
 from tests.runtime import run_job
 

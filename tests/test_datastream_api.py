@@ -15,7 +15,7 @@ from kernel.datastream import (
 )
 from kernel.datastream.transformations import OneInputTransformation, PartitionTransformation
 from kernel.runtime.graph.partitioner import KeyGroupStreamPartitioner
-from kernel.lifecycle.program import CapturingExecutor, use_executor
+from kernel.lifecycle.executors import CapturingExecutor, use_executor
 from kernel.lifecycle.session import Session
 
 

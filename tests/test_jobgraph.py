@@ -11,7 +11,7 @@ from kernel.common import Types
 from kernel.datastream.transformations import PartitionTransformation
 from kernel.runtime.graph.partitioner import ForwardPartitioner
 from kernel.runtime.graph.stream import ChainingStrategy, ExchangeMode, StreamEdge, StreamGraph, StreamNode
-from kernel.lifecycle.program import CapturingExecutor, ProgramCaptured, use_executor
+from kernel.lifecycle.executors import CapturingExecutor, ProgramCaptured, use_executor
 from kernel.lifecycle.session import Session
 from plugins.graph.chaining import ChainingRules
 from tests.graphs import compile_job, vertex_names

@@ -14,7 +14,7 @@ import textwrap
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("kernel", "plugins", "replay")
 #: kernel modules a plugin must not reach into: what the kernel does with a session and a run
-KERNEL_INTERNALS = ("kernel.lifecycle.session", "kernel.lifecycle.execution")
+KERNEL_INTERNALS = ("kernel.lifecycle.session", "kernel.lifecycle.execution", "kernel.lifecycle.executors")
 
 
 def module_name(root: pathlib.Path, path: pathlib.Path) -> tuple[str, bool]:

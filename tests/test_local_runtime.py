@@ -337,8 +337,7 @@ def test_generator_randomness_is_seeded():
 
 def test_execute_and_collect():
     from kernel.datastream import StreamExecutionEnvironment
-    from kernel.lifecycle.execution import SessionExecutor
-    from kernel.lifecycle.program import use_executor
+    from kernel.lifecycle.executors import SessionExecutor, use_executor
     from kernel.lifecycle.session import Session
 
     with use_executor(SessionExecutor(Session.open(sets=["rill.clock=simulated"]), quiet=True)):

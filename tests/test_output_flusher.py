@@ -209,8 +209,7 @@ def test_buffer_timeouts_as_pyflink_sets_and_reads_them():
     """``env.get_buffer_timeout()`` is -1 when the timeout is disabled in the configuration;
     negative timeouts other than -1 are refused, as Flink refuses them."""
     from kernel.datastream import StreamExecutionEnvironment
-    from kernel.lifecycle.execution import SessionExecutor
-    from kernel.lifecycle.program import use_executor
+    from kernel.lifecycle.executors import SessionExecutor, use_executor
     from kernel.lifecycle.session import Session
 
     for sets, expected in ((["execution.buffer-timeout.enabled=false"], -1),

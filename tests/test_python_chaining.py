@@ -20,7 +20,7 @@ from kernel.datastream.functions import BroadcastProcessFunction, CoMapFunction,
 from kernel.datastream.state import MapStateDescriptor, StateTtlConfig, ValueStateDescriptor
 from kernel.datastream.transformations import OneInputTransformation
 from kernel.datastream.python_chaining import serialized_output_types
-from kernel.lifecycle.program import CapturingExecutor, use_executor
+from kernel.lifecycle.executors import CapturingExecutor, use_executor
 from kernel.lifecycle.session import Session
 from tests.runtime import run_job
 

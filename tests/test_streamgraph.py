@@ -10,7 +10,7 @@ import pytest
 from kernel.common import Types
 from kernel.datastream import CoMapFunction, OutputTag, ProcessFunction, StreamExecutionEnvironment
 from kernel.errors import JobDefinitionError
-from kernel.lifecycle.program import CapturingExecutor, use_executor
+from kernel.lifecycle.executors import CapturingExecutor, use_executor
 from kernel.lifecycle.session import Session
 from tests.graphs import compile_job
 

@@ -11,7 +11,7 @@ from kernel.cli.common import config_options, open_session
 from kernel.cli.progress import LiveProgress
 from kernel.configtypes import parse_duration_ms
 from kernel.errors import JobDefinitionError, UsageError
-from kernel.lifecycle.execution import SessionExecutor
+from kernel.lifecycle.executors import SessionExecutor
 from kernel.lifecycle.jobfile import run_script
 
 

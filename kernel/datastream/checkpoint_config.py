@@ -36,7 +36,7 @@ UNLIMITED_TOLERABLE_FAILURE_NUMBER = 2147483647
 
 def checkpointing_options(configuration: Configuration) -> CheckpointingOptions:
     """The session's checkpointing options with the job's own keys on top."""
-    from kernel.lifecycle.program import current_executor
+    from kernel.lifecycle.executors import current_executor
 
     base = current_executor().session.config.section(CheckpointingOptions)
     return override_section(base, configuration.to_dict(), "the job's Configuration")

@@ -27,12 +27,8 @@ from kernel.datastream.transformations import (
     SourceTransformation,
     Transformation,
 )
-from kernel.lifecycle.program import (
-    DEFAULT_BATCH_JOB_NAME,
-    DEFAULT_STREAMING_JOB_NAME,
-    Program,
-    current_executor,
-)
+from kernel.lifecycle.program import DEFAULT_BATCH_JOB_NAME, DEFAULT_STREAMING_JOB_NAME, Program
+from kernel.lifecycle.executors import current_executor
 
 
 _BOOL = {"true": True, "false": False}

@@ -1,6 +1,6 @@
-"""Executing programs in a session, and the life cycle of a run.
+"""The life cycle of a run.
 
-A run's life cycle has one place, :func:`execute_job`: the kernel compiles the program through
+It has one place, :func:`execute_job`: the kernel compiles the program through
 the graph hooks, asks the execution backend to prepare the job, creates and starts the run
 (its event log), records the compilation, hands the compiled job to the backend, then
 finishes the run and builds its outcome. A backend only executes (see
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -19,20 +18,14 @@ from kernel.runtime.checkpointing.recovery import StateRecoveryOptions, check_re
 from kernel.clock import NS_PER_S
 from kernel.lifecycle.collector import collecting_for_batches
 from kernel.lifecycle.compiler import CompiledJob, compile_program
-from kernel.errors import JobFailed
 from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
-from kernel.faults import check_operators
-from kernel.lifecycle.program import PipelineExecutor, Program
+from kernel.lifecycle.program import Program
 from kernel.lifecycle.pythonenv.dependencies import PythonDependencyInfo
 from kernel.lifecycle.pythonenv.environment import PythonEnvironment, importable, prepared
 from kernel.lifecycle.pythonenv.options import PythonOptions
-from kernel.lifecycle.summary import RunOutcome, render
-from kernel.lifecycle.tracebacks import debugging, user_frames
+from kernel.lifecycle.summary import RunOutcome
 
 if TYPE_CHECKING:
-    from kernel.lifecycle.async_execution import AsyncExecution
-    from kernel.common.job_client import JobClient
-    from kernel.common.job_execution_result import JobExecutionResult
     from kernel.contracts.backend import ExecutionBackend
     from kernel.runtime.graph.execution import ExecutionGraph
     from kernel.lifecycle.run import Run
@@ -131,76 +124,3 @@ def program_metadata(program: Program) -> dict[str, Any]:
         metadata["job_sha256"] = hashlib.sha256(source).hexdigest()
         metadata["job_source"] = source.decode("utf-8", errors="replace")
     return metadata
-
-
-class SessionExecutor(PipelineExecutor):
-    """Runs each program on the session's execution backend, prints the run's summary on
-    stderr (unless ``quiet``) and the path of the savepoint a job stopped with, and raises
-    ``JobFailed`` when the job failed or could not stop with the savepoint asked for."""
-
-    def __init__(self, session: Session, quiet: bool = False, progress: Any = None) -> None:
-        super().__init__(session)
-        self.quiet = quiet
-        #: a live status line (``kernel.cli.progress.LiveProgress``), cleared before the summary
-        self.progress = progress
-        self.outcomes: list[RunOutcome] = []
-        #: the jobs submitted with ``execute_async``
-        self.executions: list[AsyncExecution] = []
-
-    def compile(self, program: Program) -> tuple[Session, CompiledJob]:
-        if program.source_file is None:
-            program.source_file = self.source_file
-            program.arguments = list(self.arguments)
-        session = self.session_for(program)
-        compiled = compile_program(session, program)
-        check_operators(session.config.faults, [node.name for node in compiled.stream_graph.nodes.values()])
-        return session, compiled
-
-    def run_compiled(self, session: Session, compiled: CompiledJob) -> RunOutcome:
-        outcome = execute_job(session, compiled)
-        self.outcomes.append(outcome)
-        if self.progress is not None:
-            self.progress.stop()
-        sys.stdout.flush()
-        if not self.quiet:
-            print(render(outcome), file=sys.stderr)
-            if outcome.failure:
-                failure = outcome.failure if debugging() else user_frames(outcome.failure)
-                print(failure.rstrip(), file=sys.stderr)
-        if "savepoint" in outcome.details:  # the job stopped with a savepoint: where it is, as Flink's CLI says
-            print(f"Savepoint completed. Path: {outcome.details['savepoint']}", file=sys.stderr)
-        if "savepoint_failure" in outcome.details:
-            raise JobFailed(f"stop-with-savepoint failed: {outcome.details['savepoint_failure']}")
-        return outcome
-
-    def run(self, program: Program) -> RunOutcome:
-        return self.run_compiled(*self.compile(program))
-
-    def execute(self, program: Program) -> JobExecutionResult:
-        from kernel.common.job_execution_result import JobExecutionResult
-
-        outcome = self.run(program)
-        if outcome.status == "FAILED":
-            first = outcome.failure.splitlines()[0] if outcome.failure else "unknown cause"
-            raise JobFailed(f"job {outcome.job_name!r} failed (run {outcome.run_id}): {first}")
-        return JobExecutionResult(outcome.job_id, int(outcome.clock_seconds * 1000), run_id=outcome.run_id)
-
-    def execute_async(self, program: Program) -> JobClient:
-        """Compile the job, start it on a thread of its own and return its JobClient at once."""
-        from kernel.lifecycle.async_execution import AsyncExecution
-        from kernel.common.job_client import JobClient
-
-        session, compiled = self.compile(program)
-        execution = AsyncExecution(compiled.job_graph.job_id, program.job_name, program.cancellation,
-                                   program.savepoints, lambda: self.run_compiled(session, compiled))
-        self.executions.append(execution)
-        return JobClient(execution.start())
-
-    def wait_for_jobs(self) -> None:
-        """The jobs run in this process: wait for every one submitted with ``execute_async``;
-        the failure of one whose result the script did not ask for fails the script (as
-        ``execute()`` would have)."""
-        for execution in self.executions:
-            execution.join()
-            if not execution.retrieved and execution.result.exception() is not None:
-                raise execution.result.exception()

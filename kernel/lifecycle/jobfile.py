@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from kernel.errors import JobDefinitionError, RillError
-from kernel.lifecycle.program import CapturingExecutor, PipelineExecutor, Program, ProgramCaptured, use_executor
+from kernel.lifecycle.program import Program
+from kernel.lifecycle.executors import CapturingExecutor, PipelineExecutor, ProgramCaptured, use_executor
 from kernel.lifecycle.session import Session
 
 

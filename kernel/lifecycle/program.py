@@ -1,18 +1,13 @@
-"""The program a job script builds, and who executes it.
-
-``env.execute()`` packs the recorded transformations into a :class:`Program` and hands it to
-the current :class:`PipelineExecutor` — like Flink's context environments: under ``rill run``
-the CLI's executor runs it, under ``rill plan`` one that captures it, and in a plain
-``python job.py`` the default executor opens a session from the working directory's config.
-"""
+"""The program a job script builds: what ``env.execute()`` hands to the current executor
+(:mod:`kernel.lifecycle.executors`), and the requests (cancel, savepoints) made of it while it
+runs."""
 
 from __future__ import annotations
 
 import json
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.common.completable_future import CompletableFuture
 from kernel.errors import JobDefinitionError, JobNotRunning
@@ -20,11 +15,7 @@ from kernel.lifecycle.pythonenv.options import HONOURED_KEYS as HONOURED_BRIDGE_
 from kernel.lifecycle.pythonenv.options import KEYS as PYTHON_DEPENDENCY_KEYS
 
 if TYPE_CHECKING:
-    from kernel.common.job_client import JobClient
-    from kernel.common.job_execution_result import JobExecutionResult
     from kernel.datastream.transformations import Transformation
-    from kernel.options import CoreOptions
-    from kernel.lifecycle.session import Session
 
 DEFAULT_STREAMING_JOB_NAME = "Flink Streaming Job"
 DEFAULT_BATCH_JOB_NAME = "Flink Batch Job"
@@ -149,86 +140,6 @@ class Program:
         bridge keys change nothing)."""
         return [f"{k}={json.dumps(v) if k in PYTHON_DEPENDENCY_KEYS else v}" for k, v in self.config_overrides.items()
                 if k in HONOURED_BRIDGE_KEYS or not k.startswith(BRIDGE_KEY_PREFIXES)]
-
-
-class ProgramCaptured(Exception):
-    """Raised by a capturing executor to stop the job script at ``execute()``."""
-
-    def __init__(self, program: Program) -> None:
-        super().__init__(program.job_name)
-        self.program = program
-
-
-class PipelineExecutor:
-    """Runs programs for ``env.execute()``; subclasses decide how."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        #: the job script whose ``execute()`` calls this executor handles, if any, and its arguments
-        self.source_file: str | None = None
-        self.arguments: list[str] = []
-
-    def defaults(self) -> CoreOptions:
-        from kernel.options import CoreOptions
-
-        return self.session.config.section(CoreOptions)
-
-    def session_for(self, program: Program) -> Session:
-        """The session with the job's own config keys applied (they win, as in Flink)."""
-        sets = program.sets()
-        return self.session.with_sets(sets) if sets else self.session
-
-    def execute(self, program: Program) -> JobExecutionResult:
-        raise NotImplementedError
-
-    def execute_async(self, program: Program) -> JobClient:
-        raise NotImplementedError
-
-    def wait_for_jobs(self) -> None:
-        """Called when the job script ended: wait for the jobs it submitted with
-        ``execute_async`` that still run."""
-
-
-class CapturingExecutor(PipelineExecutor):
-    """Stops the script at the first ``execute()`` and keeps its program (``rill plan``)."""
-
-    def execute(self, program: Program) -> JobExecutionResult:
-        raise ProgramCaptured(program)
-
-    def execute_async(self, program: Program) -> JobClient:
-        raise ProgramCaptured(program)
-
-
-_context = threading.local()
-
-
-def _stack() -> list[PipelineExecutor]:
-    if not hasattr(_context, "stack"):
-        _context.stack = []
-    return _context.stack
-
-
-@contextmanager
-def use_executor(executor: PipelineExecutor) -> Iterator[PipelineExecutor]:
-    """Make ``executor`` run every ``env.execute()`` inside the block (this thread)."""
-    _stack().append(executor)
-    try:
-        yield executor
-    finally:
-        _stack().pop()
-
-
-def current_executor() -> PipelineExecutor:
-    """The innermost executor in use, or the default one (a session from the working directory)."""
-    stack = _stack()
-    if stack:
-        return stack[-1]
-    from kernel.lifecycle.execution import SessionExecutor
-    from kernel.lifecycle.session import Session
-
-    executor = SessionExecutor(Session.open())
-    stack.append(executor)
-    return executor
 
 
 def check_program(program: Program) -> None:
