@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from kernel.jvm.javavalues import hash_set_order
 from kernel.jvm.keyidentity import PLAIN_KEY_TYPES, JavaKey, user_key
 from kernel.datastream import state as api
+from kernel.runtime.streaming.keyed_state import KeyedState
 
 if TYPE_CHECKING:
     from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState
@@ -215,29 +216,7 @@ _PLAIN_OR_TUPLE = PLAIN_KEY_TYPES | {tuple}
 _NO_KEY = object()  # no key held yet (PyFlink's None, equal to no Row)
 
 
-class _KeyedState:
-    """A state of the backend's current key in ``namespace`` (which its owner may move)."""
-
-    __slots__ = ("backend", "table", "descriptor", "namespace")
-
-    def __init__(self, backend: KeyedStateBackend, table: dict, descriptor: api.StateDescriptor,
-                 namespace: Any = None) -> None:
-        self.backend = backend
-        self.table = table
-        self.descriptor = descriptor
-        self.namespace = namespace
-
-    def _slot(self) -> tuple[Any, Any]:
-        return self.backend.current_key, self.namespace
-
-    def clear(self) -> None:
-        self.table.pop(self._slot(), None)
-
-    def merge(self, target: Any, sources: Iterable[Any]) -> None:
-        raise TypeError(f"state {self.descriptor.name!r} cannot be merged")
-
-
-class ValueStateImpl(_KeyedState, api.ValueState):
+class ValueStateImpl(KeyedState, api.ValueState):
     """(The slot is spelled out in the accessors: they run per record.)"""
 
     __slots__ = ()
@@ -252,7 +231,7 @@ class ValueStateImpl(_KeyedState, api.ValueState):
             self.table[(self.backend.current_key, self.namespace)] = value
 
 
-class ListStateImpl(_KeyedState, api.ListState):
+class ListStateImpl(KeyedState, api.ListState):
     __slots__ = ()
 
     def get(self) -> list:
@@ -304,7 +283,7 @@ def merge_order(sources: Iterable[Any]) -> list:
     return ordered
 
 
-def _merge_one_value_bags(state: _KeyedState, target: Any, sources: Iterable[Any]) -> None:
+def _merge_one_value_bags(state: KeyedState, target: Any, sources: Iterable[Any]) -> None:
     """``merge`` of a reducing or aggregating state, as PyFlink's: each namespace's value is a
     bag of one value, the JVM merges namespaces by appending the sources' bags (each taken away)
     in :func:`merge_order` to the target's, and the state reads (and reduces further) the first
@@ -322,7 +301,7 @@ def _merge_one_value_bags(state: _KeyedState, target: Any, sources: Iterable[Any
         table[(key, target)] = result
 
 
-class ReducingStateImpl(_KeyedState, api.ReducingState):
+class ReducingStateImpl(KeyedState, api.ReducingState):
     __slots__ = ()
 
     def get(self) -> Any:
@@ -336,7 +315,7 @@ class ReducingStateImpl(_KeyedState, api.ReducingState):
     merge = _merge_one_value_bags
 
 
-class AggregatingStateImpl(_KeyedState, api.AggregatingState):
+class AggregatingStateImpl(KeyedState, api.AggregatingState):
     __slots__ = ()
 
     def get(self) -> Any:
@@ -357,7 +336,7 @@ class AggregatingStateImpl(_KeyedState, api.AggregatingState):
     merge = _merge_one_value_bags
 
 
-class MapStateImpl(_KeyedState, api.MapState):
+class MapStateImpl(KeyedState, api.MapState):
     __slots__ = ()
 
     def _map(self, create: bool = False) -> dict | None:

@@ -20,7 +20,7 @@ from kernel.common.time import to_millis
 from kernel.datastream import state as api
 from kernel.datastream.state_ttl import StateTtlConfig
 from kernel.clock import MAX_LONG
-from kernel.runtime.streaming.state import _KeyedState
+from kernel.runtime.streaming.keyed_state import KeyedState
 
 
 class TtlValue(NamedTuple):
@@ -98,7 +98,7 @@ def _unexpired_entries(ttl: TtlSettings, stored: dict) -> dict | None:
     return stored if len(kept) == len(stored) else kept or None
 
 
-class _TtlState(_KeyedState):
+class _TtlState(KeyedState):
     __slots__ = ("ttl",)
 
     def __init__(self, ttl: TtlSettings, backend: Any, table: dict, descriptor: api.StateDescriptor,
