@@ -39,7 +39,7 @@ from kernel.datastream import KeyedProcessFunction, StreamExecutionEnvironment, 
 from kernel.lifecycle.executors import CapturingExecutor, ProgramCaptured, use_executor
 from kernel.lifecycle.session import Session
 from kernel.runtime.streaming.keygroups import key_group_range
-from kernel.runtime.streaming.operators import create_operator
+from kernel.runtime.streaming.operators.factory import create_operator
 from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo
 from kernel.testing import EventCapture
 

@@ -778,7 +778,7 @@ def test_a_chain_drains_async_operators_one_after_the_other():
     chain.head.process_batch([3, 1, 2], None)
     drained = []
     assert chain.drain(lambda: drained.append(kernel.clock.now_ms())) is False
-    kernel.lifecycle.run()
+    kernel.run()
     # the first operator's results (ordered) leave at 3 s; each then takes its value again
     assert drained == [6000] and out.values == [10, 20, 30]
     assert chain.drain(lambda: None) is True

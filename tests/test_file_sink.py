@@ -21,7 +21,7 @@ from kernel.common import Encoder, Types, WatermarkStrategy
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.connectors.file_system import BucketAssigner, FileSink, OutputFileConfig, RollingPolicy
 from kernel.runtime.streaming import file_sink
-from kernel.runtime.streaming.operators import create_operator
+from kernel.runtime.streaming.operators.factory import create_operator
 from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo
 from plugins.checkpointing.events import CheckpointCompleted, CheckpointStateRestored, CheckpointTriggered
 from tests.graphs import compile_job

@@ -45,7 +45,7 @@ def test_sleeps_gather_timeouts_and_queues_take_simulated_time():
         log.append(("queued", [await queue.get() for _ in range(3)], round(loop.time(), 3)))
 
     task = loop.create_task(main())
-    kernel.lifecycle.run()
+    kernel.run()
     assert task.done() and task.exception() is None
     assert log == [("slept 0.5", 0.5), ("slept 1", 1.0), ("slept 2", 2.0), ("gathered", [2, 1, 0.5], 2.0),
                    ("wait_for timed out", 5.0), ("queued", [0, 1, 2], 5.55)]
@@ -57,7 +57,7 @@ def test_it_is_the_running_loop_only_inside_its_callbacks():
     kernel, loop = loops()
     seen = []
     loop.call_soon(lambda: seen.append(asyncio.get_running_loop() is loop))
-    kernel.lifecycle.run()
+    kernel.run()
     assert seen == [True]
     with pytest.raises(RuntimeError, match="no running event loop"):
         asyncio.get_running_loop()
@@ -70,7 +70,7 @@ def test_real_io_is_refused_naming_the_realtime_clock():
         await asyncio.open_connection("127.0.0.1", 9)
 
     task = loop.create_task(connect())
-    kernel.lifecycle.run()
+    kernel.run()
     with pytest.raises(SimulatedTimeError, match=r"^asyncio's loop.create_connection\(\) needs real time: under "
                                                  r"rill.clock=simulated .* \(run with rill.clock=realtime\)$"):
         task.result()
@@ -90,7 +90,7 @@ def test_closing_cancels_tasks_and_leaves_nothing_that_keeps_a_run_going():
 
     loop.create_task(stubborn())
     kernel.call_later(NS_PER_S, loop.close)
-    kernel.lifecycle.run()
+    kernel.run()
     assert log == [("cancelled", 1.0)]
     assert kernel.clock.now() == NS_PER_S
     with pytest.raises(RuntimeError, match="Event loop is closed"):

@@ -42,7 +42,7 @@ from kernel.contracts.backend import JobResult
 from kernel.errors import UsageError
 from kernel.runtime.graph.job import DistributionPattern
 from kernel.lifecycle.pythonenv.options import PythonOptions
-from kernel.runtime.streaming.operators import create_operator
+from kernel.runtime.streaming.operators.factory import create_operator
 from kernel.runtime.streaming.outputs import DiscardingOutput
 from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
 from kernel.lifecycle.summary import VertexSummary

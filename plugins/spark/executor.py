@@ -56,7 +56,7 @@ from kernel.lifecycle.pythonenv.environment import WORKING_DIR_VARIABLE
 from kernel.rng import SeededRandom
 from kernel.runtime.streaming.async_io import BlockingAsyncExecutor
 from kernel.runtime.streaming.chain import OperatorChain
-from kernel.runtime.streaming.operators import create_operator
+from kernel.runtime.streaming.operators.factory import create_operator
 from kernel.runtime.streaming.operators.base import StreamOperator
 from kernel.runtime.streaming.outputs import Output
 from kernel.runtime.streaming.partitioning import channel_selector

@@ -14,7 +14,8 @@ from kernel.jvm.coders import batch_conversion
 from kernel.runtime.graph.job import JobVertex
 from kernel.runtime.graph.stream import StreamEdge, StreamGraph, StreamNode
 from kernel.runtime.streaming.handover import HandOver
-from kernel.runtime.streaming.operators import StreamOperator, create_operator
+from kernel.runtime.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming.operators.factory import create_operator
 from kernel.runtime.streaming.outputs import (
     ChainingOutput,
     ConvertingOutput,

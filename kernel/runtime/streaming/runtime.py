@@ -135,7 +135,7 @@ class OperatorRuntime:
         the keys of a batch (which a fan-out hands to every output as one list, never modified)
         are computed once."""
         from kernel.datastream.transformations import KeySpec
-        from kernel.runtime.streaming.operators import own_copy
+        from kernel.runtime.streaming.subtask_copies import own_copy
 
         found = self._keys.get(id(partitioner))
         if found is not None:

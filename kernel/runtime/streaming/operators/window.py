@@ -22,7 +22,7 @@ from kernel.datastream import functions as fn
 from kernel.datastream import state as st
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.window import MergingWindowAssigner, Trigger, Window, WindowAssigner
-from kernel.runtime.streaming.operators import subtask_own
+from kernel.runtime.streaming.subtask_copies import subtask_own
 from kernel.runtime.streaming.operators.base import StreamOperator
 from kernel.runtime.streaming.state import KeyedStateBackend
 
