@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 from kernel.runtime.checkpointing.recovery import StateRecoveryOptions, check_restore
 from kernel.clock import NS_PER_S
@@ -21,7 +22,7 @@ from kernel.lifecycle.compiler import CompiledJob, compile_program
 from kernel.events import JobEdgeDefined, JobGraphCompiled, JobVertexDefined, StreamGraphCompiled
 from kernel.lifecycle.program import Program
 from kernel.lifecycle.pythonenv.dependencies import PythonDependencyInfo
-from kernel.lifecycle.pythonenv.environment import PythonEnvironment, importable, prepared
+from kernel.lifecycle.pythonenv.environment import PythonEnvironment, importable
 from kernel.lifecycle.pythonenv.options import PythonOptions
 from kernel.lifecycle.summary import RunOutcome
 
@@ -81,13 +82,33 @@ def create_backend(session: Session) -> ExecutionBackend:
 def execute_job(session: Session, compiled: CompiledJob) -> RunOutcome:
     """Execute a compiled job in a new run of ``session`` on its execution backend (after
     checking that the snapshot it starts from, if any, fits it, and preparing the job's Python
-    environment: :mod:`kernel.lifecycle.pythonenv.environment`)."""
+    environment: :func:`prepared`)."""
     check_restore(session.config.section(StateRecoveryOptions), compiled.job_graph)
     dependencies = PythonDependencyInfo.of(session.config.section(PythonOptions))
     backend = create_backend(session)
     backend.prepare(compiled)
     with prepared(dependencies) as environment:
         return _run(session, compiled, backend, environment)
+
+
+@contextmanager
+def prepared(info: PythonDependencyInfo) -> Iterator[PythonEnvironment]:
+    """The job's Python environment for one run, prepared in a temporary directory that goes
+    when the run ends (:mod:`kernel.lifecycle.pythonenv.manager`; nothing is loaded for a job
+    without dependencies)."""
+    if info.empty:
+        yield PythonEnvironment()
+        return
+    import shutil
+    import tempfile
+
+    from kernel.lifecycle.pythonenv.manager import prepare
+
+    directory = tempfile.mkdtemp(prefix="rill-python-")
+    try:
+        yield prepare(info, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _run(session: Session, compiled: CompiledJob, backend: ExecutionBackend, environment: PythonEnvironment) -> RunOutcome:

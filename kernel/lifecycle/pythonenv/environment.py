@@ -1,5 +1,5 @@
 """The job's Python environment (Flink's PythonEnvironment): what the client prepared for
-the job's run (:mod:`.manager`) and how a worker takes it up — its import paths first on
+the job's run (:func:`kernel.lifecycle.execution.prepared`, :mod:`.manager`) and how a worker takes it up — its import paths first on
 ``sys.path``; in a TaskExecutor process of a job with archives, the job's working directory, as
 PyFlink's Python worker works in it (``_PYTHON_WORKING_DIR``). A driver that starts workers on
 other machines ships the same things its own way (:attr:`PythonEnvironment.info`)."""
@@ -32,25 +32,6 @@ class PythonEnvironment(msgspec.Struct, frozen=True, kw_only=True):
     working_dir: str = ""
     #: the interpreter of TaskExecutor processes ("" for rill's own)
     executable: str = ""
-
-
-@contextmanager
-def prepared(info: PythonDependencyInfo) -> Iterator[PythonEnvironment]:
-    """The environment of one run of the job, prepared in a temporary directory that goes when
-    the run ends (:mod:`.manager`; nothing is loaded for a job without dependencies)."""
-    if info.empty:
-        yield PythonEnvironment()
-        return
-    import shutil
-    import tempfile
-
-    from kernel.lifecycle.pythonenv.manager import prepare
-
-    directory = tempfile.mkdtemp(prefix="rill-python-")
-    try:
-        yield prepare(info, directory)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def activate(environment: PythonEnvironment) -> None:

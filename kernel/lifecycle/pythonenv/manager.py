@@ -7,7 +7,7 @@ target directory; ``python.executable`` is found (relative to the working direct
 lies in an archive, else on ``PATH``); the requirements are installed into their cached
 environment (:mod:`.requirements`) by that interpreter when it is found here, else by rill's
 own. Everything the job's run gets goes into a temporary directory of the run
-(:func:`kernel.lifecycle.pythonenv.environment.prepared`)."""
+(:func:`kernel.lifecycle.execution.prepared`)."""
 
 from __future__ import annotations
 
