@@ -51,12 +51,13 @@ from plugins.local import messages as m
 from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
-from plugins.local.network.record_writer import RecordWriterOutput
+from plugins.local.network.record_writer import RecordWriter
 from plugins.local.network.wire import edge_type
 from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
 from plugins.local.tasks.operator_runtime import LocalOperatorRuntime
+from plugins.local.tasks.record_writer_output import RecordWriterOutput
 from plugins.local.tasks.output_flusher import EmissionTimes, buffer_timeout, create_output_flusher, emission_times
 from plugins.local.tasks.watermark_reporter import WatermarkReporter
 
@@ -186,8 +187,8 @@ class StreamTask:
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng, self.runtime)
             timeout = buffer_timeout(graph.nodes[produced.edge.source_id], self.execution_options)
-            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, timeout == 0, self.watermark_reporter,
-                                                            self.emission_times)
+            outputs[id(produced.edge)] = RecordWriterOutput(RecordWriter(partition, selector, rng, timeout == 0),
+                                                            self.watermark_reporter, self.emission_times)
             self.partitions.append(partition)
             self.buffer_timeouts.append(timeout)
         self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], counter,
