@@ -392,9 +392,9 @@ def _apply_deprecated_keys(values: dict[str, Any], sources: dict[str, str], sect
 def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterable[str] = ()) -> Config:
     """Check every key against the registered sections and build the typed config.
 
-    ``dormant`` are key prefixes of plugins that are installed but not loaded: their keys are
-    kept (``Config.unused``) instead of being unknown, so switching a plugin off does not
-    invalidate a config file.
+    ``dormant`` are key prefixes of disabled plugins (every other installed plugin registers
+    its sections): their keys are kept (``Config.unused``) instead of being unknown, so
+    disabling a plugin does not invalidate a config file.
     """
     dormant = tuple(dormant)
     unused: dict[str, str] = {}

@@ -17,6 +17,10 @@ Every ``create_*`` factory returns the typed contract of its concern, a Protocol
   watermark generators and valves; every component its heartbeat managers (``connections.py``);
 - readers of recorded runs (``replay``) open the event store and create the registered views;
   ``rill sql`` hands the chosen engine a :class:`~kernel.contracts.sql.SqlQuery` with both.
+Registration is not selection: ``register_config``, ``register_event_types`` and
+``register_views`` are called on every installed plugin, selected or not (a plugin that is
+not chosen for its concern still declares its keys, event types and views); every other hook
+only on the plugins selected for their concern (:mod:`kernel.pluginmanager`).
 Always call hooks with keyword arguments; implementations may take fewer arguments than the spec.
 """
 

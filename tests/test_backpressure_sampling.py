@@ -279,7 +279,7 @@ def test_a_run_whose_measure_is_not_installed_is_judged_by_timing(cli, tmp_path)
     path = job_file(tmp_path, "bursts.py", BURSTS_JOB)
     sets = [arg for item in (*SMALL_NETWORK, "slotmanager.requirement-check.delay=0") for arg in ("--set", item)]
     assert cli("run", "--clock", "simulated", "--quiet", *sets, "--set", SAMPLING, path)[0] == 0
-    code, out, err = cli("metrics", "last", "--set", "plugins.disabled=backpressure-stats.sampling")
+    code, out, err = cli("metrics", "last", "--set", "plugins.disabled=backpressure.sampling")
     assert code == 0, err
     assert out.splitlines()[1] == ("note: the run measured back pressure by sampling, whose view backpressure_sampling "
                                    "is not there (its plugin is not installed): judged by mailbox timing")

@@ -139,3 +139,18 @@ def test_effective_lists_every_key_with_source(tmp_path):
     assert effective["demo.interval"] == (2000, "--set")
     assert effective["demo.timeout"] == (50_000, "default")
     assert set(effective) == {info.key for info in cfg.keys()}
+
+
+def test_the_keys_of_a_plugin_not_selected_are_listed_and_checked(shell):
+    """Registration is not selection: with the default heartbeat managers selected, ``rill
+    config`` still lists the phi-accrual detector's keys and refuses a bad value of one."""
+    code, out, err = shell("config", "--set", "heartbeats.phi-accrual.threshold=9")
+    assert code == 0, err
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:]}
+    assert rows["plugins.heartbeats"] == ["default", "default"]
+    assert rows["heartbeats.phi-accrual.threshold"] == ["9.0", "--set"]
+    assert rows["heartbeats.phi-accrual.max-sample-size"] == ["1000", "default"]
+    assert rows["web.backpressure.num-samples"] == ["100", "default"]
+    code, out, err = shell("config", "--set", "heartbeats.phi-accrual.threshold=0")
+    assert (code, out, err) == (2, "", "rill: error: config key 'heartbeats.phi-accrual.threshold' (--set): "
+                                       "Expected `float` > 0.0, got 0\n")

@@ -28,7 +28,8 @@ from kernel.loop import EventLoop
 from kernel.messaging import Component, MessagingService
 from plugins.heartbeats.manager import create_manager
 from plugins.heartbeats.options import HeartbeatOptions
-from plugins.heartbeats.phi_accrual import PhiAccrualHeartbeatMonitor, PhiAccrualOptions
+from plugins.heartbeats.options import PhiAccrualOptions
+from plugins.heartbeats.phi_accrual import PhiAccrualHeartbeatMonitor
 from plugins.local.connections import HeartbeatTarget
 from plugins.local import messages as m
 from plugins.local.events import ConnectionClosed, JobMasterRegistered, TaskExecutorConnected

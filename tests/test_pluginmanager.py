@@ -53,27 +53,50 @@ def strategy(manager: RillPluginManager):
     return manager.hook.create_scheduling_strategy(execution_graph=None, scheduler=None, config=None)
 
 
-def test_default_plugin_of_a_concern_is_selected_and_others_are_not_imported(fake_plugins):
-    default = fake_plugins("scheduling.pipelined-region")
-    other = fake_plugins("scheduling.eager")
+DECLARING_SOURCE = PLUGIN_SOURCE + '''
+
+@hookimpl
+def register_config(register):
+    register({name!r} + " section")
+
+
+@hookimpl
+def register_commands(register):
+    register({name!r} + " command")
+'''
+
+
+def declared(manager: RillPluginManager, hook: str) -> list[str]:
+    found: list[str] = []
+    getattr(manager.hook, hook)(register=found.append)
+    return found
+
+
+def test_every_installed_plugin_declares_and_only_the_selected_one_serves(fake_plugins):
+    """Registration is not selection: the plugin not chosen for its concern is imported and its
+    config sections registered, but its factories (and commands) are not."""
+    default = fake_plugins("scheduling.pipelined-region", DECLARING_SOURCE.format(name="pipelined-region"))
+    other = fake_plugins("scheduling.eager", DECLARING_SOURCE.format(name="eager"))
     manager = RillPluginManager()
     manager.load(selection())
     assert strategy(manager) == "pipelined-region"
-    assert default in sys.modules
-    assert other not in sys.modules  # blocked before import
+    assert default in sys.modules and other in sys.modules
+    assert sorted(declared(manager, "register_config")) == ["eager section", "pipelined-region section"]
+    assert declared(manager, "register_commands") == ["pipelined-region command"]
     assert manager.infos["scheduling.pipelined-region"].status == "selected"
     assert manager.infos["scheduling.eager"].status == "available"
-    assert manager.is_blocked("scheduling.eager")
+    assert manager.infos["scheduling.eager"].plugin is None
 
 
 def test_config_selects_another_plugin(fake_plugins):
-    fake_plugins("scheduling.pipelined-region")
-    eager = fake_plugins("scheduling.eager")
+    fake_plugins("scheduling.pipelined-region", DECLARING_SOURCE.format(name="pipelined-region"))
+    eager = fake_plugins("scheduling.eager", DECLARING_SOURCE.format(name="eager"))
     manager = RillPluginManager()
     manager.load(selection(scheduling="eager"))
     assert strategy(manager) == "eager"
     assert eager in sys.modules
-    assert fake_plugins.modules["scheduling.pipelined-region"] not in sys.modules
+    assert declared(manager, "register_commands") == ["eager command"]
+    assert sorted(declared(manager, "register_config")) == ["eager section", "pipelined-region section"]
 
 
 def test_third_party_plugin_of_a_new_concern_loads_like_builtins(fake_plugins):

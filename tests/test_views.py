@@ -135,7 +135,7 @@ def test_the_session_collects_the_views_of_its_plugins():
         "failures", "checkpoints", "checkpoint_subtasks", "backpressure_sampling"]
     disabled = Session.open(sets=["plugins.disabled=replay.sql"])
     assert [view.name for view in disabled.views.views()] == ["checkpoints", "checkpoint_subtasks", "backpressure_sampling"]
-    alone = Session.open(sets=["plugins.disabled=replay.sql,backpressure-stats.sampling,checkpointing.default"])
+    alone = Session.open(sets=["plugins.disabled=replay.sql,backpressure.sampling,checkpointing.default"])
     assert alone.views.views() == []
 
 

@@ -53,13 +53,10 @@ class Session:
         sections: list[type[Section]] = list(KERNEL_SECTIONS)
         manager.hook.register_config(register=lambda section: sections.append(section)
                                      if section not in sections else None)  # plugins may share a section
-        dormant = {f"{info.concern}." for info in manager.infos.values() if info.plugin is None} | {
-            f"{info.name}." for info in manager.infos.values() if info.plugin is None
-        }
-        loaded = {f"{info.concern}." for info in manager.infos.values() if info.plugin is not None} | {
-            f"{info.name}." for info in manager.infos.values() if info.plugin is not None
-        }
-        config = validate(raw, sections, sorted(dormant - loaded))
+        prefixes = {info.id: (f"{info.concern}.", f"{info.name}.") for info in manager.infos.values()}
+        dormant = {p for info in manager.infos.values() if info.status == "disabled" for p in prefixes[info.id]}
+        registered = {p for info in manager.infos.values() if info.status != "disabled" for p in prefixes[info.id]}
+        config = validate(raw, sections, sorted(dormant - registered))
         session = cls(manager, config)
         session.extra_plugins = tuple(plugins)
         return session

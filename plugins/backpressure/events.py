@@ -1,5 +1,5 @@
 """The event of back-pressure sampling (registered by ``backpressure.sampling``, which emits
-it, and by ``backpressure-stats.sampling``, whose view reads it)."""
+it and reads it in its view)."""
 
 from __future__ import annotations
 

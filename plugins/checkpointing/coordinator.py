@@ -37,6 +37,7 @@ from kernel.runtime.checkpointing.assignment import TaskRestore, assign, state_o
 from kernel.runtime.checkpointing.failures import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, CheckpointFailureReason
 from kernel.runtime.checkpointing.format import CheckpointMetadata
 from kernel.runtime.checkpointing.options import CheckpointingOptions
+from plugins.checkpointing.options import CheckpointStorageOptions
 from kernel.runtime.checkpointing.recovery import check_state_mapping, open_snapshot, restored_max_parallelism
 from kernel.clock import MIN_LONG, NS_PER_MS
 from plugins.checkpointing.decider import CheckpointRequestDecider, CheckpointTriggerRequest
@@ -76,8 +77,9 @@ class DefaultCheckpointCoordinator:
         #: barriers overtake data at once, or start aligned and switch after the timeout
         self.unaligned = unaligned and options.aligned_timeout == 0
         self.alignment_timeout = options.aligned_timeout if unaligned else 0
-        self.storage = CheckpointStorage(options, context.job_id)
-        self.store = CompletedCheckpointStore(self.storage, options.num_retained, options.retention)
+        storage = run.config.section(CheckpointStorageOptions)
+        self.storage = CheckpointStorage(storage, context.job_id)
+        self.store = CompletedCheckpointStore(self.storage, storage.num_retained, options.retention)
         self.failures = CheckpointFailureManager(options.tolerable_failures)
         self.decider = CheckpointRequestDecider(options.max_concurrent, options.min_pause, self._reschedule,
                                                 self._now_ms)

@@ -7,6 +7,13 @@ from kernel import hookimpl
 
 
 @hookimpl
+def register_config(register):
+    from plugins.checkpointing.options import CheckpointStorageOptions
+
+    register(CheckpointStorageOptions)
+
+
+@hookimpl
 def register_event_types(register):
     from plugins.checkpointing.events import CHECKPOINT_EVENT_TYPES
 

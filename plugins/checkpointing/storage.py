@@ -29,7 +29,7 @@ from kernel.runtime.checkpointing.format import (
     StateHandle,
     encode_metadata,
 )
-from kernel.runtime.checkpointing.options import CheckpointingOptions
+from plugins.checkpointing.options import CheckpointStorageOptions
 
 _CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
 #: directory names tried for a savepoint (Flink's AbstractFsCheckpointStorageAccess)
@@ -40,7 +40,7 @@ class CheckpointStorage:
     """The coordinator's view (locations, metadata, disposal) and the tasks' view
     (``write_state``) of one job's checkpoints."""
 
-    def __init__(self, options: CheckpointingOptions, job_id: str) -> None:
+    def __init__(self, options: CheckpointStorageOptions, job_id: str) -> None:
         self.files = options.effective_storage == "filesystem"
         self.inline_threshold = options.inline_threshold
         self.job_id = job_id

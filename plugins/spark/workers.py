@@ -1,5 +1,5 @@
-"""Plugin ``workers.spark``: each TaskExecutor a long-running task on a Spark cluster's
-executors — the pattern Spark's Real-time Mode uses for long-running tasks, with rill's own
+"""The driver of plugin ``workers.spark`` (:mod:`.workers_plugin`): each TaskExecutor a
+long-running task on a Spark cluster's executors — the pattern Spark's Real-time Mode uses for long-running tasks, with rill's own
 runtime (network, watermarks, checkpoints) inside them.
 
 ``rill run``'s process is the Spark driver (the SparkSession of :mod:`.session`, ``spark.master``
@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kernel import hookimpl
 from kernel.contracts.workers import WorkerNode
 from kernel.errors import UsageError
 from kernel.messaging import Future
@@ -317,13 +316,9 @@ class SparkWorkerDriver:
             self.spark.stop()
 
 
-@hookimpl
-def register_config(register):
-    register(SparkOptions)
-
-
-@hookimpl
-def create_resource_manager_driver(host, run):
+def create_driver(host: Any, run: Any) -> SparkWorkerDriver:
+    """The driver of a realtime run: a Spark session (rill's own, or the one running), and
+    rill shipped to its executors and checked there."""
     if run.clock.mode == "simulated":
         raise UsageError("plugins.workers=spark needs rill.clock=realtime: TaskExecutors in Spark tasks run on the "
                          "wall clock (a simulated run has one thread; use plugins.workers=embedded)")

@@ -1,5 +1,5 @@
-"""Plugin ``workers.processes``: each TaskExecutor an OS process on this machine, as YARN or
-Kubernetes would run it in a container.
+"""The driver of plugin ``workers.processes`` (:mod:`.processes_plugin`): each TaskExecutor an OS
+process on this machine, as YARN or Kubernetes would run it in a container.
 
 A requested worker is a new Python process (``python -m kernel.lifecycle.worker_process``) given its
 TaskExecutorProcessSpec on stdin; it is placed (the Future completes with its pid) as soon as
@@ -30,11 +30,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from kernel import hookimpl
 from kernel.contracts.workers import WorkerNode
-from kernel.errors import RillError, UsageError
-from kernel.options import WorkerOptions
+from kernel.errors import RillError
 from kernel.messaging import Future
+from kernel.options import WorkerOptions
 
 if TYPE_CHECKING:
     from kernel.contracts.workers import ResourceEventHandler, TaskExecutorProcessSpec, WorkerHost
@@ -203,11 +202,3 @@ class ProcessDriver:
                 worker.process.wait()
             for thread in worker.threads:
                 thread.join()
-
-
-@hookimpl
-def create_resource_manager_driver(host, run):
-    if run.clock.mode == "simulated":
-        raise UsageError("plugins.workers=processes needs rill.clock=realtime: TaskExecutor processes run on the "
-                         "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
-    return ProcessDriver(host, run.config.section(WorkerOptions), run.python_environment.executable)
