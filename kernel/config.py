@@ -25,8 +25,15 @@ DEFAULT_CONFIG_FILE = "rill.toml"
 ENV_PREFIX = "RILL_"
 #: Environment variables of rill that are not config keys.
 RESERVED_ENV = frozenset({"RILL_HOME", "RILL_CONFIG", "RILL_DEBUG"})
+DEFAULT_HOME = ".rill"
 PLUGINS_PREFIX = "plugins."
 FAULTS_KEY = "faults"
+
+
+def rill_home() -> Path:
+    """``$RILL_HOME``: where rill keeps what outlives a run (default ``./.rill``): the event
+    log, spools, cached Python environments, what it ships to Spark."""
+    return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser()
 
 
 class Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -134,7 +134,8 @@ def test_a_reader_never_misses_a_deferred_run_while_another_stores_it(session_fa
     would read the log without the run); the storer then finds it gone."""
     import threading
 
-    from plugins.eventlog.ingest import ingest_pending, replay_spool
+    from plugins.eventlog.handover import replay_spool
+    from plugins.eventlog.ingest import ingest_pending
     from plugins.eventlog.spool import lock_spool
     from plugins.eventlog.store import COMMAND_WAIT
 

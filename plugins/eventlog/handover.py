@@ -13,14 +13,18 @@ to its plain name, with the warning a run gives when its log cannot be written.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from kernel.errors import EventLogError
+from kernel.eventtables import SCHEMA
 from plugins.eventlog.damage import reason
-from plugins.eventlog.migrations import SchemaConflict
-from plugins.eventlog.spool import announce, spool_notice, spooled_events
+from plugins.eventlog.migrations import SchemaConflict, stored_columns, sync_event_table
+from plugins.eventlog.runs import record_end, record_progress, register_run
+from plugins.eventlog.spool import (BatchSpooled, RunClosed, SpoolOpened, announce, lock_spool, read_frames,
+                                    remove_spool, spool_notice, spooled_events)
 from plugins.eventlog.store import COMMAND_WAIT, EventStore
 
 #: the directory holding the ``plugins`` package (the background process imports it from there)
@@ -32,8 +36,6 @@ def store_deferred(store: EventStore, spool: Path, run_id: str) -> None:
     as long as a command does (nothing is held up meanwhile but whoever waits for the events);
     announce the spool when the log cannot be written."""
     import duckdb
-
-    from plugins.eventlog.ingest import replay_spool
 
     try:
         replay_spool(store, spool, COMMAND_WAIT)
@@ -47,6 +49,54 @@ def store_deferred(store: EventStore, spool: Path, run_id: str) -> None:
     events, first_seq = spooled_events(spool)
     announced = announce(spool)
     print(spool_notice(run_id, store.path, problem, events, first_seq, announced), file=sys.stderr, flush=True)
+
+
+def replay_spool(store: EventStore, path: Path, timeout: float) -> bool:
+    """Store a deferred spool as its run's writer would have: the log's other ready spools and
+    the first batch in one write, each further batch in its own, then the run's end — so the
+    log is the file the run would have left — holding the log throughout (a reader waits and
+    then sees the whole run), and exactly once (batches the log counts are skipped). False
+    when the spool is not there to be stored (another command has it). Waits up to
+    ``timeout`` seconds for the log, and takes the spool only once it holds the log: a spool
+    taken while its storer waited would look to a reader holding the log like one its run is
+    still writing, and the reader would read the log without the run."""
+    from plugins.eventlog.ingest import announce_ingested, ingest_pending, insert_batch
+
+    with store.write_sessions(timeout) as session:
+        fd = lock_spool(path)
+        if fd is None:
+            return False
+        try:
+            frames = list(read_frames(path))
+            opened = frames[0] if frames and isinstance(frames[0], SpoolOpened) else None
+            if opened is None:
+                raise ValueError(f"spool {path} has no readable header")
+            run_id = opened.run_id
+            batches = [frame for frame in frames if isinstance(frame, BatchSpooled)]
+            closed = next((frame for frame in frames if isinstance(frame, RunClosed)), None)
+            for index, batch in enumerate(batches):
+                with session() as con:
+                    if index == 0:
+                        announce_ingested(ingest_pending(con, store.path))
+                    stored = stored_columns(con)
+                    present = con.execute(f"SELECT events FROM {SCHEMA}.runs WHERE run_id = ?", [run_id]).fetchall()
+                    con.execute("BEGIN TRANSACTION")
+                    if not present:
+                        register_run(con, opened.run, batch.updated_at)
+                        for spec in opened.tables:
+                            sync_event_table(con, spec, stored)
+                    if batch.events_total > ((present[0][0] or 0) if present else 0):
+                        insert_batch(con, run_id, batch, stored)
+                        record_progress(con, run_id, batch.events_total, batch.updated_at, batch.clock_start,
+                                        batch.clock_end)
+                    con.execute("COMMIT")
+            if closed is not None:
+                with session() as con:
+                    record_end(con, run_id, closed.status, closed.ended_at, closed.updated_at, closed.metadata)
+            remove_spool(path)
+        finally:
+            os.close(fd)
+    return True
 
 
 def hand_over(store: EventStore, spool: Path) -> bool:

@@ -2,7 +2,8 @@
 
 Each spool file is ingested in one transaction (its run's ``runs`` row, every batch, the
 run's end), and removed once that transaction committed; a deferred spool of a run storing
-its own events is replayed as the run's writer would have written it (:func:`replay_spool`).
+its own events is replayed as the run's writer would have written it
+(:func:`plugins.eventlog.handover.replay_spool`).
 A batch is skipped when the run's ``runs.events`` already counts it (``events_total`` of the
 batch ≤ ``events``): a spool ingested again after a crash between the commit and the removal
 changes nothing.
@@ -14,7 +15,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernel.eventtables import SCHEMA
 from plugins.eventlog.damage import damage_in
@@ -34,9 +35,6 @@ from plugins.eventlog.spool import (
     read_opened,
     remove_spool,
 )
-
-if TYPE_CHECKING:
-    from plugins.eventlog.store import EventStore
 
 
 @dataclass
@@ -88,52 +86,6 @@ def insert_batch(con: Any, run_id: str, batch: BatchSpooled, stored: dict[str, d
             f"INSERT INTO {rows.table.qualified} BY NAME SELECT ?::VARCHAR AS run_id, * FROM rill_batch", [run_id]
         )
         con.unregister("rill_batch")
-
-
-def replay_spool(store: EventStore, path: Path, timeout: float) -> bool:
-    """Store a deferred spool as its run's writer would have: the log's other ready spools and
-    the first batch in one write, each further batch in its own, then the run's end — so the
-    log is the file the run would have left — holding the log throughout (a reader waits and
-    then sees the whole run), and exactly once (batches the log counts are skipped). False
-    when the spool is not there to be stored (another command has it). Waits up to
-    ``timeout`` seconds for the log, and takes the spool only once it holds the log: a spool
-    taken while its storer waited would look to a reader holding the log like one its run is
-    still writing, and the reader would read the log without the run."""
-    with store.write_sessions(timeout) as session:
-        fd = lock_spool(path)
-        if fd is None:
-            return False
-        try:
-            frames = list(read_frames(path))
-            opened = frames[0] if frames and isinstance(frames[0], SpoolOpened) else None
-            if opened is None:
-                raise ValueError(f"spool {path} has no readable header")
-            run_id = opened.run_id
-            batches = [frame for frame in frames if isinstance(frame, BatchSpooled)]
-            closed = next((frame for frame in frames if isinstance(frame, RunClosed)), None)
-            for index, batch in enumerate(batches):
-                with session() as con:
-                    if index == 0:
-                        announce_ingested(ingest_pending(con, store.path))
-                    stored = stored_columns(con)
-                    present = con.execute(f"SELECT events FROM {SCHEMA}.runs WHERE run_id = ?", [run_id]).fetchall()
-                    con.execute("BEGIN TRANSACTION")
-                    if not present:
-                        register_run(con, opened.run, batch.updated_at)
-                        for spec in opened.tables:
-                            sync_event_table(con, spec, stored)
-                    if batch.events_total > ((present[0][0] or 0) if present else 0):
-                        insert_batch(con, run_id, batch, stored)
-                        record_progress(con, run_id, batch.events_total, batch.updated_at, batch.clock_start,
-                                        batch.clock_end)
-                    con.execute("COMMIT")
-            if closed is not None:
-                with session() as con:
-                    record_end(con, run_id, closed.status, closed.ended_at, closed.updated_at, closed.metadata)
-            remove_spool(path)
-        finally:
-            os.close(fd)
-    return True
 
 
 def ingest_spool(con: Any, path: Path, stored: dict[str, dict[str, str]] | None = None) -> tuple[IngestedRun, str]:

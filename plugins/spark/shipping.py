@@ -39,7 +39,7 @@ import zipfile
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kernel.errors import RillError
-from kernel.lifecycle.pythonenv.home import rill_home
+from kernel.config import rill_home
 from plugins.spark import bootstrap
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import sysconfig
 import tempfile
 
 from kernel.errors import RillError
-from kernel.lifecycle.pythonenv.home import rill_home
+from kernel.config import rill_home
 
 #: what the interpreter says about itself: the cache key's part, and where ``--prefix`` installs
 _DESCRIBE = ("import json, sys, sysconfig; prefix = sys.argv[1]; "
