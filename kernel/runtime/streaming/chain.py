@@ -25,6 +25,7 @@ from kernel.runtime.streaming.outputs import (
     OperatorOutput,
     Output,
     blame,
+    blaming,
     combine,
 )
 from kernel.runtime.streaming.runtime import KEY_BY_OPERATOR, OperatorRuntime, StreamingRuntimeContext
@@ -92,17 +93,11 @@ class OperatorChain:
             context = StreamingRuntimeContext(runtime.info, None,
                                               lambda: runtime.operator_metric_group(KEY_BY_OPERATOR))
             for function in runtime.key_selectors:
-                try:
+                with blaming(KEY_BY_OPERATOR):
                     function.open(context)
-                except BaseException as exc:
-                    blame(exc, KEY_BY_OPERATOR)
-                    raise
         for operator in reversed(self.operators):
-            try:
+            with blaming(operator.name):
                 operator.open()
-            except BaseException as exc:
-                blame(exc, operator.name)
-                raise
         self.handovers = [operator.handover for operator in self.operators if operator.handover is not None]
 
     def relay(self) -> None:
@@ -122,13 +117,10 @@ class OperatorChain:
         operators = self.operators
         for index in range(start, len(operators)):
             operator = operators[index]
-            try:
+            with blaming(operator.name):
                 operator.end_input()
                 operator.finish()
                 drained = operator.drain(lambda after=index + 1: resume(after))
-            except BaseException as exc:
-                blame(exc, operator.name)
-                raise
             if not drained:
                 if resume is None:
                     raise RuntimeError(f"operator {operator.name!r} still has requests in flight at the end of input")
@@ -149,11 +141,8 @@ class OperatorChain:
                     on_drained()
 
             operator = operators[index]
-            try:
+            with blaming(operator.name):
                 drained = operator.drain(resume)
-            except BaseException as exc:
-                blame(exc, operator.name)
-                raise
             if not drained:
                 return False
         return True
@@ -179,22 +168,16 @@ class OperatorChain:
 
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         for operator in self.operators:
-            try:
+            with blaming(operator.name):
                 operator.prepare_snapshot_pre_barrier(checkpoint_id)
-            except BaseException as exc:
-                blame(exc, operator.name)
-                raise
 
     def snapshot_state(self) -> dict[int, OperatorSnapshot]:
         """Each operator's snapshot, by stream node id."""
         snapshots = {}
         for node_id, operator in zip(self.node_ids, self.operators):
             snapshot = OperatorSnapshot(operator.key_group_function())
-            try:
+            with blaming(operator.name):
                 operator.snapshot_state(snapshot)
-            except BaseException as exc:
-                blame(exc, operator.name)
-                raise
             snapshots[node_id] = snapshot
         return snapshots
 
@@ -202,19 +185,13 @@ class OperatorChain:
         """Restore the operators that have state in ``restored`` (by stream node id)."""
         for node_id, operator in zip(self.node_ids, self.operators):
             if node_id in restored:
-                try:
+                with blaming(operator.name):
                     operator.initialize_state(restored[node_id])
-                except BaseException as exc:
-                    blame(exc, operator.name)
-                    raise
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         for operator in reversed(self.operators):
-            try:
+            with blaming(operator.name):
                 operator.notify_checkpoint_complete(checkpoint_id)
-            except BaseException as exc:
-                blame(exc, operator.name)
-                raise
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
         for operator in reversed(self.operators):

@@ -68,21 +68,38 @@ def blame(exc: BaseException, operator_name: str) -> None:
             pass
 
 
+class blaming:
+    """``with blaming(operator_name): ...``: an exception raised inside names that operator as
+    the innermost one it came from (:func:`blame`) and goes on. An object running one
+    operator's code on every batch keeps one (it holds only the name)."""
+
+    __slots__ = ("operator_name",)
+
+    def __init__(self, operator_name: str) -> None:
+        self.operator_name = operator_name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, exc: BaseException | None, traceback: Any) -> bool:
+        if exc is not None:
+            blame(exc, self.operator_name)
+        return False
+
+
 class ChainingOutput(Output):
     """Into the next operator of the chain."""
 
-    __slots__ = ("target",)
+    __slots__ = ("target", "blaming")
 
     def __init__(self, target: Any) -> None:
         self.target = target
+        self.blaming = blaming(target.name)
 
     def collect(self, values, timestamps):
         if values:
-            try:
+            with self.blaming:
                 self.target.process_batch(values, timestamps)
-            except BaseException as exc:
-                blame(exc, self.target.name)
-                raise
 
     def emit_watermark(self, timestamp):
         self.target.process_watermark(timestamp)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kernel.clock import NS_PER_MS
 from kernel.runtime.simulated_asyncio import SimulatedAsyncioLoop
 from kernel.runtime.streaming.async_io import AsyncExecutor, Completion, Invocation, attempt
-from kernel.runtime.streaming.outputs import blame
+from kernel.runtime.streaming.outputs import blaming
 
 if TYPE_CHECKING:
     from kernel.contracts.mailbox import MailboxProcessor
@@ -124,11 +124,8 @@ class LocalAsyncExecutor(AsyncExecutor):
         operator learns whether it may go on."""
         if self._closed:
             return
-        try:
+        with blaming(self.operator_name):
             completion(result, error)
-        except BaseException as exc:
-            blame(exc, self.operator_name)
-            raise
         self._check()
 
     # -- waiting ------------------------------------------------------------------------------
