@@ -113,6 +113,15 @@ class HandOver:
         self._take = self._take_results
         self.values = values
 
+    def new_results(self, timestamps: list | None) -> tuple[list, list | None, dict[str, tuple[list, list | None]]]:
+        """Fresh lists of a batch's results, appended together as :meth:`results` says: values,
+        their timestamps (None when the input has none) and the side outputs'."""
+        values: list = []
+        out_ts: list | None = None if timestamps is None else []
+        side: dict[str, tuple[list, list | None]] = {}
+        self.results(values, out_ts, side)
+        return values, out_ts, side
+
     # -- closing (the operator's thread) ------------------------------------------------------
 
     def end(self) -> None:

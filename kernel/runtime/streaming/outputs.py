@@ -135,49 +135,52 @@ class BroadcastingOutput(Output):
             self.outputs[0].emit_latency_marker(marker)
 
 
-class CountingOutput(Output):
+class ForwardingOutput(Output):
+    """In front of another output: records go on as :meth:`collect` makes them; watermarks,
+    statuses and latency markers pass through."""
+
+    __slots__ = ("output",)
+
+    def __init__(self, output: Output) -> None:
+        self.output = output
+
+    def emit_watermark(self, timestamp):
+        self.output.emit_watermark(timestamp)
+
+    def emit_watermark_status(self, idle):
+        self.output.emit_watermark_status(idle)
+
+    def emit_latency_marker(self, marker):
+        self.output.emit_latency_marker(marker)
+
+
+class CountingOutput(ForwardingOutput):
     """Counts the records an operator sends on (``counter.records_out``)."""
 
+    __slots__ = ("counter",)
+
     def __init__(self, output: Output, counter: Any) -> None:
-        self.output = output
+        super().__init__(output)
         self.counter = counter
 
     def collect(self, values, timestamps):
         self.counter.records_out += len(values)
         self.output.collect(values, timestamps)
 
-    def emit_watermark(self, timestamp):
-        self.output.emit_watermark(timestamp)
 
-    def emit_watermark_status(self, idle):
-        self.output.emit_watermark_status(idle)
-
-    def emit_latency_marker(self, marker):
-        self.output.emit_latency_marker(marker)
-
-
-class ConvertingOutput(Output):
+class ConvertingOutput(ForwardingOutput):
     """Values as PyFlink's coder hands them on where an operator's output is serialised:
     ``convert`` (``kernel.jvm.coders.batch_conversion``) applied to each batch; a value it
     cannot write fails the operator that emitted it."""
 
-    __slots__ = ("output", "convert")
+    __slots__ = ("convert",)
 
     def __init__(self, output: Output, convert: Any) -> None:
-        self.output = output
+        super().__init__(output)
         self.convert = convert
 
     def collect(self, values, timestamps):
         self.output.collect(self.convert(values), timestamps)
-
-    def emit_watermark(self, timestamp):
-        self.output.emit_watermark(timestamp)
-
-    def emit_watermark_status(self, idle):
-        self.output.emit_watermark_status(idle)
-
-    def emit_latency_marker(self, marker):
-        self.output.emit_latency_marker(marker)
 
 
 class OperatorOutput(Output):

@@ -77,11 +77,8 @@ class FlatMapOperator(StreamOperator):
         f = self._flat_map
         backend = self.backend
         keys = backend.state_keys(self.keys_of(values)) if backend is not None else None
-        out_values: list = []
-        out_ts: list | None = None if timestamps is None else []
-        side: dict = {}
         handover = self.handover
-        handover.results(out_values, out_ts, side)
+        out_values, out_ts, side = handover.new_results(timestamps)
         for i, value in enumerate(values):
             if backend is not None:
                 backend.current_key = keys[i]
@@ -162,11 +159,8 @@ class ProcessOperator(StreamOperator):
 
     def process_batch(self, values, timestamps):
         ctx, process = self._ctx, self._process
-        out_values: list = []
-        out_ts: list | None = None if timestamps is None else []
-        side: dict = {}
         handover = self.handover
-        handover.results(out_values, out_ts, side)
+        out_values, out_ts, side = handover.new_results(timestamps)
         for i, value in enumerate(values):
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp = ts

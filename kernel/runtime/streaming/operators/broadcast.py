@@ -170,11 +170,8 @@ class _BroadcastOperator(TwoInputStreamOperator):
         self._call_each(self._process_broadcast_element, self._broadcast_ctx, values, timestamps)
 
     def _call_each(self, process: Any, ctx: _Context, values: list, timestamps: list | None) -> None:
-        out_values: list = []
-        out_ts: list | None = None if timestamps is None else []
-        side: dict = {}
         handover = self.handover
-        handover.results(out_values, out_ts, side)
+        out_values, out_ts, side = handover.new_results(timestamps)
         for i, value in enumerate(values):
             ts = timestamps[i] if timestamps is not None else None
             ctx._timestamp = MIN_LONG if ts is None else ts
@@ -212,11 +209,8 @@ class CoBroadcastWithKeyedOperator(_BroadcastOperator):
         ctx, process, backend = self._ctx, self._process_element, self.backend
         keys = self.keys_of_inputs[0](values)
         state_keys = backend.state_keys(keys)
-        out_values: list = []
-        out_ts: list | None = None if timestamps is None else []
-        side: dict = {}
         handover = self.handover
-        handover.results(out_values, out_ts, side)
+        out_values, out_ts, side = handover.new_results(timestamps)
         for i, value in enumerate(values):
             key = keys[i]
             backend.current_key = state_keys[i]

@@ -122,11 +122,8 @@ class KeyedProcessOperator(StreamOperator):
         ctx, process, backend = self._ctx, self._process, self.backend
         keys = self.keys_of(values)
         state_keys = backend.state_keys(keys)
-        out_values: list = []
-        out_ts: list | None = None if timestamps is None else []
-        side: dict = {}
         handover = self.handover
-        handover.results(out_values, out_ts, side)
+        out_values, out_ts, side = handover.new_results(timestamps)
         for i, value in enumerate(values):
             key = keys[i]
             backend.current_key = state_keys[i]

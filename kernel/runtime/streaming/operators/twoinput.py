@@ -24,11 +24,8 @@ class _PerRecord(TwoInputStreamOperator):
         backend = self.backend
         keys = keys_of(values) if backend is not None else None
         state_keys = backend.state_keys(keys) if backend is not None else None
-        out_values: list = []
-        out_ts: list | None = None if timestamps is None else []
-        side: dict = {}
         handover = self.handover
-        handover.results(out_values, out_ts, side)
+        out_values, out_ts, side = handover.new_results(timestamps)
         for i, value in enumerate(values):
             if backend is not None:
                 backend.current_key = state_keys[i]
