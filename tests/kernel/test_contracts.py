@@ -46,7 +46,7 @@ from kernel.runtime.streaming.alignment import AlignmentMember
 from tests.graphs import compile_job, execution_graph
 from tests.runtime import run_job
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 _EMPTY = inspect.Parameter.empty
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 

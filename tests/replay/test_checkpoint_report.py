@@ -10,7 +10,7 @@ import io
 import json
 
 from tests.savepoint_jobs import COUNT_JOB, savepoint_path, write
-from tests.test_report import Elements, chromium, render_dom  # noqa: F401 (chromium: a fixture)
+from tests.replay.test_report import Elements, chromium, render_dom  # noqa: F401 (chromium: a fixture)
 
 SIM = ("--clock", "simulated", "--quiet")
 

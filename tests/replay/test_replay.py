@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 import os
 import textwrap
@@ -299,7 +301,7 @@ def rerun_in_another_process(shell, *options: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("example", ["window_wordcount.py", "wordcount.py"])
 def test_rerun_of_every_example_reproduces_the_event_sequence(shell, example):
-    path = os.path.join(os.path.dirname(__file__), "..", "examples", example)
+    path = str(Path(__file__).resolve().parents[2] / "examples" / example)
     run_in_a_process(shell, path, "--seed", "11")
     code, out, err = rerun_in_another_process(shell)
     assert code == 0, out + err

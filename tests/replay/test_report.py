@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 import pytest
 
 from replay.report.svg import vertex_colors
-from tests.test_replay import FAULT_JOB
+from tests.replay.test_replay import FAULT_JOB
 
 SLOW_SINK_JOB = """
 from kernel import clock

@@ -20,7 +20,7 @@ from tests.conftest import rill_command
 
 from replay.views import VIEWS
 
-WORDCOUNT = Path(__file__).resolve().parent.parent / "examples" / "wordcount.py"
+WORDCOUNT = Path(__file__).resolve().parents[2] / "examples" / "wordcount.py"
 
 class DuckDBError:
     """An error line DuckDB words after rill's own part: rill's part exactly, DuckDB's by its

@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import rill_command
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 FAULT_JOB = """
 from kernel.common import Types, WatermarkStrategy

@@ -486,7 +486,7 @@ def test_the_plan_has_pyflinks_operator_names_and_ship_strategies(tmp_path, cli)
     for name, job in (("prices", "prices_job(1, batch=False)"), ("rules", "rules_job(2)")):
         path = tmp_path / f"{name}.py"
         path.write_text(
-            "from tests.test_broadcast_state import prices_job, rules_job\n"
+            "from tests.kernel.datastream.test_broadcast_state import prices_job, rules_job\n"
             "from kernel.datastream import StreamExecutionEnvironment\n"
             f"{job}(StreamExecutionEnvironment.get_execution_environment())\n"
         )
@@ -597,7 +597,7 @@ def test_timers_fire_on_the_minimum_of_both_inputs_watermarks():
     the clock with timestamps 0 and 1: the broadcast input holds the operator's watermark below
     5 until it ends, so no event-time timer fires before the last rule — then all at the final
     watermark. The processing-time timer fires on the kernel clock meanwhile."""
-    from tests.test_timers_and_state import scripted
+    from tests.kernel.runtime.streaming.test_timers_and_state import scripted
 
     results: list = []
 
@@ -661,7 +661,7 @@ class Settle(KeyedBroadcastProcessFunction[str, tuple, tuple, str]):
 
 
 def settle_job(parallelism, results):
-    from tests.test_timers_and_state import scripted
+    from tests.kernel.runtime.streaming.test_timers_and_state import scripted
 
     def build(env):
         env.set_parallelism(parallelism)

@@ -21,7 +21,7 @@ from kernel.pyflink.unsupported import MARK, UNSUPPORTED, NotSupportedByRill, do
 from kernel.pyflink.unsupported_names import GROUPS
 
 API = Path(__file__).with_name("pyflink_api.txt")
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def _entries() -> dict[str, list[tuple[str, str, str]]]:

@@ -27,9 +27,9 @@ import pytest
 
 from tests.certs import needs_openssl, self_signed
 from tests.conftest import rill_command
-from tests.test_security import Relay
+from tests.kernel.remoting.test_security import Relay
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 COUNT = 12_000
 KEYS = 4
 #: what the job prints, without the subtask prefixes: each key's running count

@@ -28,7 +28,7 @@ from replay.report.data import report_data
 from replay.state import render_state, state_at
 from replay.store import find_run, read_log
 from tests.runtime import run_job
-from tests.test_replay import FAULT_JOB, job_file
+from tests.replay.test_replay import FAULT_JOB, job_file
 
 #: one record per network buffer, one credit per input channel and none floating, one buffer per
 #: output subpartition: a producer is back pressured as soon as its consumer holds one record

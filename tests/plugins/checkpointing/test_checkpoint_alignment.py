@@ -26,7 +26,7 @@ from plugins.checkpointing.events import (
     CheckpointCompleted,
     CheckpointStateRestored,
 )
-from runtime import run_job
+from tests.runtime import run_job
 
 SETTINGS = ("execution.checkpointing.interval=45ms", "execution.checkpointing.min-pause=45ms",
             "execution.buffer-timeout.interval=0ms", "taskmanager.memory.segment-size=32b")

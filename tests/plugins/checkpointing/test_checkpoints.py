@@ -10,6 +10,8 @@ SlowB: an aligned checkpoint waits there behind SlowB's backlog, so it takes a w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 import os
 import textwrap
@@ -41,7 +43,7 @@ from plugins.checkpointing.events import (
     CheckpointFailed,
     CheckpointTriggered,
 )
-from runtime import run_job
+from tests.runtime import run_job
 
 FAST_NETWORK = ("execution.buffer-timeout.interval=0ms", "taskmanager.memory.segment-size=32b")
 EXCEEDED = ("Exceeded checkpoint tolerable failure threshold. The latest checkpoint failed due to Checkpoint expired "
@@ -333,8 +335,8 @@ JOB = """
 
 @pytest.fixture
 def recorded(cli, tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.path.dirname(__file__))
-    monkeypatch.syspath_prepend(os.path.dirname(__file__))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
     path = tmp_path / "checkpointed.py"
     path.write_text(textwrap.dedent(JOB))
     code, _, err = cli("run", "--clock", "simulated", "--set", "execution.checkpointing.interval=45ms",

@@ -14,7 +14,7 @@ from kernel.events import MessageDelayed
 from plugins.eventlog.spool import spool_dirs
 from plugins.eventlog.store import EventStore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def spools(log: Path) -> list[str]:

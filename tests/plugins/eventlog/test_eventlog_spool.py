@@ -24,7 +24,7 @@ from plugins.eventlog.spool import spool_dirs
 from plugins.eventlog.store import EventStore
 from tests.emitters import start_child
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 WORDCOUNT = str(ROOT / "examples" / "wordcount.py")
 NOTICE = "rill: warning: run {run}: event log {log} cannot be written ({why}); its {n:,} events since seq 0 are " \
          "spooled in {spool}, and the next command that can write the log ingests them (`rill log recover`)\n"

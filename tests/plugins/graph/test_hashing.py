@@ -114,4 +114,4 @@ def test_ids_are_stable_across_processes(tmp_path):
 def pytest_root():
     from pathlib import Path
 
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ from kernel.lifecycle.session import Session
 from plugins.graph.chaining import ChainingRules
 from tests.graphs import compile_job, vertex_names
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def pipeline(*adjust, sets=(), plugins=()):

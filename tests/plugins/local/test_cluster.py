@@ -19,7 +19,7 @@ from plugins.local.events import ResourceRequirementsDeclared, TaskDeployed
 from plugins.scheduling.events import PipelinedRegionsComputed, RegionScheduled
 from tests.runtime import run_job
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def wordcount(env):

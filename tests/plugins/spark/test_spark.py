@@ -5,6 +5,8 @@ One SparkSession serves the whole module (the backend uses the active session)."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import asyncio
 import json
 import math
@@ -35,8 +37,8 @@ from kernel.datastream.window import (
 from kernel.runtime.streaming.partitioning import KeyGroupChannels
 from plugins.spark.events import SparkStageCompleted
 from tests.runtime import run_job
-from tests.test_local_runtime import side_outputs_connect_and_union
-from tests.test_pyflink_outputs import (
+from tests.plugins.local.test_local_runtime import side_outputs_connect_and_union
+from tests.kernel.datastream.test_pyflink_outputs import (
     PYFLINK_BATCH_CONNECT_LINES,
     PYFLINK_BATCH_KEYS_LINES,
     PYFLINK_BATCH_LINES,
@@ -46,10 +48,10 @@ from tests.test_pyflink_outputs import (
     batch_keys_job,
     by_sink,
 )
-from tests.test_timers_and_state import Alarm, Everything, scripted
-from tests.test_windows import DATA, HI, Average, ApplyWithWindow, CountWindowProcess, WithWindow, monotonous
+from tests.kernel.runtime.streaming.test_timers_and_state import Alarm, Everything, scripted
+from tests.kernel.datastream.test_windows import DATA, HI, Average, ApplyWithWindow, CountWindowProcess, WithWindow, monotonous
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(Path(__file__).resolve().parents[3])
 EXAMPLES = os.path.join(ROOT, "examples")
 SPARK = ("rill.clock=realtime", "plugins.backend=spark")
 BATCH = ("execution.runtime-mode=BATCH",)
@@ -96,7 +98,7 @@ def last_per_key(records, key) -> dict:
 
 
 def windowed(data, windowing, parallelism):
-    """The windows of ``tests.test_windows.collection_job`` over ``data``, into ``sink``."""
+    """The windows of ``tests.kernel.datastream.test_windows.collection_job`` over ``data``, into ``sink``."""
     def job(env, sink):
         env.set_parallelism(parallelism)
         stream = env.from_collection(data).assign_timestamps_and_watermarks(monotonous())
@@ -342,7 +344,7 @@ def test_broadcast_state_jobs_print_the_same_on_spark(job, parallelism):
 
 
 def test_spark_reads_the_broadcast_side_first_and_prints_what_pyflink_prints():
-    from tests.test_broadcast_state import PYFLINK_ORDERS, PYFLINK_REJECTED, broadcast_lines, by_sink, prices_job
+    from tests.kernel.datastream.test_broadcast_state import PYFLINK_ORDERS, PYFLINK_REJECTED, broadcast_lines, by_sink, prices_job
 
     assert by_sink(run_job(prices_job(1), *SPARK).lines) == {
         "out": broadcast_lines(0) + PYFLINK_ORDERS, "rejected": PYFLINK_REJECTED}
@@ -468,7 +470,7 @@ def _normalised(rows: list[dict]) -> list[str]:
 
 
 def test_sql_on_spark_gives_what_duckdb_gives_for_every_view(cli, tmp_path):
-    from tests.test_replay import FAULT_JOB
+    from tests.replay.test_replay import FAULT_JOB
 
     path = tmp_path / "fault.py"
     path.write_text(FAULT_JOB)

@@ -5,7 +5,7 @@ the same job prints what it prints embedded, with spark workers and on the spark
 executors' Python that cannot run rill fails the run at once in one line.
 
 The cluster (a master and two workers on 127.0.0.1, from the pyspark package's daemon script)
-is started here, as ``tests/test_spark_workers.py`` starts its own; every run is the ``rill``
+is started here, as ``tests/plugins/spark/test_spark_workers.py`` starts its own; every run is the ``rill``
 command in a subprocess, a driver of its own."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_python_dependencies import EXPECTED, rill, write_job
-from tests.test_spark_workers import StandaloneCluster
+from tests.kernel.lifecycle.test_python_dependencies import EXPECTED, rill, write_job
+from tests.plugins.spark.test_spark_workers import StandaloneCluster
 
 pytestmark = pytest.mark.skipif(not os.environ.get("JAVA_HOME") and not any(
     os.access(os.path.join(p, "java"), os.X_OK) for p in os.environ.get("PATH", "").split(os.pathsep)),

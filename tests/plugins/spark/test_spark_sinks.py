@@ -28,7 +28,7 @@ from kernel.runtime.streaming.partitioning import KeyGroupChannels
 from plugins.spark.sinks import SentToDriver
 from tests.runtime import run_job
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(Path(__file__).resolve().parents[3])
 SPARK = ("rill.clock=realtime", "plugins.backend=spark")
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 WORDS = [f"w{(i * 7919) % 97:02d}" for i in range(400)]

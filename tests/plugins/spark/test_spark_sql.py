@@ -6,6 +6,8 @@ bytes and the files around it as they were; a query gets the rows DuckDB gets.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import hashlib
 import json
 import math
@@ -16,7 +18,7 @@ import sys
 
 import pytest
 
-from tests.test_replay import FAULT_JOB
+from tests.replay.test_replay import FAULT_JOB
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -281,7 +283,7 @@ def test_every_table_and_view_reads_unqualified_on_every_path(cli, recorded):
 def test_the_readme_example_gives_the_same_rows_on_all_three_paths(cli, recorded):
     log, export = recorded
     example = "SELECT kind, count(*) FROM events GROUP BY kind"
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")) as readme:
+    with open(os.path.join(str(Path(__file__).resolve().parents[3]), "README.md")) as readme:
         assert f'rill sql "{example}"' in readme.read()
     answers = []
     for path in (("--engine", "duckdb"), ("--engine", "duckdb", "--parquet", str(export)), ("--engine", "spark")):
@@ -369,7 +371,7 @@ def test_spark_says_one_line_without_debug(recorded, tmp_path):
 
 
 def test_a_plugins_view_reads_on_spark_as_on_duckdb(cli, tmp_path, monkeypatch):
-    from tests.test_views import Demo, record_without_plugin
+    from tests.kernel.test_views import Demo, record_without_plugin
 
     demo = Demo(tmp_path, monkeypatch)
     record_without_plugin("before the plugin")

@@ -43,8 +43,8 @@ from kernel.lifecycle.pythonenv.environment import PythonEnvironment
 from plugins.checkpointing.events import CheckpointCompleted
 from plugins.spark.shipping import Shipment
 from tests.runtime import run_job
-from tests.test_contracts import Products, violations
-from tests.test_worker_processes import (
+from tests.kernel.test_contracts import Products, violations
+from tests.plugins.workers.test_worker_processes import (
     counting,
     event_time_timers,
     gone,
@@ -53,7 +53,7 @@ from tests.test_worker_processes import (
     print_reaches_stdout_and_worker_started_has_its_process,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SPARK_WORKERS = ("rill.clock=realtime", "plugins.workers=spark")
 EMBEDDED = ("rill.clock=realtime",)
 LOCAL = "local[8,2]"
@@ -264,8 +264,8 @@ def test_event_time_jobs_print_the_same_on_spark_workers(spark, build):
 def test_the_output_flusher_sends_during_a_pause_on_spark_workers(spark):
     """Issue 27's paced job (1.5 s pauses in time.sleep) on TaskExecutors in Spark tasks:
     PyFlink's windows and late records, and the source task's records leave in three
-    different seconds (tests/test_output_flusher.py)."""
-    from tests.test_output_flusher import PACED, paced, source_records_out
+    different seconds (tests/plugins/local/test_output_flusher.py)."""
+    from tests.plugins.local.test_output_flusher import PACED, paced, source_records_out
 
     job = run_job(paced(sleep=time.sleep, pause=1.5), *SPARK_WORKERS)
     assert job.outcome.status == "FINISHED", job.outcome.failure

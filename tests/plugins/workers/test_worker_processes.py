@@ -37,7 +37,7 @@ from kernel.events import MessageDropped
 from plugins.local.events import TaskDeployed
 from tests.runtime import run_job
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PROCESSES = ("rill.clock=realtime", "plugins.workers=processes")
 EMBEDDED = ("rill.clock=realtime",)
 MIN, MAX = -(1 << 63), (1 << 63) - 1

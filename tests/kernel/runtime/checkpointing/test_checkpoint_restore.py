@@ -49,7 +49,7 @@ from kernel.datastream.window import (
     TumblingEventTimeWindows,
 )
 from plugins.checkpointing.events import CheckpointAcknowledged, CheckpointCompleted, CheckpointStateRestored
-from runtime import run_job
+from tests.runtime import run_job
 
 CHECKPOINTS = ("execution.checkpointing.interval=100ms",)
 

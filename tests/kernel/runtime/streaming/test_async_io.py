@@ -35,7 +35,7 @@ from kernel.runtime.streaming.async_queue import OrderedStreamElementQueue, Reco
 from kernel.runtime.streaming.chain import OperatorChain
 from tests.graphs import compile_job, vertex_names
 from tests.runtime import run_job
-from tests.test_operator_chain import ListOutput, PlainRuntime
+from tests.kernel.runtime.streaming.test_operator_chain import ListOutput, PlainRuntime
 
 
 class Slow(AsyncFunction[int, str]):

@@ -38,7 +38,7 @@ def test_java_string_hash():
 def test_key_groups_of_key_hashes(key_hash, key_group, operator):
     """murmur(hash) % 128, then key_group * 4 // 128 (reference §9.4, §16). The subtasks are the
     ones real PyFlink 2.3 printed at parallelism 4 for these keys ("a" 3>, 1 2>, True 3>,
-    untyped "a" 2>; tests/test_keyhash.py has the recordings)."""
+    untyped "a" 2>; tests/kernel/jvm/test_keyhash.py has the recordings)."""
     assert assign_to_key_group(key_hash, 128) == key_group
     assert operator_index_for_key_group(128, 4, key_group) == operator
 

@@ -44,7 +44,7 @@ def test_shuffle_is_seeded():
 
 def test_key_groups_route_like_pyflink():
     """Real PyFlink 2.3 printed these keys (key_by(..., Types.STRING()), p=4) on subtasks
-    3> 3> 1> 2> 1> 1> for a, b, c, hello, world, Flink (tests/test_keyhash.py has the recording)."""
+    3> 3> 1> 2> 1> 1> for a, b, c, hello, world, Flink (tests/kernel/jvm/test_keyhash.py has the recording)."""
     words = ["a", "b", "c", "hello", "world", "Flink"]
     out = routed(p.KeyGroupStreamPartitioner(lambda w: w, Types.STRING()), words, n=4)
     assert out == {2: (["a", "b"], None), 0: (["c", "world", "Flink"], None), 1: (["hello"], None)}
@@ -58,7 +58,7 @@ def test_key_routing_tells_apart_keys_python_finds_equal():
     for key in (1, True, 1.0, 0.0, -0.0, (1, "a"), (True, "a")):
         [(channel, _, _)] = selector.route([key], None)
         channels[repr(key)] = channel
-    # recorded on PyFlink 2.3 at p=4 (PICKLED in tests/test_keyhash.py): 1 2>, True 4>, 1.0 3>,
+    # recorded on PyFlink 2.3 at p=4 (PICKLED in tests/kernel/jvm/test_keyhash.py): 1 2>, True 4>, 1.0 3>,
     # -0.0 2>, (1, 'a') 1>. Derived by the same rule: 0.0 pickles to 80 05 95 0a 00.. 47 00.. 2e,
     # keyHash 62 + Arrays.hashCode = 940475274, key group 2 -> 1>; (True, 'a') pickles to
     # 80 05 95 08 00.. 88 8c 01 61 94 86 94 2e, keyHash -1680706347, key group 74 -> 3>.

@@ -9,7 +9,7 @@ from kernel.runtime.streaming.quicksort import _quick_sort, quick_sort_order
 
 def test_equal_keys_are_left_in_the_order_flinks_quicksort_leaves_them():
     """The sort keys of a BATCH job's 17 records (key bytes ranked, no timestamps): PyFlink 2.3
-    printed them in this order (tests/test_pyflink_outputs.py, BATCH keys)."""
+    printed them in this order (tests/kernel/datastream/test_pyflink_outputs.py, BATCH keys)."""
     ranks = [3, 5, 0, 7, 9, 4, 6, 11, 3, 7, 5, 10, 0, 12, 2, 1, 8]
     assert quick_sort_order(ranks) == [12, 2, 15, 14, 0, 8, 5, 10, 1, 6, 9, 3, 16, 4, 11, 7, 13]
 
