@@ -26,6 +26,8 @@ import math
 import pickle
 from typing import Any
 
+from kernel.runtime.checkpointing.format import moved_module
+
 MAX_NODES = 2000
 MAX_DEPTH = 32
 TRUNCATED = "…"
@@ -86,6 +88,7 @@ class _Unpickler(pickle.Unpickler):
         self._stand_ins: dict[tuple[str, str], type] = {}
 
     def find_class(self, module: str, name: str) -> Any:
+        module = moved_module(module)
         value_type = _VALUE_TYPES.get((module, name))
         if value_type is not None:
             return value_type

@@ -19,7 +19,9 @@ reads only the frames of its key groups.
 
 Compatibility: ``format_version`` says which version wrote it; later versions only add fields
 with defaults (never rename or retype one), so every version reads the files of earlier ones,
-and a reader refuses a newer format with a clear error.
+and a reader refuses a newer format with a clear error. The pickled values name rill's classes
+they hold (a TTL state's ``TtlValue``, a ``JavaKey``, a source's splits) by module: a module that
+moved is read at its new place (:func:`moved_module`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,23 @@ import msgspec
 FORMAT_VERSION = 1
 MAGIC = b"rill-checkpoint\n"
 METADATA_FILE = "_metadata"
+#: (old, new) module paths of rill's modules that moved, for pickles written before: a package
+#: (ending in ``.``) with every module under it, or one module
+MOVED_MODULES = (
+    ("kernel.streaming.", "kernel.runtime.streaming."),
+    ("kernel.checkpointing.", "kernel.runtime.checkpointing."),
+    ("kernel.graph.", "kernel.runtime.graph."),
+    *((f"kernel.common.{name}", f"kernel.jvm.{name}")
+      for name in ("bridge", "coders", "javavalues", "keybytes", "keyhash", "keyidentity", "unchanged")),
+)
+
+
+def moved_module(module: str) -> str:
+    """Where a module a pickle names is now (itself, unless it moved)."""
+    for old, new in MOVED_MODULES:
+        if module == old or (old.endswith(".") and module.startswith(old)):
+            return new + module[len(old):]
+    return module
 
 
 class StateTable(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import pickle
 import threading
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -30,6 +31,7 @@ from kernel.runtime.checkpointing.format import (
     decode_key_group,
     decode_operator_state,
     encode,
+    moved_module,
 )
 from kernel.runtime.checkpointing.pointers import read_state_file
 
@@ -74,6 +76,16 @@ def collector_paused() -> Iterator[None]:
 
 def _dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(moved_module(module), name)
+
+
+def loads(data: bytes) -> Any:
+    """A pickled value of a snapshot, rill's classes found where they are now."""
+    return _Unpickler(io.BytesIO(data)).load()
 
 
 class OperatorSnapshot:
@@ -193,14 +205,14 @@ class RestoredOperatorState:
             if handle.operator_state is not None:
                 offset, length = handle.operator_state
                 for state in decode_operator_state(data[offset:offset + length]).states:
-                    lists.setdefault((state.name, state.mode), {})[old_subtask] = pickle.loads(state.elements)
+                    lists.setdefault((state.name, state.mode), {})[old_subtask] = loads(state.elements)
             if handle.channel_state is not None and old_subtask == subtask:
                 offset, length = handle.channel_state
                 restored.channels.extend(decode_channel_state(data[offset:offset + length]).channels)
         restored.lists = repartition_lists(lists, subtask, parallelism, old_parallelism)
         for _, frame in sorted(frames, key=lambda f: f[0]):
             for table in decode_key_group(frame).tables:
-                restored.tables.setdefault((table.name, table.kind, table.ttl), []).extend(pickle.loads(table.entries))
+                restored.tables.setdefault((table.name, table.kind, table.ttl), []).extend(loads(table.entries))
         return restored
 
     def pop_keyed(self, name: str) -> list[Entry]:

@@ -366,3 +366,24 @@ def test_async_requests_in_flight_finish_before_the_barrier_passes():
     triggered = {e.checkpoint_id: e.time for e in plain.captured.events if type(e).__name__ == "CheckpointTriggered"}
     assert acks and all(e.time > triggered[e.checkpoint_id] for e in acks[:-1])
     assert all(line.split()[1] == f"count={int(line.split()[0]) // 3 + 1}" for line in strip(job.lines))
+
+
+def test_values_pickled_before_rills_modules_moved_are_read_where_they_are_now():
+    """A snapshot's pickles name rill's classes by module: a TTL value and a Java key pickled
+    when their modules were kernel.streaming.ttl and kernel.common.keyidentity restore (and
+    read in the state table) as the classes of kernel.runtime.streaming.ttl and kernel.jvm."""
+    import pickle
+
+    from kernel.jvm.keyidentity import JavaKey
+    from kernel.runtime.checkpointing.snapshots import loads
+    from kernel.runtime.streaming.ttl import TtlValue
+    from replay.safe_pickle import readable, safe_loads, unwrap
+
+    entries = [(JavaKey((1, "a"), [1, "a"]), None, TtlValue(41, 7_000))]
+    old = (pickle.dumps(entries, protocol=2).replace(b"kernel.runtime.streaming.ttl", b"kernel.streaming.ttl")
+           .replace(b"kernel.jvm.keyidentity", b"kernel.common.keyidentity"))
+    assert b"kernel.streaming.ttl" in old and b"kernel.runtime" not in old and b"kernel.jvm" not in old
+    restored = loads(old)
+    assert restored == entries and type(restored[0][2]) is TtlValue and type(restored[0][0]) is JavaKey
+    assert unwrap(safe_loads(old)[0][2]) == 41
+    assert readable(safe_loads(old)[0][2]) == readable(safe_loads(pickle.dumps(entries, protocol=2))[0][2])
