@@ -25,8 +25,15 @@ DEFAULT_CONFIG_FILE = "rill.toml"
 ENV_PREFIX = "RILL_"
 #: Environment variables of rill that are not config keys.
 RESERVED_ENV = frozenset({"RILL_HOME", "RILL_CONFIG", "RILL_DEBUG"})
+DEFAULT_HOME = ".rill"
 PLUGINS_PREFIX = "plugins."
 FAULTS_KEY = "faults"
+
+
+def rill_home() -> Path:
+    """``$RILL_HOME``: where rill keeps what outlives a run (default ``./.rill``): the event
+    log, spools, cached Python environments, what it ships to Spark."""
+    return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser()
 
 
 class Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -395,9 +402,9 @@ def _apply_deprecated_keys(values: dict[str, Any], sources: dict[str, str], sect
 def validate(raw: RawConfig, sections: Iterable[type[Section]], dormant: Iterable[str] = ()) -> Config:
     """Check every key against the registered sections and build the typed config.
 
-    ``dormant`` are key prefixes of plugins that are installed but not loaded: their keys are
-    kept (``Config.unused``) instead of being unknown, so switching a plugin off does not
-    invalidate a config file.
+    ``dormant`` are key prefixes of disabled plugins (every other installed plugin registers
+    its sections): their keys are kept (``Config.unused``) instead of being unknown, so
+    disabling a plugin does not invalidate a config file.
     """
     dormant = tuple(dormant)
     unused: dict[str, str] = {}

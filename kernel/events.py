@@ -141,7 +141,7 @@ class MessageDelayed(Event, tag="message_delayed"):
 
 
 class ConnectionRejected(Event, tag="connection_rejected"):
-    """A process of the run dropped a TCP peer (:mod:`kernel.security`): it did not prove it
+    """A process of the run dropped a TCP peer (:mod:`kernel.remoting.security`): it did not prove it
     belongs to the run (the secret, the certificate), or sent a frame no process of the run
     sends. ``role`` is what the connection is for (``rpc``: the cluster's messaging hub,
     ``partition``: a TaskExecutor's partitions, ``task-channel``: the Spark driver's channel to

@@ -6,7 +6,7 @@ None of them is ever called per record, per mail or per watermark.
 Every ``create_*`` factory returns the typed contract of its concern, a Protocol in
 :mod:`kernel.contracts` (one module per concern). Who calls them:
 
-- the kernel (:mod:`kernel.execution`) owns a run's life cycle: it compiles the program
+- the kernel (:mod:`kernel.lifecycle.execution`) owns a run's life cycle: it compiles the program
   (``build_*``), creates the execution backend, the run with its event observers, records the
   compilation, lets the backend execute, finishes the run;
 - the local backend (``plugins/local``) builds Flink's cluster from the rest: its MiniCluster
@@ -17,6 +17,10 @@ Every ``create_*`` factory returns the typed contract of its concern, a Protocol
   watermark generators and valves; every component its heartbeat managers (``connections.py``);
 - readers of recorded runs (``replay``) open the event store and create the registered views;
   ``rill sql`` hands the chosen engine a :class:`~kernel.contracts.sql.SqlQuery` with both.
+Registration is not selection: ``register_config``, ``register_event_types`` and
+``register_views`` are called on every installed plugin, selected or not (a plugin that is
+not chosen for its concern still declares its keys, event types and views); every other hook
+only on the plugins selected for their concern (:mod:`kernel.pluginmanager`).
 Always call hooks with keyword arguments; implementations may take fewer arguments than the spec.
 """
 
@@ -46,12 +50,12 @@ if TYPE_CHECKING:
     from kernel.contracts.workers import ResourceManagerDriver, WorkerHost
     from kernel.eventbus import EventObserver
     from kernel.events import Event
-    from kernel.graph.execution import ExecutionGraph
-    from kernel.graph.job import JobGraph
-    from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
+    from kernel.runtime.graph.execution import ExecutionGraph
+    from kernel.runtime.graph.job import JobGraph
+    from kernel.runtime.graph.stream import StreamEdge, StreamGraph, StreamNode
     from kernel.messaging import Component
-    from kernel.program import Program
-    from kernel.run import Run
+    from kernel.lifecycle.program import Program
+    from kernel.lifecycle.run import Run
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 
@@ -112,7 +116,7 @@ def build_stream_graph(program: Program, config: Config) -> StreamGraph | None:
 
     :param program: the job name, transformations (in creation order) and environment settings.
     :param config: the validated configuration.
-    :returns: the :class:`~kernel.graph.stream.StreamGraph`.
+    :returns: the :class:`~kernel.runtime.graph.stream.StreamGraph`.
     """
 
 
@@ -147,7 +151,7 @@ def build_job_graph(
     :param chaining_vetoed: ``chaining_vetoed(edge, upstream, downstream)`` is True when an
         ``allow_chaining`` implementation vetoes the edge; the translator must ask it for
         every edge Flink's conditions would chain (operator IDs depend on it too).
-    :returns: the :class:`~kernel.graph.job.JobGraph`.
+    :returns: the :class:`~kernel.runtime.graph.job.JobGraph`.
     """
 
 
@@ -161,7 +165,7 @@ def build_execution_graph(job_graph: JobGraph, config: Config) -> ExecutionGraph
 
     :param job_graph: the JobGraph.
     :param config: the validated configuration.
-    :returns: the :class:`~kernel.graph.execution.ExecutionGraph`.
+    :returns: the :class:`~kernel.runtime.graph.execution.ExecutionGraph`.
     """
 
 
@@ -175,7 +179,7 @@ def create_execution_backend(config: Config) -> ExecutionBackend | None:
     """Create the backend that executes compiled jobs (``local``, ``spark``, ...).
 
     Called: by the kernel once per run, after the JobGraph is built and before the run is
-    created (:func:`kernel.execution.execute_job`).
+    created (:func:`kernel.lifecycle.execution.execute_job`).
     Stops at first non-None result.
 
     :param config: the validated configuration.
@@ -336,7 +340,7 @@ def create_watermark_alignment(run: Run) -> WatermarkAlignmentCoordinator | None
     :param run: the run.
     :returns: a :class:`~kernel.contracts.watermarks.WatermarkAlignmentCoordinator`:
         ``join(strategy, member, deliver)`` for each source subtask with event time
-        (``member``: a :class:`kernel.streaming.alignment.AlignmentMember`;
+        (``member``: a :class:`kernel.runtime.streaming.alignment.AlignmentMember`;
         ``deliver(max_allowed, group_min)`` hands an announcement to the subtask) returning an
         ``AlignmentMembership`` with ``update_interval_ms``, ``max_drift_ms``,
         ``report(watermark)``, ``waiting(paused, watermark)`` and ``leave()``; and ``close()``.
@@ -420,7 +424,7 @@ def create_heartbeat_manager(
         ``receive_heartbeat(own_id, payload)``, returning a Future of the message's delivery),
         ``unmonitor_target(id)``, ``request_heartbeat(requester_id, payload)`` and
         ``receive_heartbeat(sender_id, payload)`` (a request or response arrived) and ``stop()``.
-        It records the heartbeat events of :mod:`kernel.cluster_events`.
+        It records the heartbeat events of :mod:`kernel.runtime.cluster_events`.
     """
 
 

@@ -1,11 +1,11 @@
-"""The events of Kafka sources and sinks (:mod:`kernel.streaming.kafka`): which partitions a
+"""The events of Kafka sources and sinks (:mod:`kernel.runtime.streaming.kafka`): which partitions a
 source subtask reads and from where, what it read (the offset ranges a re-execution reads again:
 ``rill replay RUN --rerun``), the offsets it committed, and the sink's transactions. They live in
 the kernel because the kernel's operators emit them and replay reads them."""
 
 from __future__ import annotations
 
-from kernel.cluster_events import TaskEvent
+from kernel.runtime.cluster_events import TaskEvent
 from kernel.events import Event
 
 

@@ -5,7 +5,7 @@ event loop, in a method named ``handle_<MessageClass>``. Components only talk th
 :class:`MessagingService`, which hands every envelope to a :class:`Transport`.
 :class:`LocalTransport` delivers through the loop; :class:`NetworkConditions` can drop or
 delay messages per (sender, receiver) and time window, which is how faults are injected.
-A cross-process transport (:class:`kernel.remoting.TcpTransport`) replaces the transport
+A cross-process transport (:class:`kernel.remoting.transport.TcpTransport`) replaces the transport
 (``use_transport``): components never see it.
 
 ``tell`` is fire-and-forget. ``ask`` returns a :class:`Future` completed by the handler's

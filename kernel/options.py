@@ -10,11 +10,11 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from kernel.checkpointing.options import CheckpointingOptions
-from kernel.checkpointing.recovery import StateRecoveryOptions
+from kernel.runtime.checkpointing.options import CheckpointingOptions
+from kernel.runtime.checkpointing.recovery import StateRecoveryOptions
 from kernel.config import Section
 from kernel.configtypes import DurationMs, MemoryBytes
-from kernel.pythonenv.options import PythonOptions
+from kernel.lifecycle.pythonenv.options import PythonOptions
 from kernel.sqlbounds import SqlOptions
 
 
@@ -120,7 +120,7 @@ class WorkerOptions(Section):
 
 
 class SecurityOptions(Section):
-    """How the processes of a run trust each other (kernel/security.py): Flink's
+    """How the processes of a run trust each other (kernel/remoting/security.py): Flink's
     ``security.ssl.internal.*`` keys (mutual TLS between rill's processes, PEM files) and the
     bounds of rill's own handshake and frames. Whatever these say, a peer proves it knows the
     run's secret before anything it sends is decoded."""

@@ -1,8 +1,11 @@
 """Finds, selects, blocks and loads plugins.
 
 Built-in and third-party plugins are found the same way: entry points of group ``rill``
-named ``<concern>.<name>``. Plugins that are not selected or are disabled are blocked
-*before* their module is imported.
+named ``<concern>.<name>``. Registration is not selection: every installed plugin registers
+what it declares (:data:`DECLARATION_HOOKS`: its config sections, event types and views), so
+its keys are valid and recorded runs are readable whatever is selected; only the plugins
+selected for their concern (``[plugins]``; extensions: all) register their other hooks
+(factories, commands, engines). Disabled plugins are blocked *before* their module is imported.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from kernel.config import PluginSelection
 from kernel.errors import PluginError
 
 ENTRY_POINT_GROUP = PROJECT
+#: the hooks every installed plugin registers, selected or not
+DECLARATION_HOOKS = ("register_config", "register_event_types", "register_views")
 
 
 def discover_entry_points() -> list[Any]:
@@ -36,7 +41,8 @@ class PluginInfo:
     name: str
     module: str
     entry_point: Any = None
-    status: str = "available"  # selected | loaded | available | disabled
+    status: str = "available"  # selected | loaded | available (declarations only) | disabled
+    #: the registered plugin module, when selected or loaded
     plugin: Any = None
     hooks: list[str] = field(default_factory=list)
 
@@ -56,6 +62,17 @@ class PluginInfo:
             "version": self.version,
             "hooks": self.hooks,
         }
+
+
+class Declarations:
+    """An installed plugin that is not selected: only the hooks it declares with
+    (:data:`DECLARATION_HOOKS`), never its factories."""
+
+    def __init__(self, module: Any) -> None:
+        for name in DECLARATION_HOOKS:
+            function = getattr(module, name, None)
+            if function is not None:
+                setattr(self, name, function)
 
 
 class RillPluginManager(pluggy.PluginManager):
@@ -172,30 +189,34 @@ class RillPluginManager(pluggy.PluginManager):
         selection: PluginSelection,
         entry_points: Iterable[Any] | None = None,
     ) -> None:
-        """Discover plugins, block the ones not chosen, then import and register the rest."""
+        """Discover plugins and block the disabled ones; import the rest, registering the
+        chosen ones whole and the others' declarations."""
         self._discover(discover_entry_points() if entry_points is None else entry_points)
         disabled = self._resolve_disabled(selection.disabled)
         chosen = self._choose(selection, disabled)
-        for info in self.infos.values():
-            if info.id in disabled:
-                info.status = "disabled"
-                self.set_blocked(info.id)
-            elif info.id not in chosen:
-                self.set_blocked(info.id)
-        for plugin_id in sorted(chosen):
+        for plugin_id in disabled:
+            self.infos[plugin_id].status = "disabled"
+            self.set_blocked(plugin_id)
+        for plugin_id in sorted(set(self.infos) - disabled):
             info = self.infos[plugin_id]
-            try:
-                plugin = info.entry_point.load()
-            except Exception as exc:
-                raise PluginError(
-                    f"plugin {plugin_id!r} ({info.module}) failed to import: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
-            self.register(plugin, name=plugin_id)
-            info.status = "selected" if concern_of(info.concern).single else "loaded"
-            info.plugin = plugin
-            info.hooks = sorted(caller.name for caller in self.get_hookcallers(plugin) or ())
+            module = self._import(info)
+            if plugin_id in chosen:
+                self.register(module, name=plugin_id)
+                info.status = "selected" if concern_of(info.concern).single else "loaded"
+                info.plugin = module
+                info.hooks = sorted(caller.name for caller in self.get_hookcallers(module) or ())
+            else:
+                self.register(Declarations(module), name=plugin_id)
         self.check_pending()
+
+    @staticmethod
+    def _import(info: PluginInfo) -> Any:
+        try:
+            return info.entry_point.load()
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {info.id!r} ({info.module}) failed to import: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def check_pending(self) -> None:
         """Fail at start-up for a hook implementation without a spec (a misspelt hook)."""
@@ -227,7 +248,8 @@ class RillPluginManager(pluggy.PluginManager):
             )
 
     def hooks_of_module(self, info: PluginInfo) -> list[str]:
-        """Hook names a not-loaded plugin implements (imports it without registering)."""
+        """Hook names a plugin that is not selected implements (a disabled one is imported,
+        not registered)."""
         if info.plugin is not None:
             return info.hooks
         module = info.entry_point.load()

@@ -3,7 +3,7 @@ concern ``backpressure``, in ``runs.plugins``).
 
 Mailbox timing (the default, and runs recorded before the concern existed) is judged by the
 task metrics' back-pressured time (the ``task_metrics`` and ``backpressure`` views). Another
-measure is judged by the view it publishes (:func:`kernel.backpressure.judgement_view`): a
+measure is judged by the view it publishes (:func:`kernel.runtime.backpressure.judgement_view`): a
 subtask's share is its back-pressured samples over its samples, a vertex's its worst
 subtask's; at an instant, a vertex has the level of its latest request by then (what Flink's
 web UI showed). When that view is not there (the measure's plugin is not installed) the run
@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kernel.backpressure import MAILBOX_TIMING, judgement_view
+from kernel.runtime.backpressure import MAILBOX_TIMING, judgement_view
 from replay.views import temporary_views
 
 WORST = """

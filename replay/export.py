@@ -19,7 +19,7 @@ from kernel.errors import UsageError
 from replay.views import event_tables
 
 if TYPE_CHECKING:
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
     from kernel.sqlbounds import QueryBounds
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.backpressure import back_pressure_level, back_pressure_level_sql
+from kernel.runtime.backpressure import back_pressure_level, back_pressure_level_sql
 from replay.backpressure import judgement, worst_ratios
 from replay.views import WATERMARK_LAGS
 

@@ -180,8 +180,8 @@ def kafka_overrides(con: Any, run: Any) -> dict[str, str]:
             cluster[name] = [first, last] if known is None else [min(known[0], first), max(known[1], last)]
     if not ranges:
         return {}
-    from kernel.streaming.kafka.reader import recorded_ranges_key
-    from kernel.streaming.kafka.writer import RERUN_KEY
+    from kernel.runtime.streaming.kafka.reader import recorded_ranges_key
+    from kernel.runtime.streaming.kafka.writer import RERUN_KEY
 
     for servers, partitions in ranges.items():
         check_still_there(run.run_id, servers, partitions)
@@ -192,7 +192,7 @@ def kafka_overrides(con: Any, run: Any) -> dict[str, str]:
 
 def check_still_there(run_id: str, servers: str, partitions: dict[str, list[int]]) -> None:
     """Every recorded range is still in its partition, or a clear error says what is gone."""
-    from kernel.streaming.kafka.client import KafkaConnectorError, confluent
+    from kernel.runtime.streaming.kafka.client import KafkaConnectorError, confluent
 
     try:
         ck = confluent()
@@ -240,9 +240,9 @@ def prepare(con: Any, run: Any, sets: tuple[str, ...], allow_changed: bool) -> P
 def execute(prepared: Preparation, arguments: list[str] | None = None) -> Rerun:
     """Run the job again with the ``arguments`` it was given (its print output is recorded in
     the log, not shown)."""
-    from kernel.execution import SessionExecutor
-    from kernel.jobfile import run_script
-    from kernel.session import Session
+    from kernel.lifecycle.executors import SessionExecutor
+    from kernel.lifecycle.jobfile import run_script
+    from kernel.lifecycle.session import Session
 
     notes = list(prepared.notes)
     session = Session.from_raw(prepared.raw)

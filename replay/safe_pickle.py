@@ -1,6 +1,6 @@
 """Reading the pickled values of a checkpoint without running any of its code.
 
-rill's snapshots pickle keyed state (``kernel.checkpointing.format``), and unpickling an
+rill's snapshots pickle keyed state (``kernel.runtime.checkpointing.format``), and unpickling an
 untrusted file with :mod:`pickle` runs whatever callable it names. :func:`safe_loads` unpickles
 with an ``Unpickler`` whose ``find_class`` imports nothing: it returns only value types whose
 construction runs no user code (``set``, ``frozenset``, ``complex``, ``datetime``'s types,
@@ -25,6 +25,8 @@ import json
 import math
 import pickle
 from typing import Any
+
+from kernel.runtime.checkpointing.format import moved_module
 
 MAX_NODES = 2000
 MAX_DEPTH = 32
@@ -86,6 +88,7 @@ class _Unpickler(pickle.Unpickler):
         self._stand_ins: dict[tuple[str, str], type] = {}
 
     def find_class(self, module: str, name: str) -> Any:
+        module = moved_module(module)
         value_type = _VALUE_TYPES.get((module, name))
         if value_type is not None:
             return value_type
@@ -123,7 +126,7 @@ def unwrap(value: Any) -> Any:
             if isinstance(fields, list) and isinstance(values, tuple) and len(fields) == len(values):
                 return dict(zip(fields, values))
             return values
-        if value.qualname == "kernel.streaming.ttl.TtlValue" and len(value.args) == 2:
+        if value.qualname == "kernel.runtime.streaming.ttl.TtlValue" and len(value.args) == 2:
             return value.args[0]
     return value
 

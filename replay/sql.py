@@ -15,7 +15,7 @@ from kernel.errors import EventLogError, UsageError
 
 if TYPE_CHECKING:
     from kernel.eventtables import EventTable
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
     from kernel.sqlbounds import QueryBounds
 
 SANDBOXED = "rill sql is sandboxed: it reads the tables and views of the event log (or of --parquet DIR), no file"

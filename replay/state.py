@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.backpressure import MAILBOX_TIMING, back_pressure_level
+from kernel.runtime.backpressure import MAILBOX_TIMING, back_pressure_level
 from kernel.clock import MAX_LONG
 from replay.backpressure import judgement, request_levels
 from replay.checkpoints import checkpoints_at, describe_completed

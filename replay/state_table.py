@@ -11,7 +11,7 @@ its timestamp, a TTL state's the user value). Values are decoded by
 :mod:`replay.safe_pickle`, which runs no code of the checkpoint's. Operator state (source
 splits, broadcast state) is not keyed and not in the table.
 
-The checkpoint is opened as :mod:`kernel.checkpointing.pointers` says (nothing outside its
+The checkpoint is opened as :mod:`kernel.runtime.checkpointing.pointers` says (nothing outside its
 directory, sizes and frames checked); the table is built in an in-memory DuckDB that is then
 sealed and bounded as every ``rill sql`` connection is (:mod:`replay.sandbox`,
 :mod:`kernel.sqlbounds`).
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kernel.checkpointing.format import CheckpointFormatError, StateHandle, decode_key_group
-from kernel.checkpointing.pointers import CompletedCheckpointPointer, resolve
-from kernel.checkpointing.snapshots import read_handle
+from kernel.runtime.checkpointing.format import CheckpointFormatError, StateHandle, decode_key_group
+from kernel.runtime.checkpointing.pointers import CompletedCheckpointPointer, resolve
+from kernel.runtime.checkpointing.snapshots import read_handle
 from kernel.errors import UsageError
 from replay.safe_pickle import json_value, readable, safe_loads
 

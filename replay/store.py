@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from kernel.errors import EventLogError, UsageError
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 
 if TYPE_CHECKING:
     from kernel.contracts.eventstore import EventStore

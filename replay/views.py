@@ -4,7 +4,7 @@ the registered views on a DuckDB connection (``rill sql`` and every reader of th
 
 Times are seconds since the run's first event (``t_s``, ``second``, ``*_s``); one source of
 truth for every command that shows metrics. The views read only the kernel's events
-(:mod:`kernel.events`, :mod:`kernel.cluster_events`), so they exist whichever plugins run.
+(:mod:`kernel.events`, :mod:`kernel.runtime.cluster_events`), so they exist whichever plugins run.
 Their SQL keeps to what DuckDB and Spark SQL both run (:mod:`kernel.views`).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from kernel.backpressure import back_pressure_level_sql
+from kernel.runtime.backpressure import back_pressure_level_sql
 from kernel.clock import MAX_LONG
 from kernel.eventtables import EventTable
 from kernel.views import ViewRegistry

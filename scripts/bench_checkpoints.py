@@ -33,17 +33,17 @@ import time
 from bench_windows import REDUCE
 from benchkit import load, run_loop, run_rill, timed_words
 
-from kernel.checkpointing.format import StateHandle
-from kernel.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState, collector_paused
+from kernel.runtime.checkpointing.format import StateHandle
+from kernel.runtime.checkpointing.snapshots import OperatorSnapshot, RestoredOperatorState, collector_paused
 from kernel.common import Types
-from kernel.compiler import compile_program
+from kernel.lifecycle.compiler import compile_program
 from kernel.datastream import KeyedProcessFunction, StreamExecutionEnvironment, ValueStateDescriptor
-from kernel.program import CapturingExecutor, ProgramCaptured, use_executor
-from kernel.session import Session
-from kernel.streaming.keygroups import key_group_range
-from kernel.streaming.operators import create_operator
-from kernel.streaming.outputs import DiscardingOutput
-from kernel.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.lifecycle.executors import CapturingExecutor, ProgramCaptured, use_executor
+from kernel.lifecycle.session import Session
+from kernel.runtime.streaming.keygroups import key_group_range
+from kernel.runtime.streaming.operators.factory import create_operator
+from kernel.runtime.streaming.outputs import DiscardingOutput
+from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo
 from kernel.testing import EventCapture
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kernel.eventbus import EventBatch
 from kernel.events import Event
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 
 
 class TaskSampled(Event, tag="bench_task_sampled"):
@@ -118,7 +118,7 @@ def bench_emit_and_ingest(n: int) -> None:
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from kernel.session import Session
+    from kernel.lifecycle.session import Session
     from kernel.events import MessageDelayed
     session = Session.open(sets=[f"eventlog.path={sys.argv[1]}", *sys.argv[2:]], environ={})
     run = session.new_run("kill-9")

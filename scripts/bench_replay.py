@@ -18,7 +18,7 @@ import os
 import tempfile
 import time
 
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     ExecutionStateChanged,
     HeartbeatReceived,
     HeartbeatRequested,
@@ -26,7 +26,7 @@ from kernel.cluster_events import (
     WatermarkAdvanced,
 )
 from kernel.events import JobVertexDefined
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 
 VERTICES = ["Source: Events", "Parse", "Window", "Sink: Results"]
 PARALLELISM = 25

@@ -27,9 +27,8 @@ from kernel.datastream import ProcessWindowFunction, StreamExecutionEnvironment 
 from kernel.datastream.connectors.datagen import DataGeneratorSource  # noqa: E402
 from kernel.datastream.window import TumblingEventTimeWindows  # noqa: E402
 from kernel.eventbus import drain_buses  # noqa: E402
-from kernel.execution import SessionExecutor  # noqa: E402
-from kernel.program import use_executor  # noqa: E402
-from kernel.session import Session  # noqa: E402
+from kernel.lifecycle.executors import SessionExecutor, use_executor  # noqa: E402
+from kernel.lifecycle.session import Session  # noqa: E402
 
 DISTINCT = 1_000
 WINDOW = 5_000

@@ -32,15 +32,14 @@ import resource
 import statistics
 import time
 
-from kernel.cluster_events import ExecutionStateChanged, WorkerRegistered, WorkerStarted
+from kernel.runtime.cluster_events import ExecutionStateChanged, WorkerRegistered, WorkerStarted
 from kernel.common import Duration, Time, Types, WatermarkStrategy
 from kernel.datastream import ProcessWindowFunction, StreamExecutionEnvironment
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
 from kernel.datastream.window import TumblingEventTimeWindows
 from kernel.eventbus import drain_buses
-from kernel.execution import SessionExecutor
-from kernel.program import use_executor
-from kernel.session import Session
+from kernel.lifecycle.executors import SessionExecutor, use_executor
+from kernel.lifecycle.session import Session
 from kernel.testing import EventCapture
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

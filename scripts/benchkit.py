@@ -99,9 +99,8 @@ def run_rill(workload: Workload, records: list, directory: str, clock: str = "re
     events are stored in the log, here, untimed."""
     from kernel.datastream import StreamExecutionEnvironment
     from kernel.eventbus import drain_buses
-    from kernel.execution import SessionExecutor
-    from kernel.program import use_executor
-    from kernel.session import Session
+    from kernel.lifecycle.executors import SessionExecutor, use_executor
+    from kernel.lifecycle.session import Session
 
     session = Session.open(sets=[f"eventlog.path={directory}/bench.duckdb", f"rill.clock={clock}", *sets],
                            plugins=plugins, environ={})

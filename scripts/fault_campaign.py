@@ -63,10 +63,10 @@ import campaign_jobs as jobs
 from kernel.configtypes import parse_duration_ms
 from kernel.errors import JobFailed
 from kernel.eventbus import drain_buses
-from kernel.execution import SessionExecutor
+from kernel.lifecycle.executors import SessionExecutor
 from kernel.faults import parse_inject
-from kernel.program import use_executor
-from kernel.session import Session
+from kernel.lifecycle.executors import use_executor
+from kernel.lifecycle.session import Session
 from kernel.testing import EventCapture
 
 COMPONENTS = ["jobmaster*", "resourcemanager", "taskexecutor-1", "taskexecutor-2", "taskexecutor-3"]
@@ -181,7 +181,7 @@ class Attempt:
 def attempts(events: list) -> list[Attempt]:
     """The run's attempts in order: the job's start, then one per restart (its restores follow
     its ``TasksRestarted`` at the same instant)."""
-    from kernel.cluster_events import ExecutionStateChanged, TasksRestarted
+    from kernel.runtime.cluster_events import ExecutionStateChanged, TasksRestarted
     from plugins.checkpointing.events import CheckpointStateRestored
 
     tasks = {(e.vertex_id, e.subtask) for e in events if isinstance(e, ExecutionStateChanged)}
@@ -210,7 +210,7 @@ def judge_reprocessing(run: Run, faults_at: list[int], reprocessing: Reprocessin
     checkpoint's trigger and completion) and the buffer timeout, counted from when the attempt's
     tasks all ran (no checkpoint is triggered before), unless a checkpoint failed in between. A
     failure the job was not restarted from (it ended first) re-processes nothing."""
-    from kernel.cluster_events import TaskFailureHandled
+    from kernel.runtime.cluster_events import TaskFailureHandled
     from plugins.checkpointing.events import CheckpointCompleted, CheckpointFailed, CheckpointTriggered
 
     triggered = {e.checkpoint_id: e.time for e in run.events if isinstance(e, CheckpointTriggered)}

@@ -1,4 +1,4 @@
-"""Write the list of PyFlink's public DataStream API names (``tests/pyflink_api.txt``).
+"""Write the list of PyFlink's public DataStream API names (``tests/kernel/datastream/pyflink_api.txt``).
 
 Run it with a Python that has PyFlink's dependencies (py4j, cloudpickle, ...), pointing at
 PyFlink's source tree; it imports the modules (no JVM is started) and lists, per module,
@@ -6,7 +6,7 @@ the public names and, per class, its public methods, properties, nested classes 
 members (inherited ones included when a PyFlink class declares them), with the type
 parameters of generic classes::
 
-    /work/venvs/pyflink/bin/python scripts/pyflink_api_list.py /work/pyflink-src > tests/pyflink_api.txt
+    /work/venvs/pyflink/bin/python scripts/pyflink_api_list.py /work/pyflink-src > tests/kernel/datastream/pyflink_api.txt
 
 Line format: ``<module>:<qualified name> <kind>[ <details>]`` where kind is ``module``,
 ``class`` (details: ``[T1, T2]`` when generic), ``function``, ``method``, ``property``,

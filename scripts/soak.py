@@ -163,9 +163,8 @@ def child(clock_mode: str, minutes: int, rate: int, trace: bool, warm_up: int, p
     from kernel.config import load_raw
     from kernel.datastream import StreamExecutionEnvironment
     from kernel.eventbus import drain_buses
-    from kernel.execution import SessionExecutor
-    from kernel.program import use_executor
-    from kernel.session import Session
+    from kernel.lifecycle.executors import SessionExecutor, use_executor
+    from kernel.lifecycle.session import Session
 
     if trace:
         import tracemalloc

@@ -11,7 +11,7 @@ import sys
 import time
 
 from kernel.events import MessageDelayed
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 
 
 class FlushReport:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 
 
 @pytest.fixture(autouse=True)

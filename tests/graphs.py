@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kernel.compiler import build_execution_graph, compile_program
-from kernel.program import CapturingExecutor, ProgramCaptured, use_executor
-from kernel.session import Session
+from kernel.lifecycle.compiler import build_execution_graph, compile_program
+from kernel.lifecycle.executors import CapturingExecutor, ProgramCaptured, use_executor
+from kernel.lifecycle.session import Session
 
 
 def compile_job(build: Callable[[object], None], *sets: str, session: Session | None = None, plugins=()):

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kernel.errors import JobFailed
-from kernel.execution import SessionExecutor
-from kernel.program import use_executor
-from kernel.session import Session
-from kernel.summary import RunOutcome
+from kernel.lifecycle.executors import SessionExecutor, use_executor
+from kernel.lifecycle.session import Session
+from kernel.lifecycle.summary import RunOutcome
 from kernel.testing import CapturedEvents, EventCapture
 
 

@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import click
 
-from kernel.session import Session
+from kernel.lifecycle.session import Session
 
 
 def config_options(command: Callable[..., Any]) -> Callable[..., Any]:

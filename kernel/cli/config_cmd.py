@@ -28,7 +28,7 @@ def config_command(as_json: bool, config_path: str | None, sets: tuple[str, ...]
     if selection.disabled:
         entries.append(("plugins.disabled", list(selection.disabled), selection.sources.get("disabled", "default")))
     for key, source in sorted(config.unused.items()):
-        entries.append((key, f"{shown(key, config.raw.values[key])} (unused: its plugin is not loaded)", source))
+        entries.append((key, f"{shown(key, config.raw.values[key])} (unused: its plugin is disabled)", source))
     if config.faults:
         entries.append(("faults", config.faults, config.raw.sources.get("faults", "?")))
     if as_json:

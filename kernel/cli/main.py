@@ -16,7 +16,7 @@ import click
 from kernel import __version__
 from kernel.errors import RillError
 from kernel.eventbus import drain_buses
-from kernel.process_exit import skip_last_collection
+from kernel.lifecycle.process_exit import skip_last_collection
 
 #: the built-in commands, imported when used (a command imports only what it needs)
 BUILTIN_COMMANDS: dict[str, str] = {
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> Any:
 
 def console_main() -> None:
     """The ``rill`` command: :func:`main`, then the interpreter's exit without a last full
-    collection (:mod:`kernel.process_exit`)."""
+    collection (:mod:`kernel.lifecycle.process_exit`)."""
     try:
         main()
     finally:

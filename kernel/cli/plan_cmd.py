@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from kernel.cli.common import config_options, open_session
-from kernel.compiler import compile_program
-from kernel.execution import plan_run
-from kernel.graph.render import render
-from kernel.jobfile import load_program
+from kernel.lifecycle.compiler import compile_program
+from kernel.lifecycle.execution import plan_run
+from kernel.runtime.graph.render import render
+from kernel.lifecycle.jobfile import load_program
 
 
 @click.command("plan", context_settings={"allow_interspersed_args": False})

@@ -12,9 +12,9 @@ import threading
 from typing import Any, TextIO
 
 from kernel import hookimpl
-from kernel.backpressure import back_pressure_level_of_ms
+from kernel.runtime.backpressure import back_pressure_level_of_ms
 from kernel.clock import MAX_LONG
-from kernel.cluster_events import ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced
+from kernel.runtime.cluster_events import ExecutionStateChanged, TaskMetricsSampled, WatermarkAdvanced
 from kernel.eventbus import EventBatch
 from kernel.events import JobEdgeDefined, JobVertexDefined, RunStarted
 

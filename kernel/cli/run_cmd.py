@@ -12,8 +12,8 @@ from kernel.cli.common import config_options, open_session
 from kernel.cli.progress import LiveProgress
 from kernel.configtypes import parse_duration_ms
 from kernel.errors import JobDefinitionError, UsageError
-from kernel.execution import SessionExecutor
-from kernel.jobfile import run_script
+from kernel.lifecycle.executors import SessionExecutor
+from kernel.lifecycle.jobfile import run_script
 from kernel.options import SEED_RANGE
 
 

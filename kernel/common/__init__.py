@@ -6,7 +6,7 @@ does not load every module of the package)."""
 
 from __future__ import annotations
 
-from kernel.lazynames import lazy_names
+from kernel.pyflink.lazynames import lazy_names
 
 #: the module defining each public name (imported when one of its names is first used)
 _NAMES = {

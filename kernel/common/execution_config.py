@@ -132,7 +132,7 @@ class ExecutionConfig:
         """Set in the environment's Configuration, else the session's, else Flink's default."""
         from kernel.configtypes import parse_duration_ms
         from kernel.errors import ConfigError
-        from kernel.program import current_executor
+        from kernel.lifecycle.executors import current_executor
 
         configured = self._env._configured(key)
         if configured is not None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.completable_future import CompletableFuture
 from kernel.common.job_id import JobID
 
 if TYPE_CHECKING:
-    from kernel.async_execution import AsyncExecution
+    from kernel.lifecycle.async_execution import AsyncExecution
 
 __all__ = ["JobClient"]
 

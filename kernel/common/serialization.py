@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.typeinfo import TypeInformation, Types
 
 

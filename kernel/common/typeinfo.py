@@ -4,7 +4,7 @@ Besides describing a stream's values, a type decides three observable things, as
 PyFlink: how ``from_collection`` converts elements (``to_internal_type``), what a print sink
 writes (``format_print``: Java's ``toString`` of the value, PyFlink's ``+I[a,1]`` for rows,
 Python's ``str`` for untyped values), and the Java ``hashCode`` a key hashes to, which decides
-its key group (``kernel.common.keyhash``).
+its key group (``kernel.jvm.keyhash``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import datetime
 from enum import Enum
 from typing import Any, Iterable
 
-from kernel import unsupported
-from kernel.common import javavalues as jv
+from kernel.pyflink import unsupported
+from kernel.jvm import javavalues as jv
 from kernel.common.types import Row
 
 

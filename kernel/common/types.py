@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 
 __all__ = ["Row", "RowKind"]
 

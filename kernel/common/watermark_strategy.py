@@ -9,7 +9,7 @@ import copy
 from abc import ABC, abstractmethod
 from typing import Any
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.time import Duration
 
 

@@ -1,9 +1,9 @@
 """The execution-backend contract: execute a compiled job in a run.
 
-The kernel owns a run's life cycle (:func:`kernel.execution.execute_job`): it asks the
+The kernel owns a run's life cycle (:func:`kernel.lifecycle.execution.execute_job`): it asks the
 backend to ``prepare`` the job, creates and starts the run (its event log), records the
 compilation, hands the compiled job to ``execute``, then finishes the run and builds the
-:class:`~kernel.summary.RunOutcome` from the :class:`JobResult`. A backend implements only
+:class:`~kernel.lifecycle.summary.RunOutcome` from the :class:`JobResult`. A backend implements only
 the execution.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from kernel.compiler import CompiledJob
-    from kernel.run import Run
-    from kernel.summary import VertexSummary
+    from kernel.lifecycle.compiler import CompiledJob
+    from kernel.lifecycle.run import Run
+    from kernel.lifecycle.summary import VertexSummary
 
 
 @dataclass

@@ -10,7 +10,7 @@ way since 1.13 (plugin ``mailbox-timing``: no monitor). Another measure is a
 executions of a vertex whose subtasks all run, and requests to the TaskExecutors running them
 (Flink 1.11-1.12's ``TaskExecutorGateway.requestTaskBackPressure``), answered by the
 TaskExecutor's sample service with a :class:`TaskBackPressureResponse`. The monitor records
-its results as events and publishes its judgement in a view (:mod:`kernel.backpressure`).
+its results as events and publishes its judgement in a view (:mod:`kernel.runtime.backpressure`).
 """
 
 from __future__ import annotations

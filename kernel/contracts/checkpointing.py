@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.assignment import TaskRestore
-    from kernel.checkpointing.failures import CheckpointFailureReason
-    from kernel.checkpointing.format import ChannelState, StateHandle
-    from kernel.checkpointing.messages import AcknowledgeCheckpoint, CheckpointMetrics, DeclineCheckpoint
+    from kernel.runtime.checkpointing.assignment import TaskRestore
+    from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+    from kernel.runtime.checkpointing.format import ChannelState, StateHandle
+    from kernel.runtime.checkpointing.messages import AcknowledgeCheckpoint, CheckpointMetrics, DeclineCheckpoint
     from kernel.events import Event
-    from kernel.graph.execution import ExecutionGraph, ExecutionVertex
-    from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
-    from kernel.streaming.runtime import TaskInfo
+    from kernel.runtime.graph.execution import ExecutionGraph, ExecutionVertex
+    from kernel.runtime.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+    from kernel.runtime.streaming.runtime import TaskInfo
 
 
 class CheckpointCoordinatorContext(Protocol):
@@ -98,7 +98,7 @@ class CheckpointCoordinator(Protocol):
     def restore_savepoint(self, vertices: list[ExecutionVertex], path: str,
                           ignore_unclaimed_state: bool) -> dict[str, TaskRestore]:
         """The job starts from the savepoint or retained checkpoint at ``path``: state for the
-        first attempts of ``vertices``; raises :class:`kernel.checkpointing.recovery.RestoreError`
+        first attempts of ``vertices``; raises :class:`kernel.runtime.checkpointing.recovery.RestoreError`
         when the job cannot take it."""
 
     def trigger_savepoint(self, target: str | None, stop: bool, drain: bool,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from kernel.graph.execution import ExecutionVertex
+    from kernel.runtime.graph.execution import ExecutionVertex
 
 
 class RestartBackoffTimeStrategy(Protocol):

@@ -1,7 +1,7 @@
 """The heartbeat contract: a component's heartbeat manager for one monitored relation
 (Flink's HeartbeatManager, HeartbeatListener and HeartbeatTarget).
 
-A heartbeat manager records the heartbeat events of :mod:`kernel.cluster_events`
+A heartbeat manager records the heartbeat events of :mod:`kernel.runtime.cluster_events`
 (``HeartbeatRequested``, ``HeartbeatReceived``, ``HeartbeatTimedOut``,
 ``HeartbeatTargetMarkedUnreachable``): replay's ``heartbeats`` view reads them whichever
 heartbeat plugin ran.

@@ -49,7 +49,7 @@ class MailboxTask(Protocol):
 
     def hand_over_emitted(self) -> None:
         """A user function is about to sleep (``kernel.clock.sleep``): what the task's
-        operators emitted so far goes on now (``kernel.streaming.handover``)."""
+        operators emitted so far goes on now (``kernel.runtime.streaming.handover``)."""
 
 
 class MailboxProcessor(Protocol):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from kernel.events import Event
-    from kernel.graph.execution import ExecutionState, ExecutionVertex
+    from kernel.runtime.graph.execution import ExecutionState, ExecutionVertex
 
 
 class SchedulerOperations(Protocol):

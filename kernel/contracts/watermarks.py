@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from kernel.streaming.alignment import AlignmentMember
+    from kernel.runtime.streaming.alignment import AlignmentMember
 
 
 class WatermarkOutput(Protocol):

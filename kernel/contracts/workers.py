@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from kernel.pythonenv.environment import PythonEnvironment
+from kernel.lifecycle.pythonenv.environment import PythonEnvironment
 
 if TYPE_CHECKING:
     from kernel.loop import EventLoop
@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 class TaskExecutorProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
     """What one requested worker runs (Flink's TaskExecutorProcessSpec with its launch
     context): a TaskExecutor ``resource_id`` with ``slots`` slots, started by
-    :func:`kernel.worker_process.run_worker` in a process that imports with ``sys_path`` from
+    :func:`kernel.lifecycle.worker_process.run_worker` in a process that imports with ``sys_path`` from
     ``cwd``: it builds the worker's part of run ``run_id`` from ``config`` (the run's
     ``RawConfig`` and input overrides, pickled) and calls ``entry`` (``"module:function"``)
     with the spec and that run. The TaskExecutor connects to the cluster at ``rpc_address``
-    (``host:port``), proving it knows the run's ``secret`` (:mod:`kernel.security`): a driver
+    (``host:port``), proving it knows the run's ``secret`` (:mod:`kernel.remoting.security`): a driver
     hands the spec to the worker where only the worker reads it (a pipe, the task's own data),
     never on a command line or in the environment."""
 

@@ -1,14 +1,14 @@
 """PyFlink's ``pyflink.datastream`` for rill: rewrite ``pyflink.`` to ``kernel.`` in imports.
 
 Every name of PyFlink's module is here; those rill does not support (state backend objects,
-savepoints) are refused when used (``kernel.unsupported``).
+savepoints) are refused when used (``kernel.pyflink.unsupported``).
 
 Names are imported from their modules when first used (a job importing the environment
 does not load every module of the package)."""
 
 from __future__ import annotations
 
-from kernel.lazynames import lazy_names
+from kernel.pyflink.lazynames import lazy_names
 
 #: the module defining each public name (imported when one of its names is first used)
 _NAMES = {

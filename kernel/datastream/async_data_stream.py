@@ -4,7 +4,7 @@
 operator": for every input it awaits ``AsyncFunction.async_invoke(value)`` — up to
 ``capacity`` inputs in flight at once — and emits each element of the returned list with the
 input's timestamp; ordered in input order, unordered in completion order without crossing a
-watermark (:mod:`kernel.streaming.operators.async_wait`). The checks at definition and their
+watermark (:mod:`kernel.runtime.streaming.operators.async_wait`). The checks at definition and their
 messages are PyFlink's.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.options import MINIMAL_CHECKPOINT_TIME, CheckpointingOptions
+from kernel.runtime.checkpointing.options import MINIMAL_CHECKPOINT_TIME, CheckpointingOptions
 from kernel.common.time import Duration
 from kernel.config import override_section
 from kernel.datastream.checkpointing_mode import CheckpointingMode
@@ -36,7 +36,7 @@ UNLIMITED_TOLERABLE_FAILURE_NUMBER = 2147483647
 
 def checkpointing_options(configuration: Configuration) -> CheckpointingOptions:
     """The session's checkpointing options with the job's own keys on top."""
-    from kernel.program import current_executor
+    from kernel.lifecycle.executors import current_executor
 
     base = current_executor().session.config.section(CheckpointingOptions)
     return override_section(base, configuration.to_dict(), "the job's Configuration")

@@ -1,14 +1,14 @@
 """``execute_and_collect``: the job runs while the caller iterates over what reaches its collect
 sink, as PyFlink's CloseableIterator does; closing the iterator (or reaching ``limit``)
 cancels a job still running. Each record is returned as PyFlink converts the collected Java
-object back (``kernel.common.bridge.collected_conversion``)."""
+object back (``kernel.jvm.bridge.collected_conversion``)."""
 
 from __future__ import annotations
 
 import threading
 from typing import TYPE_CHECKING, Any
 
-from kernel.common.bridge import collected_conversion
+from kernel.jvm.bridge import collected_conversion
 
 if TYPE_CHECKING:
     from kernel.common.job_client import JobClient

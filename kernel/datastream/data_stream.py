@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel import unsupported
-from kernel.common.keyhash import check_key_type
+from kernel.pyflink import unsupported
+from kernel.jvm.keyhash import check_key_type
 from kernel.common.typeinfo import TupleTypeInfo, TypeInformation, resolve_type
 from kernel.datastream import functions as fn
 from kernel.datastream.output_tag import OutputTag
@@ -27,8 +27,8 @@ from kernel.datastream.transformations import (
     Transformation,
     UnionTransformation,
 )
-from kernel.graph import partitioner as p
-from kernel.graph.stream import ChainingStrategy
+from kernel.runtime.graph import partitioner as p
+from kernel.runtime.graph.stream import ChainingStrategy
 
 if TYPE_CHECKING:
     from kernel.common.execution_config import ExecutionConfig

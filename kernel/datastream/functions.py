@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.datastream.time_domain import TimeDomain
 from kernel.datastream.timerservice import TimerService
 

@@ -3,7 +3,7 @@
 PyFlink runs the Python functions of consecutive operators in one Python worker when Flink's
 ``PythonOperatorChainingOptimizer`` chains them, and there the values pass from function to
 function as the Python objects they are. Everywhere else the output of a Python operator leaves
-for the JVM written by the coder of its declared output type (``kernel.common.coders``), and the
+for the JVM written by the coder of its declared output type (``kernel.jvm.coders``), and the
 next operator gets what the coder reads back: a key_by, a rebalance or any other partitioning, a
 second consumer, a change of parallelism, a sink, a union, a two-input or keyed successor.
 Side outputs always leave for the JVM, written by their tag's type.
@@ -37,8 +37,8 @@ from kernel.datastream.transformations import (
     PhysicalTransformation,
     Transformation,
 )
-from kernel.graph.partitioner import ForwardPartitioner
-from kernel.graph.stream import ChainingStrategy
+from kernel.runtime.graph.partitioner import ForwardPartitioner
+from kernel.runtime.graph.stream import ChainingStrategy
 
 #: kinds PyFlink runs as Python operators (on a keyed or non-keyed input, one or two inputs)
 PYTHON_KINDS = frozenset({
@@ -144,7 +144,7 @@ def _read_as(t: Transformation, read_as: dict[int, TypeInformation | None]) -> T
     if isinstance(t, PhysicalTransformation):
         kind = t.operator.kind
         if kind == "collection" and not isinstance(t.output_type, PickledBytesTypeInfo):
-            return t.output_type  # kernel.common.bridge.collection_elements read them
+            return t.output_type  # kernel.jvm.bridge.collection_elements read them
         if kind in _PASS_THROUGH and len(t.inputs) == 1 and read_as[t.inputs[0].id] == t.output_type:
             return t.output_type
         return None

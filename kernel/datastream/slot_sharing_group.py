@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 
 __all__ = ["MemorySize", "SlotSharingGroup"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.typeinfo import ListTypeInfo, MapTypeInfo, TypeInformation
 from kernel.datastream.functions import AggregateFunction, ReduceFunction
 from kernel.datastream.state_ttl import StateTtlConfig

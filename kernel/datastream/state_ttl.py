@@ -2,7 +2,7 @@
 
 ``descriptor.enable_time_to_live(config)`` makes keyed state expire ``ttl`` after its last
 access, on processing time (rill's kernel clock). The runtime side is
-``kernel.streaming.ttl``.
+``kernel.runtime.streaming.ttl``.
 """
 
 from __future__ import annotations

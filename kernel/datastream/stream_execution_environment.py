@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from kernel import unsupported
-from kernel.common.bridge import collection_elements
+from kernel.pyflink import unsupported
+from kernel.jvm.bridge import collection_elements
 from kernel.common.configuration import Configuration
 from kernel.common.execution_config import ExecutionConfig
 from kernel.common.typeinfo import TypeInformation, resolve_type
@@ -27,12 +27,8 @@ from kernel.datastream.transformations import (
     SourceTransformation,
     Transformation,
 )
-from kernel.program import (
-    DEFAULT_BATCH_JOB_NAME,
-    DEFAULT_STREAMING_JOB_NAME,
-    Program,
-    current_executor,
-)
+from kernel.lifecycle.program import DEFAULT_BATCH_JOB_NAME, DEFAULT_STREAMING_JOB_NAME, Program
+from kernel.lifecycle.executors import current_executor
 
 
 _BOOL = {"true": True, "false": False}
@@ -258,7 +254,7 @@ class StreamExecutionEnvironment:
 
     def from_collection(self, collection: list[Any], type_info: TypeInformation | None = None) -> DataStream:
         """A bounded, non-parallel source emitting the elements in order. With ``type_info``, each
-        element as PyFlink's JVM converts it to that type (``kernel.common.bridge``)."""
+        element as PyFlink's JVM converts it to that type (``kernel.jvm.bridge``)."""
         out = resolve_type(type_info)
         elements = list(collection) if type_info is None else collection_elements(out, collection)
         operator = OperatorSpec("collection", None, {"elements": elements})
@@ -312,8 +308,8 @@ class StreamExecutionEnvironment:
 
     def get_execution_plan(self) -> str:
         """The StreamGraph as Flink's JSON execution plan."""
-        from kernel.compiler import build_stream_graph
-        from kernel.graph.plan import execution_plan_json
+        from kernel.lifecycle.compiler import build_stream_graph
+        from kernel.runtime.graph.plan import execution_plan_json
 
         program = self._program(None, clear=False)
         executor = current_executor()

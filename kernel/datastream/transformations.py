@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.common.typeinfo import TypeInformation
-from kernel.graph.partitioner import StreamPartitioner
-from kernel.graph.stream import ChainingStrategy, ExchangeMode
+from kernel.runtime.graph.partitioner import StreamPartitioner
+from kernel.runtime.graph.stream import ChainingStrategy, ExchangeMode
 
 if TYPE_CHECKING:
     from kernel.datastream.output_tag import OutputTag
@@ -47,7 +47,7 @@ class KeySpec:
         """The key of ``key_by(selector, key_type)``: the key as PyFlink's keyed operators see
         it, written by the key type's coder and read back (``key_type=Types.INT()`` makes 1.7 the
         key 1; a key the coder cannot write fails), a batch's keys converted at once."""
-        from kernel.common.coders import batch_results, converted_results
+        from kernel.jvm.coders import batch_results, converted_results
         from kernel.datastream.functions import KeySelector
 
         opened = isinstance(selector, KeySelector) and (

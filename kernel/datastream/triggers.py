@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.time import Time, to_millis
 from kernel.common.typeinfo import Types
 from kernel.datastream.state import ReducingStateDescriptor

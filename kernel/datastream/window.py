@@ -6,7 +6,7 @@ classes live in :mod:`kernel.datastream.windows`, :mod:`kernel.datastream.trigge
 :mod:`kernel.datastream.window_assigners`; this is the module jobs import, as in PyFlink.
 """
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.time import Time
 from kernel.datastream.triggers import (
     ContinuousEventTimeTrigger,

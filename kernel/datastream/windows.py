@@ -8,7 +8,7 @@ from io import BytesIO
 from typing import Any, Iterable
 
 from kernel.clock import MAX_LONG
-from kernel.common.javavalues import int32
+from kernel.jvm.javavalues import int32
 from kernel.common.serializer import TypeSerializer
 
 
@@ -98,7 +98,7 @@ class TimeWindow(Window):
     def java_hash_code(self) -> int:
         """``hashCode()`` of the JVM's TimeWindow PyFlink's windows become in the JVM (the table
         runtime's: the same formula in Java's 32-bit ints), which orders the namespaces the JVM
-        merges (:mod:`kernel.streaming.state`)."""
+        merges (:mod:`kernel.runtime.streaming.state`)."""
         return int32(self.start + _java_mod_inverse(int32((self.end << 1) + 1)))
 
     def __getstate__(self) -> tuple[None, dict[str, int]]:

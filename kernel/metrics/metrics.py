@@ -16,7 +16,7 @@ import numbers
 from typing import Any, Callable
 
 from kernel.metrics.metricbase import Counter, Distribution, Gauge, Meter
-from kernel.tracebacks import describe
+from kernel.lifecycle.tracebacks import describe
 
 #: Flink's ``View.UPDATE_INTERVAL_SECONDS``: how often a meter's rate is computed
 UPDATE_INTERVAL_SECONDS = 5

@@ -1,9 +1,9 @@
 """The event of back-pressure sampling (registered by ``backpressure.sampling``, which emits
-it, and by ``backpressure-stats.sampling``, whose view reads it)."""
+it and reads it in its view)."""
 
 from __future__ import annotations
 
-from kernel.cluster_events import TaskEvent
+from kernel.runtime.cluster_events import TaskEvent
 
 
 class BackPressureSampled(TaskEvent, tag="back_pressure_sampled"):

@@ -23,15 +23,15 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.messages import CheckpointMetrics
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.messages import CheckpointMetrics
 from kernel.clock import NS_PER_MS
 from plugins.checkpointing.events import CheckpointBarrierAligned
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointableTask
-    from kernel.run import Run
-    from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+    from kernel.lifecycle.run import Run
+    from kernel.runtime.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
 
 #: checkpoints an at-least-once tracker keeps track of at most (Flink's MAX_CHECKPOINTS_TO_TRACK)
 MAX_CHECKPOINTS_TO_TRACK = 50
@@ -85,13 +85,47 @@ class BarrierHandler:
         """Wait for the announced barrier itself."""
 
 
-class AlignedBarrierHandler(BarrierHandler):
-    """EXACTLY_ONCE: blocks channels until every open one delivered the barrier."""
+class SingleCheckpointBarrierHandler(BarrierHandler):
+    """EXACTLY_ONCE, one checkpoint at a time (Flink's ``SingleCheckpointBarrierHandler``):
+    aligned here, unaligned in :mod:`.unaligned_barriers`. A cancellation marker or a newer
+    barrier aborts the checkpoint in progress (``_abort``); ``_drop`` ends it without a word."""
 
     def __init__(self, task: CheckpointableTask, channels: list[Any], run: Run) -> None:
         super().__init__(task, channels, run)
         self.current_id = -1
         self.alignment: Alignment | None = None
+
+    def _abort(self, reason: CheckpointFailureReason) -> None:
+        raise NotImplementedError
+
+    def _drop(self) -> Alignment:
+        raise NotImplementedError
+
+    def process_cancel_marker(self, marker: CancelCheckpointMarker, channel: Any) -> None:
+        checkpoint_id = marker.checkpoint_id
+        if checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None):
+            return
+        if checkpoint_id > self.current_id:
+            if self.alignment is not None:
+                self._abort(CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED)
+            self.current_id = checkpoint_id
+            self.task.abort_checkpoint_on_barrier(checkpoint_id,
+                                                  CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+            return
+        self._abort(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+
+    def records_processed(self, values: list) -> None:
+        self.alignment.took_in(values)
+
+    def abort(self, checkpoint_id: int) -> None:
+        if checkpoint_id > self.current_id:
+            self.current_id = checkpoint_id
+        elif checkpoint_id == self.current_id and self.alignment is not None:
+            self._drop()
+
+
+class AlignedBarrierHandler(SingleCheckpointBarrierHandler):
+    """EXACTLY_ONCE: blocks channels until every open one delivered the barrier."""
 
     def process_barrier(self, barrier: CheckpointBarrier, channel: Any) -> None:
         checkpoint_id = barrier.checkpoint_id
@@ -128,33 +162,15 @@ class AlignedBarrierHandler(BarrierHandler):
         self.task.abort_checkpoint_on_barrier(self.current_id, reason)
         self._resume(alignment)
 
-    def process_cancel_marker(self, marker: CancelCheckpointMarker, channel: Any) -> None:
-        checkpoint_id = marker.checkpoint_id
-        if checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None):
-            return
-        if checkpoint_id > self.current_id:
-            if self.alignment is not None:
-                self._abort(CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED)
-            self.current_id = checkpoint_id
-            self.task.abort_checkpoint_on_barrier(checkpoint_id,
-                                                  CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
-            return
-        self._abort(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
+    def _drop(self) -> Alignment:
+        alignment, self.alignment = self.alignment, None
+        self.aligning = False
+        self._resume(alignment)
+        return alignment
 
     def process_end_of_partition(self, channel: Any) -> None:
         self.open.discard(channel)
         self._check_complete()
-
-    def records_processed(self, values: list) -> None:
-        self.alignment.took_in(values)
-
-    def abort(self, checkpoint_id: int) -> None:
-        if checkpoint_id > self.current_id:
-            self.current_id = checkpoint_id
-        elif checkpoint_id == self.current_id and self.alignment is not None:
-            alignment, self.alignment = self.alignment, None
-            self.aligning = False
-            self._resume(alignment)
 
 
 class CheckpointBarrierTracker(BarrierHandler):

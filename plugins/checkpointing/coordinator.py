@@ -33,11 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.checkpointing.assignment import TaskRestore, assign, state_of
-from kernel.checkpointing.failures import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, CheckpointFailureReason
-from kernel.checkpointing.format import CheckpointMetadata
-from kernel.checkpointing.options import CheckpointingOptions
-from kernel.checkpointing.recovery import check_state_mapping, open_snapshot, restored_max_parallelism
+from kernel.runtime.checkpointing.assignment import TaskRestore, assign, state_of
+from kernel.runtime.checkpointing.failures import EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE, CheckpointFailureReason
+from kernel.runtime.checkpointing.format import CheckpointMetadata
+from kernel.runtime.checkpointing.options import CheckpointingOptions
+from plugins.checkpointing.options import CheckpointStorageOptions
+from kernel.runtime.checkpointing.recovery import check_state_mapping, open_snapshot, restored_max_parallelism
 from kernel.clock import MIN_LONG, NS_PER_MS
 from plugins.checkpointing.decider import CheckpointRequestDecider, CheckpointTriggerRequest
 from plugins.checkpointing.events import (
@@ -54,10 +55,10 @@ from plugins.checkpointing.storage import CheckpointStorage
 from plugins.checkpointing.store import CompletedCheckpoint, CompletedCheckpointStore
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
+    from kernel.runtime.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
     from kernel.contracts.checkpointing import CheckpointCoordinatorContext
-    from kernel.graph.execution import ExecutionVertex
-    from kernel.run import Run
+    from kernel.runtime.graph.execution import ExecutionVertex
+    from kernel.lifecycle.run import Run
 
 R = CheckpointFailureReason
 
@@ -76,8 +77,9 @@ class DefaultCheckpointCoordinator:
         #: barriers overtake data at once, or start aligned and switch after the timeout
         self.unaligned = unaligned and options.aligned_timeout == 0
         self.alignment_timeout = options.aligned_timeout if unaligned else 0
-        self.storage = CheckpointStorage(options, context.job_id)
-        self.store = CompletedCheckpointStore(self.storage, options.num_retained, options.retention)
+        storage = run.config.section(CheckpointStorageOptions)
+        self.storage = CheckpointStorage(storage, context.job_id)
+        self.store = CompletedCheckpointStore(self.storage, storage.num_retained, options.retention)
         self.failures = CheckpointFailureManager(options.tolerable_failures)
         self.decider = CheckpointRequestDecider(options.max_concurrent, options.min_pause, self._reschedule,
                                                 self._now_ms)

@@ -3,7 +3,7 @@ barrier handlers did, for the ``checkpoints`` and ``checkpoint_subtasks`` views.
 
 from __future__ import annotations
 
-from kernel.cluster_events import TaskEvent
+from kernel.runtime.cluster_events import TaskEvent
 from kernel.events import Event
 
 

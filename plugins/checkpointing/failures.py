@@ -10,7 +10,7 @@ global failure — with "Exceeded checkpoint tolerable failure threshold." as th
 
 from __future__ import annotations
 
-from kernel.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
 
 UNKNOWN_CHECKPOINT_ID = -1
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.format import OperatorState, OperatorSubtaskState
-from kernel.checkpointing.messages import AcknowledgeCheckpoint
-from kernel.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.format import OperatorState, OperatorSubtaskState
+from kernel.runtime.checkpointing.messages import AcknowledgeCheckpoint
+from kernel.runtime.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
 
 S = ExecutionState
 TaskKey = tuple[str, int, int]  # (job vertex id, subtask, attempt)

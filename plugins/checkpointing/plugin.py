@@ -7,6 +7,13 @@ from kernel import hookimpl
 
 
 @hookimpl
+def register_config(register):
+    from plugins.checkpointing.options import CheckpointStorageOptions
+
+    register(CheckpointStorageOptions)
+
+
+@hookimpl
 def register_event_types(register):
     from plugins.checkpointing.events import CHECKPOINT_EVENT_TYPES
 
@@ -24,7 +31,7 @@ def register_views(register):
 
 @hookimpl
 def create_checkpoint_coordinator(context, run):
-    from kernel.checkpointing.options import CheckpointingOptions
+    from kernel.runtime.checkpointing.options import CheckpointingOptions
     from kernel.errors import PluginError
     from plugins.checkpointing.coordinator import DefaultCheckpointCoordinator
 
@@ -38,7 +45,7 @@ def create_checkpoint_coordinator(context, run):
 
 @hookimpl(trylast=True)
 def create_checkpoint_barrier_handler(task, channels, run):
-    from kernel.checkpointing.options import CheckpointingOptions
+    from kernel.runtime.checkpointing.options import CheckpointingOptions
     from plugins.checkpointing.barriers import AlignedBarrierHandler, CheckpointBarrierTracker
 
     aligned = run.config.section(CheckpointingOptions).mode == "EXACTLY_ONCE"

@@ -3,7 +3,7 @@
 Layout as Flink's: ``<dir>/<job id>/`` (``<dir>/`` without ``create-subdir``) holds ``shared/``
 and ``taskowned/`` (created before the first checkpoint; rill's snapshots are full, so they
 stay empty) and a ``chk-<n>/`` per checkpoint with its state files and ``_metadata``
-(:mod:`kernel.checkpointing.format`). State below ``data-inline-threshold`` is inlined into
+(:mod:`kernel.runtime.checkpointing.format`). State below ``data-inline-threshold`` is inlined into
 ``_metadata``. ``jobmanager`` storage inlines all state: with a directory only ``_metadata``
 goes to ``chk-<n>/``, without one checkpoints live in the JobMaster's memory.
 
@@ -23,13 +23,13 @@ import re
 import shutil
 from typing import Any
 
-from kernel.checkpointing.format import (
+from kernel.runtime.checkpointing.format import (
     METADATA_FILE,
     CheckpointMetadata,
     StateHandle,
     encode_metadata,
 )
-from kernel.checkpointing.options import CheckpointingOptions
+from plugins.checkpointing.options import CheckpointStorageOptions
 
 _CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
 #: directory names tried for a savepoint (Flink's AbstractFsCheckpointStorageAccess)
@@ -40,7 +40,7 @@ class CheckpointStorage:
     """The coordinator's view (locations, metadata, disposal) and the tasks' view
     (``write_state``) of one job's checkpoints."""
 
-    def __init__(self, options: CheckpointingOptions, job_id: str) -> None:
+    def __init__(self, options: CheckpointStorageOptions, job_id: str) -> None:
         self.files = options.effective_storage == "filesystem"
         self.inline_threshold = options.inline_threshold
         self.job_id = job_id

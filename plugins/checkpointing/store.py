@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernel.checkpointing.format import CheckpointMetadata
+from kernel.runtime.checkpointing.format import CheckpointMetadata
 from plugins.checkpointing.storage import CheckpointStorage
 
 #: job status -> retention modes that keep the checkpoints then

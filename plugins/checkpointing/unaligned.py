@@ -10,7 +10,7 @@ from kernel import hookimpl
 
 @hookimpl
 def create_checkpoint_barrier_handler(task, channels, run):
-    from kernel.checkpointing.options import CheckpointingOptions
+    from kernel.runtime.checkpointing.options import CheckpointingOptions
 
     if not run.config.section(CheckpointingOptions).unaligned_enabled:
         return None

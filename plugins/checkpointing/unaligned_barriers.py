@@ -30,28 +30,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.channel_state import INPUT
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.format import ChannelState
-from kernel.checkpointing.messages import CheckpointMetrics
+from kernel.runtime.checkpointing.channel_state import INPUT
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.format import ChannelState
+from kernel.runtime.checkpointing.messages import CheckpointMetrics
 from kernel.clock import NS_PER_MS
-from plugins.checkpointing.barriers import Alignment, BarrierHandler
+from plugins.checkpointing.barriers import Alignment, SingleCheckpointBarrierHandler
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointableTask
-    from kernel.run import Run
-    from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+    from kernel.lifecycle.run import Run
+    from kernel.runtime.streaming.elements import CheckpointBarrier
 
 R = CheckpointFailureReason
 
 
-class UnalignedBarrierHandler(BarrierHandler):
+class UnalignedBarrierHandler(SingleCheckpointBarrierHandler):
     """EXACTLY_ONCE with unaligned checkpoints enabled."""
 
     def __init__(self, task: CheckpointableTask, channels: list[Any], run: Run) -> None:
         super().__init__(task, channels, run)
-        self.current_id = -1
-        self.alignment: Alignment | None = None
         self.unaligned = False  # the current checkpoint is (now) unaligned
         self.persisting: list[Any] = []  # channels persisting their in-flight data, in channel order
         self.persisted: list[ChannelState] = []
@@ -206,29 +204,8 @@ class UnalignedBarrierHandler(BarrierHandler):
         self._drop()
         self.task.abort_checkpoint_on_barrier(self.current_id, reason)
 
-    def process_cancel_marker(self, marker: CancelCheckpointMarker, channel: Any) -> None:
-        checkpoint_id = marker.checkpoint_id
-        if checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None):
-            return
-        if checkpoint_id > self.current_id:
-            if self.alignment is not None:
-                self._abort(R.CHECKPOINT_DECLINED_SUBSUMED)
-            self.current_id = checkpoint_id
-            self.task.abort_checkpoint_on_barrier(checkpoint_id, R.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
-            return
-        self._abort(R.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER)
-
     def process_end_of_partition(self, channel: Any) -> None:
         self.open.discard(channel)
         if self.unaligned:
             self._channel_persisted(channel)
         self._check_complete()
-
-    def records_processed(self, values: list) -> None:
-        self.alignment.took_in(values)
-
-    def abort(self, checkpoint_id: int) -> None:
-        if checkpoint_id > self.current_id:
-            self.current_id = checkpoint_id
-        elif checkpoint_id == self.current_id and self.alignment is not None:
-            self._drop()

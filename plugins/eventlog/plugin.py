@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 
 from kernel import hookimpl
-from kernel.config import Config, Section
-from kernel.errors import ConfigError
+from kernel.config import DEFAULT_HOME, Config, Section, rill_home
 from kernel.configtypes import DurationMs
+from kernel.errors import ConfigError
 
 if TYPE_CHECKING:
     from plugins.eventlog.store import EventStore
 
-DEFAULT_HOME = ".rill"
 DEFAULT_FILE = "rill.duckdb"
 
 
@@ -54,10 +53,6 @@ class EventLogOptions(Section):
             return {} if absolute == self.path else {"eventlog.path": (absolute, "made absolute")}
         home = "$RILL_HOME" if "RILL_HOME" in os.environ else f"./{DEFAULT_HOME}"
         return {"eventlog.path": (absolute, f"default: {home}/{DEFAULT_FILE}")}
-
-
-def rill_home() -> Path:
-    return Path(os.environ.get("RILL_HOME", DEFAULT_HOME)).expanduser()
 
 
 def _check_directory(directory: Path, label: str) -> None:

@@ -15,7 +15,7 @@ import msgspec
 from kernel.eventtables import SCHEMA
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
 
 
 def micros(epoch_seconds: float | None) -> int | None:

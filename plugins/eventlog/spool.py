@@ -33,7 +33,7 @@ from typing import Any, Iterator, Union
 import msgspec
 
 from kernel.errors import EventLogError
-from plugins.eventlog.plugin import rill_home
+from kernel.config import rill_home
 from plugins.eventlog.runs import RunRow
 from plugins.eventlog.schema import TableSpec
 

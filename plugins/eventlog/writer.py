@@ -55,7 +55,7 @@ from plugins.eventlog.spool import (
 from plugins.eventlog.store import COMMAND_WAIT, EventStore, process_start
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
 
 
 class DuckDBEventWriter:

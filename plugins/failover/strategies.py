@@ -8,8 +8,8 @@ failed or was cancelled: its output is gone) — transitively. ``full`` (Restart
 
 from __future__ import annotations
 
-from kernel.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
-from kernel.graph.regions import pipelined_regions
+from kernel.runtime.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
+from kernel.runtime.graph.regions import pipelined_regions
 
 
 class RestartAllFailoverStrategy:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kernel.graph.partitioner import ForwardPartitioner
-from kernel.graph.stream import ChainingStrategy, ExchangeMode, StreamEdge, StreamGraph, StreamNode
+from kernel.runtime.graph.partitioner import ForwardPartitioner
+from kernel.runtime.graph.stream import ChainingStrategy, ExchangeMode, StreamEdge, StreamGraph, StreamNode
 
 Veto = Callable[[StreamEdge, StreamNode, StreamNode], bool]
 

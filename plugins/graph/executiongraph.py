@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel.errors import JobDefinitionError
-from kernel.graph.execution import (
+from kernel.runtime.graph.execution import (
     ConsumedPartitionGroup,
     ExecutionGraph,
     ExecutionJobVertex,
@@ -11,8 +11,8 @@ from kernel.graph.execution import (
     IntermediateResult,
     IntermediateResultPartition,
 )
-from kernel.graph.job import DistributionPattern, JobGraph
-from kernel.streaming.keygroups import default_max_parallelism
+from kernel.runtime.graph.job import DistributionPattern, JobGraph
+from kernel.runtime.streaming.keygroups import default_max_parallelism
 
 
 def pointwise_inputs(producers: int, consumers: int) -> list[list[int]]:

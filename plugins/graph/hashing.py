@@ -17,7 +17,7 @@ from typing import Callable
 import mmh3
 
 from kernel.errors import JobDefinitionError
-from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
+from kernel.runtime.graph.stream import StreamEdge, StreamGraph, StreamNode
 
 
 def murmur3_128(data: bytes) -> bytes:

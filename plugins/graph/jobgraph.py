@@ -9,7 +9,7 @@ the StreamGraphHasherV2 port; the JobVertexID is the head operator's ID.
 
 from __future__ import annotations
 
-from kernel.graph.job import (
+from kernel.runtime.graph.job import (
     DistributionPattern,
     IntermediateDataSet,
     JobEdge,
@@ -18,7 +18,7 @@ from kernel.graph.job import (
     ResultPartitionType,
     SlotSharingGroup,
 )
-from kernel.graph.stream import StreamEdge, StreamGraph, StreamNode
+from kernel.runtime.graph.stream import StreamEdge, StreamGraph, StreamNode
 from plugins.graph.chaining import ChainingRules
 from plugins.graph.hashing import murmur3_128, traverse_and_hash, user_hash
 

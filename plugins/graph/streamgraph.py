@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from kernel.datastream import transformations as tr
 from kernel.errors import JobDefinitionError
-from kernel.graph.partitioner import ForwardPartitioner, RebalancePartitioner, StreamPartitioner
-from kernel.graph.stream import DEFAULT_SLOT_SHARING_GROUP, ExchangeMode, StreamEdge, StreamGraph, StreamNode
-from kernel.program import Program
+from kernel.runtime.graph.partitioner import ForwardPartitioner, RebalancePartitioner, StreamPartitioner
+from kernel.runtime.graph.stream import DEFAULT_SLOT_SHARING_GROUP, ExchangeMode, StreamEdge, StreamGraph, StreamNode
+from kernel.lifecycle.program import Program
 
 
 class StreamGraphGenerator:

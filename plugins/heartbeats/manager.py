@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     HeartbeatReceived,
     HeartbeatRequested,
     HeartbeatTargetMarkedUnreachable,

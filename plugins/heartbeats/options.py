@@ -1,4 +1,4 @@
-"""Flink's heartbeat keys (read by every heartbeat plugin)."""
+"""Flink's heartbeat keys (read by every heartbeat plugin) and the phi-accrual detector's."""
 
 from __future__ import annotations
 
@@ -27,3 +27,21 @@ class HeartbeatOptions(Section):
                              f"({self.interval} ms)")
         if self.rpc_failure_threshold == 0:
             raise ValueError("heartbeat.rpc-failure-threshold must be positive or -1 (disabled)")
+
+
+class PhiAccrualOptions(Section):
+    threshold: Annotated[float, msgspec.Meta(gt=0, description="phi at which a target is declared lost")] = (
+        msgspec.field(name="heartbeats.phi-accrual.threshold", default=8.0)
+    )
+    max_sample_size: Annotated[int, msgspec.Meta(ge=1, description="heartbeat intervals remembered")] = (
+        msgspec.field(name="heartbeats.phi-accrual.max-sample-size", default=1000)
+    )
+    min_std_deviation: Annotated[DurationMs, msgspec.Meta(ge=1, description="smallest standard deviation assumed")] = (
+        msgspec.field(name="heartbeats.phi-accrual.min-std-deviation", default=100)
+    )
+    acceptable_pause: Annotated[DurationMs, msgspec.Meta(ge=0, description="silence tolerated on top of the mean interval")] = (
+        msgspec.field(name="heartbeats.phi-accrual.acceptable-heartbeat-pause", default=10_000)
+    )
+    first_estimate: Annotated[
+        DurationMs, msgspec.Meta(ge=0, description="assumed interval before any is observed (0: heartbeat.interval)")
+    ] = msgspec.field(name="heartbeats.phi-accrual.first-heartbeat-estimate", default=0)

@@ -1,5 +1,5 @@
-"""Plugin ``heartbeats.phi-accrual``: the heartbeat managers with a phi-accrual failure detector
-(Hayashibara et al.; Akka's PhiAccrualFailureDetector) instead of a fixed timeout.
+"""The monitor of plugin ``heartbeats.phi-accrual`` (:mod:`.phi_accrual_plugin`): a phi-accrual
+failure detector (Hayashibara et al.; Akka's PhiAccrualFailureDetector) instead of a fixed timeout.
 
 Each monitor keeps the intervals between the heartbeats it heard (the last
 ``max-sample-size``); with their mean μ and standard deviation σ (at least
@@ -19,33 +19,11 @@ from __future__ import annotations
 import math
 from collections import deque
 from statistics import NormalDist
-from typing import Annotated, Any
+from typing import Any
 
-import msgspec
-
-from kernel import hookimpl
 from kernel.clock import NS_PER_MS
-from kernel.config import Section
-from kernel.configtypes import DurationMs
 from plugins.heartbeats.manager import DefaultHeartbeatMonitor, HeartbeatManagerImpl
-
-
-class PhiAccrualOptions(Section):
-    threshold: Annotated[float, msgspec.Meta(gt=0, description="phi at which a target is declared lost")] = (
-        msgspec.field(name="heartbeats.phi-accrual.threshold", default=8.0)
-    )
-    max_sample_size: Annotated[int, msgspec.Meta(ge=1, description="heartbeat intervals remembered")] = (
-        msgspec.field(name="heartbeats.phi-accrual.max-sample-size", default=1000)
-    )
-    min_std_deviation: Annotated[DurationMs, msgspec.Meta(ge=1, description="smallest standard deviation assumed")] = (
-        msgspec.field(name="heartbeats.phi-accrual.min-std-deviation", default=100)
-    )
-    acceptable_pause: Annotated[DurationMs, msgspec.Meta(ge=0, description="silence tolerated on top of the mean interval")] = (
-        msgspec.field(name="heartbeats.phi-accrual.acceptable-heartbeat-pause", default=10_000)
-    )
-    first_estimate: Annotated[
-        DurationMs, msgspec.Meta(ge=0, description="assumed interval before any is observed (0: heartbeat.interval)")
-    ] = msgspec.field(name="heartbeats.phi-accrual.first-heartbeat-estimate", default=0)
+from plugins.heartbeats.options import PhiAccrualOptions
 
 
 class PhiAccrualHeartbeatMonitor(DefaultHeartbeatMonitor):
@@ -84,25 +62,3 @@ class PhiAccrualHeartbeatMonitor(DefaultHeartbeatMonitor):
         mean, deviation = self.statistics()
         tail = 1 - NormalDist(mean + self.options.acceptable_pause, deviation).cdf(silence_ms)
         return math.inf if tail <= 0 else -math.log10(tail)
-
-
-@hookimpl
-def register_config(register):
-    from plugins.heartbeats.options import HeartbeatOptions
-
-    register(HeartbeatOptions)
-    register(PhiAccrualOptions)
-
-
-@hookimpl
-def create_heartbeat_manager(owner, listener, role, run):
-    from plugins.heartbeats.manager import create_manager
-    from plugins.heartbeats.options import HeartbeatOptions
-
-    options = run.config.section(PhiAccrualOptions)
-    interval = run.config.section(HeartbeatOptions).interval
-
-    def monitor(manager, resource_id, target):
-        return PhiAccrualHeartbeatMonitor(manager, resource_id, target, options, interval)
-
-    return create_manager(owner, listener, role, run, monitor)

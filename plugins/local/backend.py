@@ -11,18 +11,18 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kernel.backpressure import MAILBOX_TIMING
-from kernel.checkpointing.failures import CheckpointException
+from kernel.runtime.backpressure import MAILBOX_TIMING
+from kernel.runtime.checkpointing.failures import CheckpointException
 from kernel.contracts.backend import JobResult
 from kernel.errors import JobNotRunning
-from kernel.summary import VertexSummary
+from kernel.lifecycle.summary import VertexSummary
 from plugins.local.minicluster import JobOutcome, MiniCluster
 from plugins.local.options import ClusterOptions
 
 if TYPE_CHECKING:
-    from kernel.compiler import CompiledJob
-    from kernel.program import SavepointRequest
-    from kernel.run import Run
+    from kernel.lifecycle.compiler import CompiledJob
+    from kernel.lifecycle.program import SavepointRequest
+    from kernel.lifecycle.run import Run
 
 
 class LocalBackend:

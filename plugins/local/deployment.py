@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel.checkpointing.assignment import TaskRestore
-from kernel.graph.job import JobGraph, JobVertex
-from kernel.graph.stream import StreamEdge
+from kernel.runtime.checkpointing.assignment import TaskRestore
+from kernel.runtime.graph.job import JobGraph, JobVertex
+from kernel.runtime.graph.stream import StreamEdge
 
 
 STAGED_IN_TASK_EXECUTOR = "staged in the TaskExecutor"

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.cluster_events import JobSubmitted
+from kernel.runtime.cluster_events import JobSubmitted
 from kernel.errors import JobNotRunning
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.jobmaster.jobmaster import JobMaster
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
 
 
 class Dispatcher(Component):

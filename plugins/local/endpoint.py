@@ -1,5 +1,5 @@
 """The cluster's end of TaskExecutor processes: its process is the hub of the run's messaging
-(:class:`kernel.remoting.TcpTransport`), listening at ``jobmanager.rpc.address``. What the
+(:class:`kernel.remoting.transport.TcpTransport`), listening at ``jobmanager.rpc.address``. What the
 TaskExecutor processes send besides messages arrives here: their events, which the cluster's
 event bus records (the run's one event log), what they print (to this process's stdout, in
 order with their messages), the summaries of their ended tasks, the
@@ -10,25 +10,32 @@ connects and whenever it changes: the run's counts of raised faults, its ``slow`
 It listens on ``jobmanager.bind-host`` (else ``jobmanager.rpc.address``) at
 ``jobmanager.rpc.port`` (0: any free port) and TaskExecutors reach it at
 ``jobmanager.rpc.address``; a process connecting proves it knows the run's ``secret`` first
-(:mod:`kernel.security`), and rejected ones are recorded (``connection_rejected``)."""
+(:mod:`kernel.remoting.security`), and rejected ones are recorded (``connection_rejected``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.options import SecurityOptions
-from kernel.remoting import TcpTransport, encode_frame
-from kernel.security import TransportSecurity, report_rejections
-from kernel.streaming.runtime import print_to_stdout
+from kernel.remoting.transport import TcpTransport, encode_frame
+from kernel.remoting.security import TransportSecurity, report_rejections
+from kernel.runtime.streaming.runtime import print_to_stdout
 
 if TYPE_CHECKING:
-    from plugins.local.minicluster import MiniCluster
+    from kernel.lifecycle.run import Run
+    from plugins.local import messages as m
+    from plugins.local.faults import FaultInjector
     from plugins.local.options import ClusterOptions
+    from plugins.local.recovery import RecoveryTracker
 
 
 class ClusterEndpoint:
-    def __init__(self, cluster: MiniCluster, options: ClusterOptions, secret: bytes) -> None:
-        run = cluster.run
+    """``task_ended(summary)`` takes the summaries of ended tasks, ``collected(node_id, values)``
+    the records of collect sinks."""
+
+    def __init__(self, run: Run, options: ClusterOptions, secret: bytes, faults: FaultInjector,
+                 tracker: RecoveryTracker, task_ended: Callable[[m.TaskSummary], None],
+                 collected: Callable[[int, list], None]) -> None:
         security = TransportSecurity.of(run.config.section(SecurityOptions), secret, report_rejections(run))
         self.transport = TcpTransport(run.loop, run.messaging, hub=True, security=security)
         run.messaging.use_transport(self.transport)
@@ -40,19 +47,17 @@ class ClusterEndpoint:
                 emit(decode(event))
 
         def raised(connection: Any, index: int, description: str, time: int) -> None:
-            faults = cluster.faults
             faults.raised[index] = faults.raised.get(index, 0) + 1
-            cluster.tracker.fault(index, description, time)
+            tracker.fault(index, description, time)
             for address in self.transport.routes:
                 self.send_faults(address)
 
-        self.faults = cluster.faults
+        self.faults = faults
         self.transport.handlers["events"] = events
-        self.transport.handlers["summary"] = lambda connection, summary: cluster.summaries.append(summary)
+        self.transport.handlers["summary"] = lambda connection, summary: task_ended(summary)
         self.transport.handlers["raised"] = raised
         self.transport.handlers["stdout"] = lambda connection, text: print_to_stdout(text)
-        self.transport.handlers["collected"] = lambda connection, node_id, values: (
-            cluster.job_graph.stream_graph.nodes[node_id].operator.params["target"].extend(values))
+        self.transport.handlers["collected"] = lambda connection, node_id, values: collected(node_id, values)
         self.transport.on_hello = lambda connection, addresses, *info: [self.send_faults(a) for a in addresses]
         self.address = self.transport.listen(options.rpc_bind_host or options.rpc_address, options.rpc_port,
                                              advertised=options.rpc_address)

@@ -5,7 +5,7 @@ suspensions."""
 
 from __future__ import annotations
 
-from kernel.cluster_events import TaskEvent
+from kernel.runtime.cluster_events import TaskEvent
 from kernel.events import Event
 
 

@@ -15,22 +15,42 @@ run's counts (``raised``) and, with the ``slow`` factor, hands them to every suc
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kernel import faults as f
 from kernel.clock import MAX_LONG, NS_PER_MS
-from kernel.cluster_events import FaultInjected
+from kernel.runtime.cluster_events import FaultInjected
 from kernel.messaging import DeliveryRule
 
 if TYPE_CHECKING:
-    from plugins.local.minicluster import MiniCluster
+    from kernel.lifecycle.run import Run
+    from plugins.local.recovery import RecoveryTracker
     from plugins.local.tasks.streamtask import StreamTask
 
 
+class FaultTargets(Protocol):
+    """The TaskExecutors that ``kill`` and ``slow`` faults act on (the MiniCluster's)."""
+
+    def worker_running(self, address: str) -> bool:
+        """Whether the TaskExecutor of that address runs."""
+
+    def kill_worker(self, address: str, refuse: bool, reason: str) -> None:
+        """The TaskExecutor's process dies (``refuse``: only its endpoint)."""
+
+    def set_slowdown(self, address: str, factor: float) -> bool:
+        """The TaskExecutor's tasks take ``factor`` times as long; whether it runs now."""
+
+
 class FaultInjector:
-    def __init__(self, cluster: MiniCluster, faults: list[f.Fault]) -> None:
-        self.cluster = cluster
-        self.run = cluster.run
+    """The faults of a run as they take effect here: ``targets`` are the TaskExecutors the
+    cluster's injector (the only one :meth:`start` is called on) kills and slows down; an
+    injector of a TaskExecutor process only instruments its tasks (``raise``)."""
+
+    def __init__(self, run: Run, tracker: RecoveryTracker, faults: list[f.Fault],
+                 targets: FaultTargets | None = None) -> None:
+        self.run = run
+        self.tracker = tracker
+        self.targets = targets
         self.faults = faults
         self.raised: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -43,7 +63,7 @@ class FaultInjector:
         self.run.bus.emit(FaultInjected(time=self.run.clock.now(), index=fault.index, fault_kind=type(fault).__name__.lower(),
                                         target=target, phase=phase, description=description))
         if phase == "start":  # a raise fault takes effect in its task's thread: the tracker is the cluster's
-            self.run.loop.call_in_thread(self.cluster.tracker.fault, fault.index, description, self.run.clock.now())
+            self.run.loop.call_in_thread(self.tracker.fault, fault.index, description, self.run.clock.now())
 
     def start(self, start_ns: int) -> None:
         loop = self.run.loop
@@ -58,11 +78,11 @@ class FaultInjector:
                     loop.call_at(start_ns + fault.end * NS_PER_MS, self._slow, fault, 1.0, "end")
 
     def _kill(self, fault: f.Kill) -> None:
-        if not self.cluster.worker_running(fault.target):
+        if not self.targets.worker_running(fault.target):
             self._emit(fault, fault.target, note="no such TaskExecutor running: nothing happens")
             return
         self._emit(fault, fault.target)
-        self.cluster.kill_worker(fault.target, refuse=fault.refuse, reason=f"killed by fault #{fault.index + 1}")
+        self.targets.kill_worker(fault.target, refuse=fault.refuse, reason=f"killed by fault #{fault.index + 1}")
 
     def _add_rule(self, fault: Any, start_ns: int) -> None:
         start = start_ns + fault.start * NS_PER_MS
@@ -84,7 +104,7 @@ class FaultInjector:
             self.slowdowns[fault.target] = factor
         else:
             self.slowdowns.pop(fault.target, None)
-        running = self.cluster.set_slowdown(fault.target, factor)
+        running = self.targets.set_slowdown(fault.target, factor)
         self._emit(fault, fault.target, phase, "" if running else "from when it starts")
 
     def slowdown_of(self, address: str) -> float:

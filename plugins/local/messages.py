@@ -245,7 +245,7 @@ class UpdateTaskExecutionState(Message):
     failure: str = ""
 
 
-# -- checkpoints (acknowledgements and declines are kernel.checkpointing.messages) --------------
+# -- checkpoints (acknowledgements and declines are kernel.runtime.checkpointing.messages) --------------
 
 
 class TriggerCheckpoint(Message):

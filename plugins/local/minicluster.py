@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
-from kernel.cluster_events import WorkerStopped
+from kernel.runtime.cluster_events import WorkerStopped
 from kernel.contracts.workers import TaskExecutorProcessSpec
-from kernel.graph.job import JobGraph
+from kernel.runtime.graph.job import JobGraph
+from kernel.runtime.streaming.committer import SinkCommitter
 from kernel.options import RillOptions
 from plugins.local import messages as m
 from plugins.local.dispatcher import Dispatcher
@@ -40,7 +41,7 @@ from plugins.local.resourcemanager import ResourceManager
 from plugins.local.taskexecutor import TaskExecutor
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
     from plugins.local.endpoint import ClusterEndpoint
     from plugins.local.tasks.streamtask import StreamTask
 
@@ -61,6 +62,9 @@ class JobOutcome:
 
 
 class MiniCluster:
+    """The cluster, and the TaskManagerServices of its embedded TaskExecutors
+    (:mod:`plugins.local.services`)."""
+
     def __init__(self, run: Run, options: ClusterOptions) -> None:
         self.run = run
         self.options = options
@@ -73,18 +77,22 @@ class MiniCluster:
         self.shuffle = ShuffleEnvironment(self.network_settings)
         self.task_executors: list[TaskExecutor] = []
         self.tracker = RecoveryTracker(start=run.clock.now())
-        self.faults = FaultInjector(self, run.config.faults)
+        self.summaries: list[m.TaskSummary] = []
+        #: embedded tasks' sinks stage their output with the JobMaster's committer: none here
+        self.staged_output = SinkCommitter()
+        self.faults = FaultInjector(run, self.tracker, run.config.faults, targets=self)
         run.plugin_manager.require("create_resource_manager_driver", "workers")
         self.driver = run.plugin_manager.hook.create_resource_manager_driver(host=self, run=run)
         self.endpoint: ClusterEndpoint | None = None
         self.secret = b""
         if not self.driver.in_process:  # TaskExecutors connect to this process (TCP: loaded only then)
-            from kernel.security import new_secret
+            from kernel.remoting.security import new_secret
             from plugins.local.endpoint import ClusterEndpoint
 
-            self.secret = new_secret()  # what the processes of the run prove they know (kernel.security)
+            self.secret = new_secret()  # what the processes of the run prove they know (kernel.remoting.security)
             try:
-                self.endpoint = ClusterEndpoint(self, options, self.secret)
+                self.endpoint = ClusterEndpoint(run, options, self.secret, self.faults, self.tracker,
+                                                self.summaries.append, self._collected)
             except BaseException:  # its TLS files cannot be loaded: nothing of the driver's outlives the run
                 self.driver.terminate()
                 raise
@@ -94,7 +102,6 @@ class MiniCluster:
         self.dispatcher = Dispatcher(run.messaging, run, options, self._job_terminated, self.tracker)
         self.outcome: JobOutcome | None = None
         self.job_graph: JobGraph | None = None
-        self.summaries: list[m.TaskSummary] = []
         self._sampler: Any = None
         self._quiet: list[int] | None = None  # how far the tasks' loops got when last seen quiescent
 
@@ -112,6 +119,10 @@ class MiniCluster:
             config=pickle.dumps((self.run.config.raw, self.run.input_overrides)), sys_path=list(sys.path),
             cwd=os.getcwd(), python=self.run.python_environment,
         )
+
+    def _collected(self, node_id: int, values: list) -> None:
+        """Records a collect sink took in a TaskExecutor process, for the caller's iterator."""
+        self.job_graph.stream_graph.nodes[node_id].operator.params["target"].extend(values)
 
     def localize(self, deployment: Any) -> Any:
         """A deployment as a TaskExecutor here runs it: as the JobMaster made it."""
@@ -209,10 +220,10 @@ class MiniCluster:
                                   savepoint=message.savepoint, savepoint_failure=failure)
         self.run.loop.stop()
 
-    def fatal_error(self, worker: TaskExecutor, message: str) -> None:
+    def fatal_error(self, address: str, message: str) -> None:
         """A TaskExecutor cannot go on (a task stuck after being stopped): the run ends."""
         if self.outcome is None:
-            self.outcome = JobOutcome("CANCELED", f"fatal error of {worker.address}: {message}")
+            self.outcome = JobOutcome("CANCELED", f"fatal error of {address}: {message}")
             self.run.loop.stop()
 
     def cancel(self, job_id: str, reason: str) -> None:

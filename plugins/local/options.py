@@ -1,9 +1,6 @@
 """The local cluster's keys: TaskExecutors and slots, the network, RPC and registrations
 (Flink's TaskManagerOptions, NettyShuffleEnvironmentOptions, ResourceManagerOptions,
-JobManagerOptions, ClusterOptions and RPC keys).
-
-Also an extension plugin (``cluster.local``, always loaded): the keys stay valid when another
-backend runs the job, so switching backends never invalidates a config file.
+JobManagerOptions, ClusterOptions and RPC keys), registered by plugin ``backend.local``.
 """
 
 from __future__ import annotations
@@ -12,7 +9,6 @@ from typing import Annotated
 
 import msgspec
 
-from kernel import hookimpl
 from kernel.config import Section
 from kernel.configtypes import DurationMs, MemoryBytes
 
@@ -106,8 +102,3 @@ class ClusterOptions(Section):
     @property
     def records_per_buffer(self) -> int:
         return max(1, self.segment_size // self.record_size)
-
-
-@hookimpl
-def register_config(register):
-    register(ClusterOptions)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel.graph.execution import ExecutionState
+from kernel.runtime.graph.execution import ExecutionState
 
 
 @dataclass

@@ -11,7 +11,7 @@ second. Injected faults reach it from the cluster's process (:mod:`.endpoint`). 
 it (its tasks are cancelled, its last events sent); so does its TaskExecutor giving up
 (``taskmanager.registration.timeout``); losing the connection to the cluster ends it at once.
 Every connection it makes or accepts proves both ways that the peer knows the run's secret
-(from its spec, :mod:`kernel.security`); what it rejects it records (``connection_rejected``).
+(from its spec, :mod:`kernel.remoting.security`); what it rejects it records (``connection_rejected``).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_S
 from kernel.options import SecurityOptions
-from kernel.remoting import ENCODER, TcpTransport, encode_frame
-from kernel.security import TransportSecurity, report_rejections
-from kernel.streaming.committer import SinkCommitter
-from kernel.tcp import LineWriter
+from kernel.remoting.transport import ENCODER, TcpTransport, encode_frame
+from kernel.remoting.security import TransportSecurity, report_rejections
+from kernel.runtime.streaming.committer import SinkCommitter
+from kernel.remoting.tcp import LineWriter
 from plugins.local import messages as m
 from plugins.local.deployment import STAGED_IN_TASK_EXECUTOR
 from plugins.local.faults import FaultInjector
@@ -41,8 +41,8 @@ from plugins.local.taskexecutor import TaskExecutor
 if TYPE_CHECKING:
     from kernel.contracts.workers import TaskExecutorProcessSpec
     from kernel.eventbus import EventBatch
-    from kernel.run import Run
-    from kernel.tcp import Connection
+    from kernel.lifecycle.run import Run
+    from kernel.remoting.tcp import Connection
     from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.tasks.streamtask import StreamTask
 
@@ -71,11 +71,12 @@ class ForwardedRecords:
         self.connection.send(encode_frame("collected", self.node_id, list(values)))
 
 
-class TaskManagerServices:
-    """What the TaskExecutor of a worker process uses (an embedded one uses the MiniCluster's):
-    the run, its shuffle environment and network settings, injected faults, the recovery
-    tracker, where the summaries of ended tasks go, and where its tasks' sinks stage their
-    output until the JobMaster finishes it (when the job stages it)."""
+class WorkerProcessServices:
+    """The :class:`~plugins.local.services.TaskManagerServices` of a worker process's
+    TaskExecutor (an embedded one has the MiniCluster's): its own shuffle environment, serving
+    its partitions to other processes; the summaries of ended tasks and the records of collect
+    sinks go to the cluster's process; its tasks' sinks stage their output here until the
+    JobMaster finishes it."""
 
     def __init__(self, run: Any, options: ClusterOptions, connection: Connection, security: TransportSecurity) -> None:
         self.run = run
@@ -87,7 +88,7 @@ class TaskManagerServices:
                                              advertised=options.taskmanager_host)
         self.shuffle.data_address = self.server.address
         self.tracker = RecoveryTracker(start=run.clock.now())
-        self.faults = FaultInjector(self, run.config.faults)
+        self.faults = FaultInjector(run, self.tracker, run.config.faults)
         self.staged_output = SinkCommitter()
         self.fatal = ""
 
@@ -101,10 +102,10 @@ class TaskManagerServices:
                 node.operator.params["target"] = ForwardedRecords(self.connection, node.id)
         return deployment
 
-    def fatal_error(self, worker: TaskExecutor, message: str) -> None:
+    def fatal_error(self, address: str, message: str) -> None:
         """A task stuck after being stopped (its thread cannot be killed): this process ends,
         as Flink's TaskManager terminates its JVM; the cluster's process sees the worker go."""
-        self.fatal = f"fatal error of {worker.address}: {message}"
+        self.fatal = f"fatal error of {address}: {message}"
         self.run.loop.stop()
 
     def task_ended(self, task: StreamTask) -> None:
@@ -129,7 +130,7 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     sys.stdout = stdout = LineWriter(lambda text: connection.send(encode_frame("stdout", text)))
     run.bus.start()
     options = run.config.section(ClusterOptions)
-    services = TaskManagerServices(run, options, connection, security)
+    services = WorkerProcessServices(run, options, connection, security)
     task_executor = TaskExecutor(spec.resource_id, run.messaging, run, services, options)
 
     def faults(connection: Connection, raised: list, slowdown: float) -> None:

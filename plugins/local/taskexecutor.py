@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.messages import DeclineCheckpoint
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.messages import DeclineCheckpoint
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import TaskMetricsSampled, UserMetricSampled, WorkerStopped
+from kernel.runtime.cluster_events import TaskMetricsSampled, UserMetricSampled, WorkerStopped
 from kernel.messaging import AskTimeout, Component, MessagingService, RecipientUnreachable
 from plugins.local import messages as m
 from plugins.local.backpressure import BackPressureSampleService
@@ -39,8 +39,8 @@ from plugins.local.tasks.streamtask import StreamTask
 from plugins.local.tasks.task_thread import TaskThread
 
 if TYPE_CHECKING:
-    from kernel.run import Run
-    from plugins.local.minicluster import MiniCluster
+    from kernel.lifecycle.run import Run
+    from plugins.local.services import TaskManagerServices
 
 TERMINAL = ("FINISHED", "FAILED", "CANCELED")
 
@@ -66,10 +66,11 @@ class _JobConnection:
 
 
 class TaskExecutor(Component):
-    def __init__(self, address: str, messaging: MessagingService, run: Run, cluster: MiniCluster, options: Any) -> None:
+    def __init__(self, address: str, messaging: MessagingService, run: Run, services: TaskManagerServices,
+                 options: Any) -> None:
         super().__init__(address, messaging)
         self.run = run
-        self.cluster = cluster
+        self.services = services
         self.options = options
         self.slots: list[_Slot | None] = [None] * options.task_slots
         self.jobs: dict[str, _JobConnection] = {}
@@ -128,7 +129,7 @@ class TaskExecutor(Component):
             self.stop()
 
     def resource_manager_lost(self, address: str, reason: str) -> None:
-        self.cluster.tracker.detected(self.clock.now(), self.address, address, reason)
+        self.services.tracker.detected(self.clock.now(), self.address, address, reason)
         self._close_resource_manager(f"the ResourceManager's {reason}")
 
     def handle_DisconnectResourceManager(self, message: m.DisconnectResourceManager, sender: str) -> None:
@@ -201,7 +202,7 @@ class TaskExecutor(Component):
                 connection.registration.cancel()
             connection = self.jobs[job_id] = _JobConnection(job_id, address)
         connection.registration = RetryingRegistration(
-            self, address, m.RegisterTaskManager(job_id, self.resource_id, self.cluster.shuffle.data_address), self.options,
+            self, address, m.RegisterTaskManager(job_id, self.resource_id, self.services.shuffle.data_address), self.options,
             lambda answer: self._connected_to_job_master(connection)).start()
 
     def _connected_to_job_master(self, connection: _JobConnection) -> None:
@@ -244,7 +245,7 @@ class TaskExecutor(Component):
             self._free(allocation_id, "rejected by the JobMaster")
 
     def job_master_lost(self, address: str, reason: str) -> None:
-        self.cluster.tracker.detected(self.clock.now(), self.address, address, reason)
+        self.services.tracker.detected(self.clock.now(), self.address, address, reason)
         for connection in [c for c in self.jobs.values() if c.address == address and c.registered]:
             self._close_job_master(connection, f"JobManager {address}: {reason}", reconnect=True)
 
@@ -312,16 +313,16 @@ class TaskExecutor(Component):
     # -- tasks --------------------------------------------------------------------------------
 
     def handle_SubmitTask(self, message: m.SubmitTask, sender: str) -> str:
-        deployment = self.cluster.localize(message.deployment)
+        deployment = self.services.localize(message.deployment)
         slot = next((s for s in self.slots if s is not None and s.allocation_id == deployment.allocation_id), None)
         if slot is None:
             raise RuntimeError(f"TaskSubmissionException: no slot allocated for {deployment.allocation_id} on "
                                f"{self.resource_id}")
-        task = StreamTask(deployment, self.run, self.cluster.shuffle, self.cluster.network_settings, self._report)
+        task = StreamTask(deployment, self.run, self.services.shuffle, self.services.network_settings, self._report)
         task.job_master = sender  # type: ignore[attr-defined]
         task.tell_job_master = lambda message: self.loop.call_in_thread(self._tell_job_master, sender, message)
         task.slowdown = self.slowdown
-        task.instrument = self.cluster.faults.instrument
+        task.instrument = self.services.faults.instrument
         self.tasks[task.attempt_key] = task
         if self.task_threads is None:
             self.loop.call_soon(task.start)
@@ -348,13 +349,13 @@ class TaskExecutor(Component):
         """A stopped task did not return in time: a fatal error of this TaskExecutor."""
         task = thread.task
         where = f" at {location}" if location else ""
-        self.cluster.fatal_error(
-            self, f"Task {task.name} did not exit within task.cancellation.timeout ({thread.timeout_ms} ms) of being "
+        self.services.fatal_error(
+            self.address, f"Task {task.name} did not exit within task.cancellation.timeout ({thread.timeout_ms} ms) of being "
                   f"stopped: stuck in operator {operator!r}{where}")
 
     def handle_FinishStagedOutput(self, message: m.FinishStagedOutput, sender: str) -> str:
         """The job ended: commit what its final attempts' sinks staged here (and discard the rest)."""
-        self.cluster.staged_output.commit([tuple(attempt) for attempt in message.attempts], message.discard_rest)
+        self.services.staged_output.commit([tuple(attempt) for attempt in message.attempts], message.discard_rest)
         return m.ACK
 
     def handle_RequestTaskBackPressure(self, message: m.RequestTaskBackPressure, sender: str) -> Any:
@@ -406,7 +407,7 @@ class TaskExecutor(Component):
             self.tasks.pop(task.attempt_key, None)
             if self.task_threads is not None and self.task_threads.pop(task.attempt_key, None) is not None:
                 self.loop.io_finished()
-            self.cluster.task_ended(task)
+            self.services.task_ended(task)
             self.sample(task, final=True)
         if self.stopped:
             return

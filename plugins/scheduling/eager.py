@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kernel import hookimpl
 from kernel.contracts.scheduling import SchedulerOperations
-from kernel.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
+from kernel.runtime.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
 
 
 class EagerSchedulingStrategy:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from kernel import hookimpl
 from kernel.contracts.scheduling import SchedulerOperations
-from kernel.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
-from kernel.graph.regions import consumed_blocking_producers, pipelined_regions
+from kernel.runtime.graph.execution import ExecutionGraph, ExecutionState, ExecutionVertex
+from kernel.runtime.graph.regions import consumed_blocking_producers, pipelined_regions
 from plugins.scheduling.events import PipelinedRegionsComputed, RegionScheduled
 
 

@@ -29,7 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import (
+from kernel.runtime.cluster_events import (
     ExecutionStateChanged,
     JobStatusChanged,
     JobSubmitted,
@@ -37,15 +37,15 @@ from kernel.cluster_events import (
     TaskMetricsSampled,
     UserMetricSampled,
 )
-from kernel.compiler import CompiledJob
+from kernel.lifecycle.compiler import CompiledJob
 from kernel.contracts.backend import JobResult
 from kernel.errors import UsageError
-from kernel.graph.job import DistributionPattern
-from kernel.pythonenv.options import PythonOptions
-from kernel.streaming.operators import create_operator
-from kernel.streaming.outputs import DiscardingOutput
-from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
-from kernel.summary import VertexSummary
+from kernel.runtime.graph.job import DistributionPattern
+from kernel.lifecycle.pythonenv.options import PythonOptions
+from kernel.runtime.streaming.operators.factory import create_operator
+from kernel.runtime.streaming.outputs import DiscardingOutput
+from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
+from kernel.lifecycle.summary import VertexSummary
 from plugins.spark.events import SparkStageCompleted
 from plugins.spark.bootstrap import target_subtask
 from plugins.spark.executor import (
@@ -60,7 +60,7 @@ from plugins.spark.shipping import Shipment
 from plugins.spark.sinks import DRIVER_SINK_KINDS, SentToDriver
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
 
 
 class SparkBackendError(UsageError):

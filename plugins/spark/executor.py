@@ -52,18 +52,18 @@ from typing import Any, Callable, Iterator
 from kernel.clock import MAX_LONG, NS_PER_MS, NS_PER_S
 from kernel.metrics.groups import TaskMetricGroup
 from kernel.metrics.metrics import UPDATE_INTERVAL_SECONDS
-from kernel.pythonenv.environment import WORKING_DIR_VARIABLE
+from kernel.lifecycle.pythonenv.environment import WORKING_DIR_VARIABLE
 from kernel.rng import SeededRandom
-from kernel.streaming.async_io import BlockingAsyncExecutor
-from kernel.streaming.chain import OperatorChain
-from kernel.streaming.operators import create_operator
-from kernel.streaming.operators.base import StreamOperator
-from kernel.streaming.outputs import Output
-from kernel.streaming.partitioning import channel_selector
-from kernel.streaming.runtime import OperatorRuntime, TaskInfo
-from kernel.streaming.sorted_input import SortingDataInput
-from kernel.streaming.sources import InputStatus
-from kernel.tracebacks import describe
+from kernel.runtime.streaming.async_io import BlockingAsyncExecutor
+from kernel.runtime.streaming.chain import OperatorChain
+from kernel.runtime.streaming.operators.factory import create_operator
+from kernel.runtime.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming.outputs import Output
+from kernel.runtime.streaming.partitioning import channel_selector
+from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo
+from kernel.runtime.streaming.sorted_input import SortingDataInput
+from kernel.runtime.streaming.sources import InputStatus
+from kernel.lifecycle.tracebacks import describe
 from plugins.spark.sinks import DRIVER_SINK_KINDS, DriverSink, FileSinkPartWriter
 
 BLOCK = 8192
@@ -404,7 +404,7 @@ def _runs(head: StreamOperator, inputs: list[list[tuple[list, list | None]]]) ->
     """The order the head gets its input in, as ``(input index, values, timestamps, whether a
     key's records end with them)``: an input a two-input head selects (a broadcast operator's
     broadcast input) whole and first, in arrival order, then the rest — a keyed head's keyed
-    inputs sorted as the local runtime sorts them (``kernel.streaming.sorted_input``), else
+    inputs sorted as the local runtime sorts them (``kernel.runtime.streaming.sorted_input``), else
     each input in arrival order, the first input first. A two-input head hears of each input's
     end (the selected one before the others are read)."""
     selected = head.next_selection() if len(inputs) == 2 else None

@@ -40,11 +40,11 @@ import zipfile
 from typing import TYPE_CHECKING, Any, Iterable
 
 from kernel.errors import RillError
-from kernel.pythonenv.home import rill_home
+from kernel.config import rill_home
 from plugins.spark import bootstrap
 
 if TYPE_CHECKING:
-    from kernel.pythonenv.environment import PythonEnvironment
+    from kernel.lifecycle.pythonenv.environment import PythonEnvironment
 
 #: rill's top-level packages
 RILL_PACKAGES = ("kernel", "plugins", "replay")

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.streaming import file_sink
-from kernel.streaming.operators.base import StreamOperator
-from kernel.streaming.operators.sinks import FileSinkWriterOperator
+from kernel.runtime.streaming import file_sink
+from kernel.runtime.streaming.operators.base import StreamOperator
+from kernel.runtime.streaming.operators.sinks import FileSinkWriterOperator
 
 #: sinks whose records go to the driver, which runs them
 DRIVER_SINK_KINDS = ("print", "collect")

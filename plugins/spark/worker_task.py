@@ -3,10 +3,10 @@ process that hosts the task on a Spark executor.
 
 The task gets its worker's :class:`~kernel.contracts.workers.TaskExecutorProcessSpec`, the
 address of the driver's *task channel* and the run's security keys. It connects there, proves
-it knows the run's secret (:mod:`kernel.security`), and says hello (the resource id,
+it knows the run's secret (:mod:`kernel.remoting.security`), and says hello (the resource id,
 its process id and host, its Spark stage and task attempt, from which the driver learns the
 executor), sends what is printed while it runs (``sys.stdout``, whole lines) over the channel,
-and runs the TaskExecutor with :func:`kernel.worker_process.run_worker` — which connects to the
+and runs the TaskExecutor with :func:`kernel.lifecycle.worker_process.run_worker` — which connects to the
 cluster's process over the run's TCP messaging and registers at the ResourceManager like any
 other. The channel carries the driver's commands: ``stop`` (SIGTERM: the TaskExecutor stops its
 tasks, sends its last events and returns, and the Spark task ends), ``kill`` (SIGKILL: the
@@ -37,7 +37,7 @@ from typing import Any, Iterator
 
 import msgspec
 
-from kernel.tcp import Connection, LineWriter, connect, malformed
+from kernel.remoting.tcp import Connection, LineWriter, connect, malformed
 
 #: what a task yields: its TaskExecutor returned (it was stopped, or it gave up)
 FINISHED = "finished"
@@ -89,7 +89,7 @@ def on_executors(spec: Any) -> Any:
     """The spec as the driver sends it to the executors: nothing of this machine's import path
     or Python environment (what the job needs was shipped, :mod:`.shipping`), only what the job
     asked for."""
-    from kernel.pythonenv.environment import PythonEnvironment
+    from kernel.lifecycle.pythonenv.environment import PythonEnvironment
 
     return msgspec.structs.replace(spec, sys_path=[], python=PythonEnvironment(info=spec.python.info))
 
@@ -107,7 +107,7 @@ def run_in_spark_task(items: Iterator[tuple[bytes, str, bytes]]) -> Iterator[str
     channel's address, the encoded security keys), run the TaskExecutor; yield how it ended."""
     from kernel.contracts.workers import TaskExecutorProcessSpec
     from kernel.options import SecurityOptions
-    from kernel.security import TransportSecurity
+    from kernel.remoting.security import TransportSecurity
 
     for encoded, channel, security in items:
         spec = msgspec.msgpack.decode(encoded, type=TaskExecutorProcessSpec)
@@ -118,7 +118,7 @@ def run_in_spark_task(items: Iterator[tuple[bytes, str, bytes]]) -> Iterator[str
 def run_task_executor(spec: Any, channel: str, security: Any) -> str:
     from pyspark import TaskContext
 
-    from kernel.worker_process import run_worker
+    from kernel.lifecycle.worker_process import run_worker
 
     context = TaskContext.get()
     if context.attemptNumber() > 0:

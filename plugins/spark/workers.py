@@ -1,5 +1,5 @@
-"""Plugin ``workers.spark``: each TaskExecutor a long-running task on a Spark cluster's
-executors — the pattern Spark's Real-time Mode uses for long-running tasks, with rill's own
+"""The driver of plugin ``workers.spark`` (:mod:`.workers_plugin`): each TaskExecutor a
+long-running task on a Spark cluster's executors — the pattern Spark's Real-time Mode uses for long-running tasks, with rill's own
 runtime (network, watermarks, checkpoints) inside them.
 
 ``rill run``'s process is the Spark driver (the SparkSession of :mod:`.session`, ``spark.master``
@@ -31,7 +31,7 @@ with the Python exception it raised, in its ``worker_stopped`` and on stderr.
 The task channel listens where the cluster's process does (``jobmanager.bind-host``, else the
 host of ``jobmanager.rpc.address``; tasks reach it at that host, or at the rpc address's when it
 is a wildcard); a task proves it knows the run's secret before anything it sends is read
-(:mod:`kernel.security`). The secret and the security keys travel in the task's own data
+(:mod:`kernel.remoting.security`). The secret and the security keys travel in the task's own data
 (Spark's RPC: ``spark.authenticate`` / ``spark.network.crypto.enabled`` guard it on a network).
 """
 
@@ -43,13 +43,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kernel import hookimpl
 from kernel.contracts.workers import WorkerNode
 from kernel.errors import UsageError
 from kernel.messaging import Future
 from kernel.options import SecurityOptions, WorkerOptions
-from kernel.security import TransportSecurity, report_rejections
-from kernel.tcp import Connection, Server, malformed, parse_address
+from kernel.remoting.security import TransportSecurity, report_rejections
+from kernel.remoting.tcp import Connection, Server, malformed, parse_address
 from plugins.spark.failures import spark_failure
 from plugins.spark.options import SparkOptions
 from plugins.spark.shipping import Shipment, executors_python
@@ -317,13 +316,9 @@ class SparkWorkerDriver:
             self.spark.stop()
 
 
-@hookimpl
-def register_config(register):
-    register(SparkOptions)
-
-
-@hookimpl
-def create_resource_manager_driver(host, run):
+def create_driver(host: Any, run: Any) -> SparkWorkerDriver:
+    """The driver of a realtime run: a Spark session (rill's own, or the one running), and
+    rill shipped to its executors and checked there."""
     if run.clock.mode == "simulated":
         raise UsageError("plugins.workers=spark needs rill.clock=realtime: TaskExecutors in Spark tasks run on the "
                          "wall clock (a simulated run has one thread; use plugins.workers=embedded)")

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import MAX_LONG, NS_PER_MS
-from kernel.streaming.alignment import AlignmentMember
+from kernel.runtime.streaming.alignment import AlignmentMember
 from plugins.watermarking.events import SourceAlignmentChanged, WatermarkAlignmentAnnounced
 
 if TYPE_CHECKING:
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
 
 
 @dataclass

@@ -1,7 +1,7 @@
-"""Plugin ``workers.processes``: each TaskExecutor an OS process on this machine, as YARN or
-Kubernetes would run it in a container.
+"""The driver of plugin ``workers.processes`` (:mod:`.processes_plugin`): each TaskExecutor an OS
+process on this machine, as YARN or Kubernetes would run it in a container.
 
-A requested worker is a new Python process (``python -m kernel.worker_process``) given its
+A requested worker is a new Python process (``python -m kernel.lifecycle.worker_process``) given its
 TaskExecutorProcessSpec on stdin; it is placed (the Future completes with its pid) as soon as
 it is spawned, and registers on its own. What it prints reaches this process's stdout line by
 line; its stderr is this process's. Releasing a worker sends it SIGTERM (it stops its tasks,
@@ -30,11 +30,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from kernel import hookimpl
 from kernel.contracts.workers import WorkerNode
-from kernel.errors import RillError, UsageError
-from kernel.options import WorkerOptions
+from kernel.errors import RillError
 from kernel.messaging import Future
+from kernel.options import WorkerOptions
 
 if TYPE_CHECKING:
     from kernel.contracts.workers import ResourceEventHandler, TaskExecutorProcessSpec, WorkerHost
@@ -74,15 +73,15 @@ class _Worker:
 #: editable install of rill is found through a ``.pth`` file)
 _PATH = "import json, site, sys; [site.addsitedir(p) for p in json.loads(sys.argv[1]) if p not in sys.path]; "
 #: how it starts a TaskExecutor, and what it must import to run one
-_BOOT = _PATH + "from kernel.worker_process import main; main()"
-_CHECK = _PATH + "import kernel.worker_process, plugins.local.runner"
+_BOOT = _PATH + "from kernel.lifecycle.worker_process import main; main()"
+_CHECK = _PATH + "import kernel.lifecycle.worker_process, plugins.local.runner"
 
 
 def launch_command(executable: str) -> list[str]:
-    """How a TaskExecutor process is started: ``python -m kernel.worker_process`` with rill's
+    """How a TaskExecutor process is started: ``python -m kernel.lifecycle.worker_process`` with rill's
     interpreter, or the job's interpreter given rill's import path; the latter is checked first."""
     if not executable or os.path.abspath(executable) == os.path.abspath(sys.executable):  # a venv's own path
-        return [sys.executable, "-m", "kernel.worker_process"]
+        return [sys.executable, "-m", "kernel.lifecycle.worker_process"]
     roots = json.dumps([path for path in sys.path if path])
     try:
         answer = subprocess.run([executable, "-c", _CHECK, roots], capture_output=True, text=True, timeout=120)
@@ -101,7 +100,7 @@ class ProcessDriver:
     def __init__(self, host: WorkerHost, options: WorkerOptions, executable: str = "") -> None:
         self.host = host
         self.command = launch_command(executable)
-        self.own_interpreter = self.command[1:] == ["-m", "kernel.worker_process"]
+        self.own_interpreter = self.command[1:] == ["-m", "kernel.lifecycle.worker_process"]
         self.stop_timeout = options.stop_timeout / 1000
         self.handler: ResourceEventHandler | None = None
         self.workers: dict[str, _Worker] = {}
@@ -203,11 +202,3 @@ class ProcessDriver:
                 worker.process.wait()
             for thread in worker.threads:
                 thread.join()
-
-
-@hookimpl
-def create_resource_manager_driver(host, run):
-    if run.clock.mode == "simulated":
-        raise UsageError("plugins.workers=processes needs rill.clock=realtime: TaskExecutor processes run on the "
-                         "wall clock (a simulated run has one thread; use plugins.workers=embedded)")
-    return ProcessDriver(host, run.config.section(WorkerOptions), run.python_environment.executable)

@@ -1,9 +1,9 @@
 """PyFlink's ``pyflink.datastream.connectors.base``: delivery guarantees (the Java source and sink
-wrappers are not supported by rill, see ``kernel.unsupported_names``)."""
+wrappers are not supported by rill, see ``kernel.pyflink.unsupported_names``)."""
 
 from enum import Enum
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 
 __all__ = ["DeliveryGuarantee"]
 

@@ -1,5 +1,5 @@
-"""PyFlink's ``pyflink.datastream.connectors.dynamic_kafka``: importable, not supported by rill (see ``kernel.unsupported_names``)."""
+"""PyFlink's ``pyflink.datastream.connectors.dynamic_kafka``: importable, not supported by rill (see ``kernel.pyflink.unsupported_names``)."""
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 
 __getattr__ = unsupported.module_getattr(__name__)

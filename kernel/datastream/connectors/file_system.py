@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.serialization import Encoder
 from kernel.common.time import Duration
 from kernel.common.typeinfo import TypeInformation, Types
@@ -243,7 +243,7 @@ class FileSink:
     bucket) and are written hidden (``.<name>.inprogress.<uuid>``). They become visible when
     committed: with checkpointing, once the checkpoint after which they were closed completes
     (two-phase commit, exactly once); without, at the end of input (see
-    :mod:`kernel.streaming.file_sink`).
+    :mod:`kernel.runtime.streaming.file_sink`).
     """
 
     def __init__(self, base_path: str, encoder: Encoder, output_file_config: OutputFileConfig,

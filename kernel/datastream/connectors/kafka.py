@@ -4,7 +4,7 @@ serialization schema.
 
 Defining a job needs no Kafka client: the builders only record settings. The client
 (``confluent-kafka``, the ``kafka`` extra) is imported when a subtask opens its reader or writer
-(:mod:`kernel.streaming.kafka`).
+(:mod:`kernel.runtime.streaming.kafka`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from enum import Enum
 from typing import Any, Callable
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.typeinfo import TypeInformation, Types
 from kernel.datastream.connectors.base import DeliveryGuarantee
 
@@ -129,7 +129,7 @@ class Boundedness(Enum):
 
 @unsupported.members("pyflink.datastream.connectors.kafka:KafkaSource")
 class KafkaSource:
-    """Reads Kafka partitions as Flink's KafkaSource does (:mod:`kernel.streaming.kafka.reader`):
+    """Reads Kafka partitions as Flink's KafkaSource does (:mod:`kernel.runtime.streaming.kafka.reader`):
     each partition a split with its offset in checkpoints, partitions assigned to the subtasks by
     Flink's owner rule, Kafka record timestamps as event time, watermarks per partition."""
 
@@ -174,7 +174,7 @@ class KafkaSource:
     client_module = "confluent_kafka"
 
     def create_reader(self) -> Any:
-        from kernel.streaming.kafka.reader import KafkaSourceReader
+        from kernel.runtime.streaming.kafka.reader import KafkaSourceReader
 
         return KafkaSourceReader(self)
 
@@ -384,7 +384,7 @@ def _serializer(schema: Any) -> Any:
 
 @unsupported.members("pyflink.datastream.connectors.kafka:KafkaSink")
 class KafkaSink:
-    """Writes records to Kafka as Flink's KafkaSink does (:mod:`kernel.streaming.kafka.writer`):
+    """Writes records to Kafka as Flink's KafkaSink does (:mod:`kernel.runtime.streaming.kafka.writer`):
     NONE, AT_LEAST_ONCE (flushed before every checkpoint barrier) or EXACTLY_ONCE (a transaction
     per subtask and checkpoint, committed when the checkpoint completes)."""
 
@@ -404,7 +404,7 @@ class KafkaSink:
     client_module = "confluent_kafka"
 
     def create_writer_operator(self, spec: Any, node: Any, runtime: Any) -> Any:
-        from kernel.streaming.kafka.writer import KafkaWriterOperator
+        from kernel.runtime.streaming.kafka.writer import KafkaWriterOperator
 
         return KafkaWriterOperator(spec, node, runtime)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.typeinfo import TypeInformation, Types
 
 

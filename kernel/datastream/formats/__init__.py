@@ -1,1 +1,1 @@
-"""PyFlink's ``pyflink.datastream.formats``: rill has none of its formats (see ``kernel.unsupported_names``)."""
+"""PyFlink's ``pyflink.datastream.formats``: rill has none of its formats (see ``kernel.pyflink.unsupported_names``)."""

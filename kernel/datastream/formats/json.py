@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kernel import unsupported
+from kernel.pyflink import unsupported
 from kernel.common.typeinfo import RowTypeInfo, TypeInformation
 from kernel.common.types import Row
 

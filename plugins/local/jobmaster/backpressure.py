@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS
 from kernel.contracts.backpressure import TaskExecution
-from kernel.graph.execution import ExecutionState
+from kernel.runtime.graph.execution import ExecutionState
 from plugins.local import messages as m
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from plugins.local import messages as m
 
 if TYPE_CHECKING:
     from kernel.events import Event
-    from kernel.graph.execution import ExecutionVertex
+    from kernel.runtime.graph.execution import ExecutionVertex
     from plugins.local.jobmaster.scheduler import DefaultScheduler
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_MS
-from kernel.graph.execution import ExecutionState, ExecutionVertex, JobStatus
-from kernel.graph.job import DistributionPattern
+from kernel.runtime.graph.execution import ExecutionState, ExecutionVertex, JobStatus
+from kernel.runtime.graph.job import DistributionPattern
 from kernel.messaging import AskTimeout
 from plugins.local import messages as m
 from plugins.local.deployment import (

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
+from kernel.runtime.checkpointing.messages import AcknowledgeCheckpoint, DeclineCheckpoint
 from kernel.clock import NS_PER_MS
-from kernel.graph.execution import JobStatus
-from kernel.graph.job import JobGraph
+from kernel.runtime.graph.execution import JobStatus
+from kernel.runtime.graph.job import JobGraph
 from kernel.messaging import Component, MessagingService
 from plugins.local import messages as m
 from plugins.local.connections import HeartbeatTarget, Listener, RetryingRegistration, heartbeat_manager
@@ -33,7 +33,7 @@ from plugins.local.jobmaster.scheduler import DefaultScheduler
 if TYPE_CHECKING:
     from kernel.contracts.backpressure import BackPressureMonitor
     from kernel.events import Event
-    from kernel.run import Run
+    from kernel.lifecycle.run import Run
     from plugins.local.options import ClusterOptions
     from plugins.local.recovery import RecoveryTracker
 

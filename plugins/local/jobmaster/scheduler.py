@@ -22,16 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.failures import CheckpointException
-from kernel.checkpointing.options import CheckpointingOptions, checkpointing_enabled
-from kernel.checkpointing.recovery import RestoreError, StateRecoveryOptions
+from kernel.runtime.checkpointing.failures import CheckpointException
+from kernel.runtime.checkpointing.options import CheckpointingOptions, checkpointing_enabled
+from kernel.runtime.checkpointing.recovery import RestoreError, StateRecoveryOptions
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskFailureHandled, TasksRestarted
-from kernel.graph.execution import LEGAL_TRANSITIONS, ExecutionState, ExecutionVertex, JobStatus
+from kernel.runtime.cluster_events import ExecutionStateChanged, JobStatusChanged, TaskFailureHandled, TasksRestarted
+from kernel.runtime.graph.execution import LEGAL_TRANSITIONS, ExecutionState, ExecutionVertex, JobStatus
 from kernel.errors import JobNotRunning
-from kernel.graph.job import JobGraph
+from kernel.runtime.graph.job import JobGraph
 from kernel.messaging import Future
-from kernel.streaming.committer import SinkCommitter
+from kernel.runtime.streaming.committer import SinkCommitter
 from plugins.local import messages as m
 from plugins.local.jobmaster.checkpoints import JobMasterCheckpointContext
 from plugins.local.jobmaster.deployer import RUNNING_STATES, ExecutionDeployer
@@ -39,7 +39,7 @@ from plugins.local.jobmaster.slotpool import AllocatedSlot, SlotPool
 from plugins.local.jobmaster.slotsharing import ExecutionSlotSharingGroup, slot_sharing_groups
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.assignment import TaskRestore
+    from kernel.runtime.checkpointing.assignment import TaskRestore
     from kernel.contracts.checkpointing import CheckpointCoordinator
     from kernel.events import Event
     from plugins.local.jobmaster.jobmaster import JobMaster

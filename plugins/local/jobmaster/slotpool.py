@@ -13,7 +13,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import SlotAllocated, SlotReleased
+from kernel.runtime.cluster_events import SlotAllocated, SlotReleased
 from plugins.local import messages as m
 from plugins.local.events import ResourceRequirementsDeclared
 from plugins.local.jobmaster.slotsharing import ExecutionSlotSharingGroup

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernel.graph.execution import ExecutionGraph, ExecutionVertex
-from kernel.graph.job import DistributionPattern
+from kernel.runtime.graph.execution import ExecutionGraph, ExecutionVertex
+from kernel.runtime.graph.job import DistributionPattern
 
 
 @dataclass(eq=False)

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from kernel.checkpointing.channel_state import persist, persist_all
-from kernel.streaming.elements import CheckpointBarrier, RecordBatch
+from kernel.runtime.checkpointing.channel_state import persist, persist_all
+from kernel.runtime.streaming.elements import CheckpointBarrier, RecordBatch
 
 if TYPE_CHECKING:
     from plugins.local.network.input_gate import InputGate

@@ -36,8 +36,8 @@ from collections import deque
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.checkpointing.channel_state import persist_all
-from kernel.streaming.elements import END_OF_PARTITION, BarrierAnnouncement, CheckpointBarrier, RecordBatch
+from kernel.runtime.checkpointing.channel_state import persist_all
+from kernel.runtime.streaming.elements import END_OF_PARTITION, BarrierAnnouncement, CheckpointBarrier, RecordBatch
 
 if TYPE_CHECKING:
     from kernel.loop import EventLoop

@@ -23,7 +23,7 @@ the one connection.
 
 A connection that breaks (or cannot be made) fails, at once, every task with a channel on it
 that had not ended — Flink's RemoteTransportException. Both ends prove they belong to the run
-before a frame crosses (:mod:`kernel.security`); a frame either end cannot take drops the
+before a frame crosses (:mod:`kernel.remoting.security`); a frame either end cannot take drops the
 connection (``reject``: reported, and it breaks as above), never the TaskExecutor.
 """
 
@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
-from kernel.streaming.elements import EndOfPartition, RecordBatch
-from kernel.tcp import Connection, Server, connect, malformed
+from kernel.runtime.streaming.elements import EndOfPartition, RecordBatch
+from kernel.remoting.tcp import Connection, Server, connect, malformed
 from plugins.local.network.input_channel import InputChannel
 from plugins.local.network.wire import RecordCodec, decode_event, encode_event
 
 if TYPE_CHECKING:
     from kernel.loop import EventLoop
-    from kernel.security import TransportSecurity
+    from kernel.remoting.security import TransportSecurity
     from plugins.local.network.input_gate import InputGate
     from plugins.local.network.partition import Subpartition
     from plugins.local.network.shuffle import ShuffleEnvironment
@@ -107,7 +107,25 @@ class SubpartitionView:
 _LOCKED = frozenset({"credit", "resume", "convert", "processed"})
 
 
-class PartitionRequestServer:
+class _FrameEndpoint:
+    """An end of partition connections: the frames a connection's reader thread receives are
+    decoded there (a malformed one rejects the peer) and handled in the TaskExecutor's loop."""
+
+    loop: EventLoop
+
+    def _frames(self, connection: Connection, frames: list[bytes]) -> None:
+        try:
+            decoded = [_decode(frame) for frame in frames]
+        except msgspec.DecodeError as exc:
+            connection.reject(malformed(exc))
+            return
+        self.loop.call_soon_threadsafe(self._handle, connection, decoded)
+
+    def _handle(self, connection: Connection, frames: list[list]) -> None:
+        raise NotImplementedError
+
+
+class PartitionRequestServer(_FrameEndpoint):
     """Serves this TaskExecutor's subpartitions to remote consumers, listening on ``host``;
     they reach it at ``address`` (on the ``advertised`` host when given)."""
 
@@ -119,14 +137,6 @@ class PartitionRequestServer:
         self.requests: dict[tuple[Connection, int], tuple[str, int]] = {}
         self.server = Server(host, 0, self._frames, self._closed, "partition", security, advertised)
         self.address = self.server.address
-
-    def _frames(self, connection: Connection, frames: list[bytes]) -> None:
-        try:
-            decoded = [_decode(frame) for frame in frames]
-        except msgspec.DecodeError as exc:
-            connection.reject(malformed(exc))
-            return
-        self.loop.call_soon_threadsafe(self._handle, connection, decoded)
 
     def _closed(self, connection: Connection, error: BaseException | None) -> None:
         self.loop.call_soon_threadsafe(self._disconnected, connection)
@@ -282,7 +292,7 @@ class RemoteInputChannel(InputChannel):
             self.on_failure(error)
 
 
-class PartitionRequestClient:
+class PartitionRequestClient(_FrameEndpoint):
     """This TaskExecutor's connections to other TaskExecutors' partition request servers."""
 
     def __init__(self, loop: EventLoop, security: TransportSecurity) -> None:
@@ -318,14 +328,6 @@ class PartitionRequestClient:
     def cancel(self, channel: RemoteInputChannel) -> None:
         if self.channels.pop(channel.receiver_id, None) is not None:
             self.send(channel, "cancel")
-
-    def _frames(self, connection: Connection, frames: list[bytes]) -> None:
-        try:
-            decoded = [_decode(frame) for frame in frames]
-        except msgspec.DecodeError as exc:
-            connection.reject(malformed(exc))
-            return
-        self.loop.call_soon_threadsafe(self._handle, connection, decoded)
 
     def _handle(self, connection: Connection, frames: list[list]) -> None:
         channels = self.channels

@@ -27,7 +27,7 @@ from kernel.common.typeinfo import (
     PrimitiveArrayTypeInfo,
     TupleTypeInfo,
 )
-from kernel.streaming.elements import (
+from kernel.runtime.streaming.elements import (
     END_OF_DATA,
     END_OF_PARTITION,
     BarrierAnnouncement,

@@ -1,7 +1,7 @@
-"""The local runtime's :class:`~kernel.streaming.async_io.AsyncExecutor`: an async operator's
+"""The local runtime's :class:`~kernel.runtime.streaming.async_io.AsyncExecutor`: an async operator's
 coroutines run on an asyncio loop of the operator's own while its task goes on.
 
-* Simulated clock: a :class:`~kernel.simulated_asyncio.SimulatedAsyncioLoop` whose time is the
+* Simulated clock: a :class:`~kernel.runtime.simulated_asyncio.SimulatedAsyncioLoop` whose time is the
   kernel clock and whose callbacks run on the task's kernel loop, so ``await asyncio.sleep(2)`` takes 2 s
   of simulated time and a re-run gives the same events.
 * Realtime clock: a real asyncio loop in a thread of the operator's own (PyFlink runs one loop
@@ -23,9 +23,9 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS
-from kernel.simulated_asyncio import SimulatedAsyncioLoop
-from kernel.streaming.async_io import AsyncExecutor, Completion, Invocation, attempt
-from kernel.streaming.outputs import blame
+from kernel.runtime.simulated_asyncio import SimulatedAsyncioLoop
+from kernel.runtime.streaming.async_io import AsyncExecutor, Completion, Invocation, attempt
+from kernel.runtime.streaming.outputs import blaming
 
 if TYPE_CHECKING:
     from kernel.contracts.mailbox import MailboxProcessor
@@ -124,11 +124,8 @@ class LocalAsyncExecutor(AsyncExecutor):
         operator learns whether it may go on."""
         if self._closed:
             return
-        try:
+        with blaming(self.operator_name):
             completion(result, error)
-        except BaseException as exc:
-            blame(exc, self.operator_name)
-            raise
         self._check()
 
     # -- waiting ------------------------------------------------------------------------------

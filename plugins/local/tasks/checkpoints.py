@@ -7,7 +7,7 @@ work in flight finishes (an async I/O operator's requests; the task takes no inp
 meanwhile), then ``prepare_snapshot_pre_barrier`` on every operator, barrier n to every
 output partition (an unaligned barrier overtakes the queued output, which is persisted), the
 snapshot of every operator (the synchronous part: copy-on-write views of keyed state, operator
-list states encoded — :mod:`kernel.checkpointing.snapshots`), then the asynchronous part, as
+list states encoded — :mod:`kernel.runtime.checkpointing.snapshots`), then the asynchronous part, as
 Flink's heap backend takes it: the views encoded and the state written to the checkpoint
 storage in a thread of its own while the task goes on with its records (under the simulated
 clock, a callback of the run's loop, so a run stays a deterministic sequence), then, back in
@@ -35,20 +35,20 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kernel.checkpointing.channel_state import OUTPUT
-from kernel.checkpointing.failures import CheckpointFailureReason
-from kernel.checkpointing.format import ChannelState
-from kernel.checkpointing.messages import (
+from kernel.runtime.checkpointing.channel_state import OUTPUT
+from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+from kernel.runtime.checkpointing.format import ChannelState
+from kernel.runtime.checkpointing.messages import (
     AcknowledgeCheckpoint,
     CheckpointMetrics,
     DeclineCheckpoint,
     OperatorSubtaskSnapshot,
     TaskStateSnapshot,
 )
-from kernel.checkpointing.snapshots import EncodedState, OperatorSnapshot, add_channel_state, collector_paused
+from kernel.runtime.checkpointing.snapshots import EncodedState, OperatorSnapshot, add_channel_state, collector_paused
 from kernel.clock import NS_PER_MS
-from kernel.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
-from kernel.tracebacks import describe
+from kernel.runtime.streaming.elements import CancelCheckpointMarker, CheckpointBarrier
+from kernel.lifecycle.tracebacks import describe
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointStorageWorker

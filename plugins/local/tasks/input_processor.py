@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kernel.streaming.elements import (
+from kernel.runtime.streaming.elements import (
     BarrierAnnouncement,
     CancelCheckpointMarker,
     CheckpointBarrier,
@@ -29,8 +29,8 @@ from kernel.streaming.elements import (
     Watermark,
     WatermarkStatus,
 )
-from kernel.streaming.outputs import blame
-from kernel.streaming.sorted_input import SortingDataInput
+from kernel.runtime.streaming.outputs import blaming
+from kernel.runtime.streaming.sorted_input import SortingDataInput
 
 if TYPE_CHECKING:
     from kernel.contracts.checkpointing import CheckpointBarrierHandler
@@ -72,6 +72,8 @@ class StreamInputProcessor:
         self.valves = valves
         self.barriers = barriers
         self.head = task.chain.head
+        #: what the head raises names it
+        self.head_blaming = blaming(self.head.name)
         self.metrics = task.metrics
         self.two_input = task.two_input
         self.reporter = task.watermark_reporter
@@ -121,16 +123,13 @@ class StreamInputProcessor:
         kind = type(item)
         if kind is RecordBatch:
             self.metrics.records_in += len(item.values)
-            try:
+            with self.head_blaming:
                 if self.sorting is not None and self.sorting.sorts(index):
                     self.sorting.add(item.values, item.timestamps, index)
                 elif self.two_input:
                     (head.process_batch1 if index == 0 else head.process_batch2)(item.values, item.timestamps)
                 else:
                     head.process_batch(item.values, item.timestamps)
-            except BaseException as exc:
-                blame(exc, head.name)
-                raise
             barriers = self.barriers
             if barriers is not None and barriers.aligning:
                 barriers.records_processed(item.values)
@@ -172,24 +171,18 @@ class StreamInputProcessor:
     def _end_sorted_input(self) -> None:
         """The sorted input's data ended: the head reads it, then reads on unsorted (nothing)."""
         sorting, self.sorting = self.sorting, None
-        try:
+        with self.head_blaming:
             sorting.end_of_data()
             for index in self._ended_sorted_inputs:
                 self.head.end_input_of(index)
-        except BaseException as exc:
-            blame(exc, self.head.name)
-            raise
 
     def on_input_watermark(self, index: int, timestamp: int) -> None:
         head = self.head
         if self.sorting is not None and self.sorting.sorts(index):
             self.sorting.hold_watermark(timestamp, index)
             return
-        try:
+        with self.head_blaming:
             if self.two_input:
                 head.process_watermark_input(index, timestamp)
             else:
                 head.process_watermark(timestamp)
-        except BaseException as exc:
-            blame(exc, head.name)
-            raise

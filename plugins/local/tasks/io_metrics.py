@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
 from kernel.metrics.groups import TaskMetricGroup
-from kernel.pythonenv.options import PythonOptions
+from kernel.lifecycle.pythonenv.options import PythonOptions
 
 if TYPE_CHECKING:
     from kernel.config import Config

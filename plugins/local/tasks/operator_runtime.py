@@ -8,9 +8,9 @@ import hashlib
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS
-from kernel.cluster_events import SinkOutputPrinted, SourceFileOpened
-from kernel.streaming.alignment import AlignmentMember
-from kernel.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
+from kernel.runtime.cluster_events import SinkOutputPrinted, SourceFileOpened
+from kernel.runtime.streaming.alignment import AlignmentMember
+from kernel.runtime.streaming.runtime import OperatorRuntime, TaskInfo, print_to_stdout
 
 if TYPE_CHECKING:
     from plugins.local.tasks.streamtask import StreamTask

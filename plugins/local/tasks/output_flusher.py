@@ -8,7 +8,7 @@ blocks in a user function (a sleep, I/O, a busy loop) is sent within the timeout
 Timeout 0 flushes after every record (no thread), -1 (or ``execution.buffer-timeout.enabled``
 false) only full buffers; each network output has the timeout of the operator producing it
 (:func:`buffer_timeout`). rill's operators work a batch at a time; what an operator produced of
-the batch in progress waits in its hand-over (:mod:`kernel.streaming.handover`), and reaching
+the batch in progress waits in its hand-over (:mod:`kernel.runtime.streaming.handover`), and reaching
 the buffers is the flusher's first job:
 
 * Realtime (:class:`OutputFlusher`, a thread per task, on every worker kind): every period —
@@ -48,9 +48,9 @@ from kernel.clock import NS_PER_MS
 from kernel.loop import TimerGroup
 
 if TYPE_CHECKING:
-    from kernel.graph.stream import StreamNode
+    from kernel.runtime.graph.stream import StreamNode
     from kernel.options import ExecutionOptions
-    from kernel.streaming.handover import HandOver
+    from kernel.runtime.streaming.handover import HandOver
     from plugins.local.network.partition import ResultPartition
     from plugins.local.tasks.streamtask import StreamTask
 

@@ -34,41 +34,42 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Any, Callable
 
-from kernel.checkpointing.channel_state import INPUT, OUTPUT, restore
-from kernel.checkpointing.options import CheckpointingOptions, checkpointing_enabled
-from kernel.checkpointing.snapshots import RestoredOperatorState, collector_paused
+from kernel.runtime.checkpointing.channel_state import INPUT, OUTPUT, restore
+from kernel.runtime.checkpointing.options import CheckpointingOptions, checkpointing_enabled
+from kernel.runtime.checkpointing.snapshots import RestoredOperatorState, collector_paused
 from kernel.clock import NS_PER_MS
 from kernel.loop import TimerGroup
 from kernel.options import ExecutionOptions
-from kernel.streaming.chain import OperatorChain
-from kernel.streaming.elements import END_OF_DATA, EndOfData, LatencyMarker
-from kernel.streaming.keygroups import key_group_range
-from kernel.streaming.partitioning import channel_selector
-from kernel.streaming.runtime import TaskInfo
-from kernel.streaming.sources import InputStatus
-from kernel.tracebacks import describe
+from kernel.runtime.streaming.chain import OperatorChain
+from kernel.runtime.streaming.elements import END_OF_DATA, EndOfData, LatencyMarker
+from kernel.runtime.streaming.keygroups import key_group_range
+from kernel.runtime.streaming.partitioning import channel_selector
+from kernel.runtime.streaming.runtime import TaskInfo
+from kernel.runtime.streaming.sources import InputStatus
+from kernel.lifecycle.tracebacks import describe
 from plugins.local import messages as m
 from plugins.local.events import MailboxResumed, MailboxSuspended
 from plugins.local.network.input_gate import InputGate
 from plugins.local.network.partition import ResultPartition
-from plugins.local.network.record_writer import RecordWriterOutput
+from plugins.local.network.record_writer import RecordWriter
 from plugins.local.network.wire import edge_type
 from plugins.local.tasks.checkpoints import SubtaskCheckpointCoordinator
 from plugins.local.tasks.input_processor import StreamInputProcessor
 from plugins.local.tasks.io_metrics import TaskIOMetrics
 from plugins.local.tasks.operator_runtime import LocalOperatorRuntime
+from plugins.local.tasks.record_writer_output import RecordWriterOutput
 from plugins.local.tasks.output_flusher import EmissionTimes, buffer_timeout, create_output_flusher, emission_times
 from plugins.local.tasks.watermark_reporter import WatermarkReporter
 
 if TYPE_CHECKING:
-    from kernel.checkpointing.assignment import TaskRestore
-    from kernel.checkpointing.failures import CheckpointFailureReason
-    from kernel.checkpointing.format import ChannelState
-    from kernel.checkpointing.messages import CheckpointMetrics
+    from kernel.runtime.checkpointing.assignment import TaskRestore
+    from kernel.runtime.checkpointing.failures import CheckpointFailureReason
+    from kernel.runtime.checkpointing.format import ChannelState
+    from kernel.runtime.checkpointing.messages import CheckpointMetrics
     from kernel.contracts.checkpointing import CheckpointBarrierHandler
     from kernel.contracts.mailbox import MailboxProcessor
-    from kernel.streaming.elements import CheckpointBarrier
-    from kernel.run import Run
+    from kernel.runtime.streaming.elements import CheckpointBarrier
+    from kernel.lifecycle.run import Run
     from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.network.shuffle import NetworkSettings, ShuffleEnvironment
     from plugins.local.tasks.async_io import LocalAsyncExecutor
@@ -186,8 +187,8 @@ class StreamTask:
             selector = channel_selector(produced.edge.partitioner, produced.num_subpartitions,
                                         produced.consumer_max_parallelism, rng, self.runtime)
             timeout = buffer_timeout(graph.nodes[produced.edge.source_id], self.execution_options)
-            outputs[id(produced.edge)] = RecordWriterOutput(partition, selector, rng, timeout == 0, self.watermark_reporter,
-                                                            self.emission_times)
+            outputs[id(produced.edge)] = RecordWriterOutput(RecordWriter(partition, selector, rng, timeout == 0),
+                                                            self.watermark_reporter, self.emission_times)
             self.partitions.append(partition)
             self.buffer_timeouts.append(timeout)
         self.chain = OperatorChain(d.vertex, graph, self.runtime, lambda edge: outputs[id(edge)], counter,
@@ -272,7 +273,7 @@ class StreamTask:
 
     def hand_over_emitted(self) -> None:
         """A user function is about to sleep (``kernel.clock.sleep``): what the chain's
-        operators emitted so far goes on now, in this thread (:mod:`kernel.streaming.handover`)."""
+        operators emitted so far goes on now, in this thread (:mod:`kernel.runtime.streaming.handover`)."""
         chain = self.chain
         if chain is not None and self.state == "RUNNING":
             chain.relay()

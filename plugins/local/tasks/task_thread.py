@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kernel import clock as kclock
 from kernel.clock import NS_PER_MS
 from kernel.loop import EventLoop
-from kernel.tracebacks import is_rill_frame
+from kernel.lifecycle.tracebacks import is_rill_frame
 from plugins.local.events import TaskCancellationTimedOut, TaskCancelRequested, TaskInterrupted
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import MIN_LONG
-from kernel.cluster_events import WatermarkAdvanced, WatermarkStatusChanged
+from kernel.runtime.cluster_events import WatermarkAdvanced, WatermarkStatusChanged
 
 if TYPE_CHECKING:
     from plugins.local.tasks.streamtask import StreamTask
