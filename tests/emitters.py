@@ -14,7 +14,9 @@ CHILD = str(Path(__file__).with_name("child_emitter.py"))
 def start_child(path, name, count, flush="1 s", *extra):
     """A child_emitter.py process, once its run's first batch went through the writer."""
     child = subprocess.Popen(
-        [sys.executable, CHILD, str(path), name, str(count), flush, *extra],
+        # -P: the script's folder (tests/, whose kernel/ and plugins/ mirror the packages) is not
+        # put first on sys.path, where it would hide the packages
+        [sys.executable, "-P", CHILD, str(path), name, str(count), flush, *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     for line in child.stdout:
