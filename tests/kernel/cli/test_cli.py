@@ -4,6 +4,7 @@ import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -292,7 +293,7 @@ def test_rill_run_keys_a_stream_by_a_list_as_pyflink(tmp_path):
         "ds.key_by(lambda x: [x[0] % 2]).reduce(lambda a, b: (a[0] + b[0], a[1] + b[1])).print()\n"
         "env.execute()\n")
     env = {**os.environ, "RILL_HOME": str(tmp_path / ".rill")}
-    result = subprocess.run(["rill", "run", "--quiet", str(job)], capture_output=True, text=True, cwd=tmp_path,
+    result = subprocess.run([*rill_command(), "run", "--quiet", str(job)], capture_output=True, text=True, cwd=tmp_path,
                             env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.splitlines()) == [
@@ -309,7 +310,7 @@ LONG = "a duration of at most 106751 d"
 def recorded_log(tmp_path_factory) -> str:
     """The event log of one simulated word count."""
     base = tmp_path_factory.mktemp("checked")
-    wordcount = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "wordcount.py")
+    wordcount = str(Path(__file__).resolve().parents[3] / "examples" / "wordcount.py")
     env = {name: value for name, value in os.environ.items() if not name.startswith("RILL_")}
     done = subprocess.run([*rill_command(), "run", "--clock", "simulated", "--quiet", wordcount], cwd=base,
                           env={**env, "RILL_HOME": str(base / ".rill")}, capture_output=True, text=True)
