@@ -14,10 +14,10 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
-from kernel.connector_checks import check_connectors
 from kernel.errors import JobFailed
 from kernel.faults import check_operators
 from kernel.lifecycle.compiler import CompiledJob, compile_program
+from kernel.lifecycle.connector_checks import check_connectors
 from kernel.lifecycle.execution import execute_job
 from kernel.lifecycle.program import Program
 from kernel.lifecycle.session import Session

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from kernel.config import Config, RawConfig, Section, load_raw, validate
 from kernel.runtime.cluster_events import CLUSTER_EVENT_TYPES
 from kernel.events import KERNEL_EVENT_TYPES, EventRegistry
-from kernel.kafka_events import KAFKA_EVENT_TYPES
+from kernel.runtime.kafka_events import KAFKA_EVENT_TYPES
 from kernel.options import KERNEL_SECTIONS
 from kernel.pluginmanager import RillPluginManager
 

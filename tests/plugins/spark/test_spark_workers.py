@@ -352,7 +352,7 @@ def test_a_sigkilled_task_executor_is_replaced_once_and_checkpoints_keep_state_e
 @local
 def test_kafka_exactly_once_through_a_killed_spark_task(spark, kafka_cluster):
     from kernel.datastream.connectors.kafka import DeliveryGuarantee
-    from kernel.kafka_events import KafkaSplitsAssigned
+    from kernel.runtime.kafka_events import KafkaSplitsAssigned
     from tests.kafka_mock import produce, read_topic
     from tests.kernel.runtime.streaming.test_kafka import RESTARTS, guarantee_job, topic
 
@@ -446,7 +446,7 @@ def test_a_job_on_a_standalone_cluster_prints_as_embedded(spark):
 @standalone
 def test_a_kafka_job_on_a_standalone_cluster_reads_its_partitions_on_the_executors(spark, kafka_cluster):
     from kernel.datastream.connectors.kafka import DeliveryGuarantee
-    from kernel.kafka_events import KafkaSplitsAssigned
+    from kernel.runtime.kafka_events import KafkaSplitsAssigned
     from tests.kafka_mock import produce, read_topic
     from tests.kernel.runtime.streaming.test_kafka import RESTARTS, guarantee_job, topic
 

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from kernel.datastream.connectors.kafka import KafkaOffsetResetStrategy, KafkaSource
-from kernel.kafka_events import KafkaOffsetsCommitted, KafkaOffsetsConsumed, KafkaPartitionsDiscovered, KafkaSplitsAssigned
+from kernel.runtime.kafka_events import KafkaOffsetsCommitted, KafkaOffsetsConsumed, KafkaPartitionsDiscovered, KafkaSplitsAssigned
 from kernel.runtime.streaming.kafka.assignment import split_owner
 from kernel.runtime.streaming.kafka.client import (
     REQUEST_TIMEOUT_S,

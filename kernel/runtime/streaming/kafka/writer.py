@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernel.datastream.connectors.base import DeliveryGuarantee
-from kernel.kafka_events import KafkaTransactionChanged
+from kernel.runtime.kafka_events import KafkaTransactionChanged
 from kernel.runtime.streaming.committer import CommittableCollector
 from kernel.runtime.streaming.kafka.client import REQUEST_TIMEOUT_S, KafkaConnectorError, client_config, confluent, create, describe
 from kernel.runtime.streaming.operators.sinks import SinkOperator

@@ -22,7 +22,7 @@ from kernel.datastream.connectors.kafka import (
     KafkaSource,
 )
 from kernel.datastream.functions import MapFunction
-from kernel.kafka_events import (
+from kernel.runtime.kafka_events import (
     KafkaOffsetsCommitted,
     KafkaOffsetsConsumed,
     KafkaPartitionsDiscovered,
