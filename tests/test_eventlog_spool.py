@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -99,6 +100,10 @@ def unwritable_directory(tmp_path) -> tuple[Path, object]:
     return directory, _without_dac_override
 
 
+#: DuckDB's file header and its two database headers (4 KiB each), before the first block
+HEADERS = 12_288
+
+
 def damage(tmp_path, kind: str) -> tuple[Path, object, str]:
     """A log path rill cannot write, what keeps the child from writing it, and why (as the
     run's notice says it)."""
@@ -115,13 +120,19 @@ def damage(tmp_path, kind: str) -> tuple[Path, object, str]:
         return log, None, "it is damaged: an empty file (0 bytes), not a DuckDB file"
     assert kind == "truncated file"
     assert run_wordcount(tmp_path, log).returncode == 0
-    size = log.stat().st_size
     with open(log, "r+b") as file:
-        file.truncate(size - 262_144)  # the last block
-    return log, None, f"it is damaged: truncated: {size - 262_144:,} bytes, its blocks need {size:,}"
+        headers = file.read(HEADERS)
+        file.truncate(HEADERS)  # every block gone, the catalog's wherever it was
+    # the current database header (the higher iteration): checksum, iteration, meta block, free
+    # list, block count, block allocation size; DuckDB names where the catalog's block was
+    current = max((struct.unpack_from("<6Q", headers, offset) for offset in (4096, 8192)), key=lambda h: h[1])
+    with pytest.raises(duckdb.Error) as refused:
+        duckdb.connect(str(log)).close()
+    catalog = int(re.search(r"location (\d+)", str(refused.value))[1])
+    return log, None, f"it is damaged: truncated: {HEADERS:,} bytes, its blocks need {catalog + current[5]:,}"
 
 
-def repair(tmp_path, kind: str, log: Path) -> None:
+def repair(tmp_path, kind: str, log: Path, why: str) -> None:
     """What the user does so a healthy log can be written at the path again."""
     if kind == "unwritable directory":
         log.parent.chmod(0o755)
@@ -129,12 +140,11 @@ def repair(tmp_path, kind: str, log: Path) -> None:
         log.rmdir()
     elif kind == "zero-byte file":
         log.unlink()
-    else:  # the last block held the catalog: DuckDB cannot open the rest, so salvage says what to do
+    else:  # the catalog's block is gone: DuckDB cannot open the rest, so salvage says what to do
         salvaged = tmp_path / "salvaged.duckdb"
         result = rill(tmp_path, "log", "salvage", str(salvaged), "--set", f"eventlog.path={log}")
-        assert (result.returncode, result.stderr) == (1, f"rill: error: event log {log} is damaged (truncated: "
-                                                         f"{log.stat().st_size:,} bytes, its blocks need "
-                                                         f"{log.stat().st_size + 262_144:,}): no run in it can be "
+        assert (result.returncode, result.stderr) == (1, f"rill: error: event log {log} is damaged "
+                                                         f"({why.removeprefix('it is damaged: ')}): no run in it can be "
                                                          "read; move it aside and the next run (or `rill log "
                                                          "recover`) starts a new log there\n")
         assert not salvaged.exists()
@@ -162,7 +172,7 @@ def test_a_run_that_cannot_write_its_log_spools_and_the_log_gets_every_event_lat
         assert refused.returncode == 1 and refused.stderr.startswith(f"rill: error: event log {log} is damaged (")
         assert sha256(log) == before and spool.exists()  # recovery waits for a healthy log
 
-    repair(tmp_path, kind, log)
+    repair(tmp_path, kind, log, why)
     recovered = rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}")
     assert (recovered.returncode, recovered.stderr) == (0, "")
     assert recovered.stdout == (
