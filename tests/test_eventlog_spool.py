@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -82,35 +81,6 @@ def only_spool(log: Path) -> Path:
     return spools[0]
 
 
-<<<<<<< HEAD
-=======
-def _without_dac_override() -> None:
-    """In the child, before exec: root without CAP_DAC_OVERRIDE obeys file permissions."""
-    if ctypes.CDLL(None, use_errno=True).prctl(24, 1, 0, 0, 0) != 0:  # PR_CAPBSET_DROP, CAP_DAC_OVERRIDE
-        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-
-
-def unwritable_directory(tmp_path) -> tuple[Path, object]:
-    """A directory the child cannot write, and what makes it so for the child (root ignores
-    permissions unless it gives up CAP_DAC_OVERRIDE)."""
-    directory = tmp_path / "readonly"
-    directory.mkdir()
-    directory.chmod(0o555)
-    if os.geteuid() != 0:
-        return directory, None
-    probe = subprocess.run([sys.executable, "-c", f"open({str(directory / 'probe')!r}, 'w')"],
-                           preexec_fn=_without_dac_override, capture_output=True, text=True)
-    if "PermissionError" not in probe.stderr:
-        pytest.skip("running as root, and this root cannot give up CAP_DAC_OVERRIDE (no CAP_SETPCAP?), "
-                    f"so no directory is unwritable to it: {probe.stderr.strip()[-200:]}")
-    return directory, _without_dac_override
-
-
-#: DuckDB's file header and its two database headers (4 KiB each), before the first block
-HEADERS = 12_288
-
-
->>>>>>> kafka
 def damage(tmp_path, kind: str) -> tuple[Path, object, str]:
     """A log path rill cannot write, what keeps the child from writing it, and why (as the
     run's notice says it; for a truncated file, how it starts)."""
@@ -127,7 +97,6 @@ def damage(tmp_path, kind: str) -> tuple[Path, object, str]:
         return log, None, "it is damaged: an empty file (0 bytes), not a DuckDB file"
     assert kind == "truncated file"
     assert run_wordcount(tmp_path, log).returncode == 0
-<<<<<<< HEAD
     assert rill(tmp_path, "runs", "--set", f"eventlog.path={log}").returncode == 0  # stores it: the log exists
     blocks = (log.stat().st_size - HEADER_BYTES) // BLOCK
     with open(log, "r+b") as file:
@@ -136,21 +105,6 @@ def damage(tmp_path, kind: str) -> tuple[Path, object, str]:
 
 
 def repair(tmp_path, kind: str, log: Path, reference: list) -> None:
-=======
-    with open(log, "r+b") as file:
-        headers = file.read(HEADERS)
-        file.truncate(HEADERS)  # every block gone, the catalog's wherever it was
-    # the current database header (the higher iteration): checksum, iteration, meta block, free
-    # list, block count, block allocation size; DuckDB names where the catalog's block was
-    current = max((struct.unpack_from("<6Q", headers, offset) for offset in (4096, 8192)), key=lambda h: h[1])
-    with pytest.raises(duckdb.Error) as refused:
-        duckdb.connect(str(log)).close()
-    catalog = int(re.search(r"location (\d+)", str(refused.value))[1])
-    return log, None, f"it is damaged: truncated: {HEADERS:,} bytes, its blocks need {catalog + current[5]:,}"
-
-
-def repair(tmp_path, kind: str, log: Path, why: str) -> None:
->>>>>>> kafka
     """What the user does so a healthy log can be written at the path again."""
     if kind == "unwritable directory":
         log.parent.chmod(0o755)
@@ -158,18 +112,7 @@ def repair(tmp_path, kind: str, log: Path, why: str) -> None:
         log.rmdir()
     elif kind == "zero-byte file":
         log.unlink()
-<<<<<<< HEAD
     else:  # the damaged log moves aside, and its kept segments rebuild it with the runs it had
-=======
-    else:  # the catalog's block is gone: DuckDB cannot open the rest, so salvage says what to do
-        salvaged = tmp_path / "salvaged.duckdb"
-        result = rill(tmp_path, "log", "salvage", str(salvaged), "--set", f"eventlog.path={log}")
-        assert (result.returncode, result.stderr) == (1, f"rill: error: event log {log} is damaged "
-                                                         f"({why.removeprefix('it is damaged: ')}): no run in it can be "
-                                                         "read; move it aside and the next run (or `rill log "
-                                                         "recover`) starts a new log there\n")
-        assert not salvaged.exists()
->>>>>>> kafka
         os.replace(log, tmp_path / "damaged.duckdb")
         rebuilt = rill(tmp_path, "log", "rebuild", "--set", f"eventlog.path={log}")
         assert (rebuilt.returncode, rebuilt.stderr) == (0, "")
@@ -206,11 +149,7 @@ def test_a_run_that_cannot_write_its_log_keeps_its_segment_and_the_log_gets_ever
         assert refused.returncode == 1 and refused.stderr.startswith(f"rill: error: event log {log} is damaged (")
         assert sha256(log) == before and spool.exists()  # recovery waits for a healthy log
 
-<<<<<<< HEAD
     repair(tmp_path, kind, log, reference)
-=======
-    repair(tmp_path, kind, log, why)
->>>>>>> kafka
     recovered = rill(tmp_path, "log", "recover", "--set", f"eventlog.path={log}")
     if kind == "truncated file":  # rebuilt with every run its segments hold, this one included
         assert (recovered.returncode, recovered.stderr) == (0, "")
