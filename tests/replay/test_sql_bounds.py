@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -66,15 +67,27 @@ def rill_env(home: Path) -> dict[str, str]:
 
 
 def measured(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str, str, float, int]:
-    """Run the real ``rill``: (exit code, stdout, stderr, seconds, peak RSS in MiB of its process)."""
-    out, err = cwd / "measured.out", cwd / "measured.err"
+    """Run the real ``rill``: (exit code, stdout, stderr, seconds, peak RSS in MiB of its process).
+
+    A small launcher starts it: Linux carries a parent's peak RSS into a child it forks (through
+    ``exec``), so ``rill`` forked by this test process would report at least pytest's own."""
+    out, err, peak = cwd / "measured.out", cwd / "measured.err", cwd / "measured.peak"
     with open(out, "w") as stdout, open(err, "w") as stderr:
         started = time.monotonic()
-        process = subprocess.Popen([*rill_command(), *args], stdout=stdout, stderr=stderr, cwd=cwd, env=env)
-        _, status, usage = os.wait4(process.pid, 0)
+        process = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(peak), *rill_command(), *args], stdout=stdout,
+                                   stderr=stderr, cwd=cwd, env=env)
+        process.wait()
         seconds = time.monotonic() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, out.read_text(), err.read_text(), seconds, usage.ru_maxrss // 1024
+    return process.returncode, out.read_text(), err.read_text(), seconds, int(peak.read_text())
+
+
+LAUNCHER = """
+import os, resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as peak:
+    peak.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024))
+sys.exit(code)
+"""
 
 
 @pytest.fixture(scope="module")

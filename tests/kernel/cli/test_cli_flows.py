@@ -21,22 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import rill_command
+from tests.test_replay import FAULT_JOB
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-FAULT_JOB = """
-from kernel.common import Types, WatermarkStrategy
-from kernel.datastream import StreamExecutionEnvironment
-from kernel.datastream.connectors.datagen import DataGeneratorSource
-
-env = StreamExecutionEnvironment.get_execution_environment()
-env.set_parallelism(2)
-env.from_source(DataGeneratorSource(lambda i: (i % 7, 1), count=1000, records_per_second=10),
-                WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda v, ts: 0),
-                "Numbers") \\
-    .key_by(lambda pair: pair[0], Types.INT()).reduce(lambda a, b: (a[0], a[1] + b[1])).name("Count").print()
-env.execute("counting")
-"""
 
 #: runs until stopped; its counts live in keyed state, so a savepoint carries them
 STATEFUL_JOB = """

@@ -665,4 +665,6 @@ def test_a_kafka_source_takes_part_in_watermark_alignment(kafka_cluster):
         latest[event.vertex_name.split(" -> ")[0]] = event.watermark
         if len(latest) == 2:
             worst = max(worst, latest["Source: Kafka"] - latest["Source: Slow"])
-    assert 0 < worst <= 1000  # never more than the drift ahead (without alignment: ~14 s)
+    # within the drift, give or take what is read between two announcements of the group's
+    # watermark (every 100 ms; later on a loaded machine) — without alignment it is ~14 s ahead
+    assert 0 < worst <= 3000
