@@ -9,13 +9,18 @@ import sys
 from pathlib import Path
 
 CHILD = str(Path(__file__).with_name("child_emitter.py"))
+#: the checkout's root, first on the child's import path: run as a script from tests/, it would
+#: otherwise take the test folders tests/kernel, tests/plugins and tests/replay for rill's packages
+#: (an editable install finds rill after the directories on the path)
+ROOT = str(Path(__file__).resolve().parent.parent)
 
 
 def start_child(path, name, count, flush="1 s", *extra):
     """A child_emitter.py process, once its run's first batch went through the writer."""
+    path_env = os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])
     child = subprocess.Popen(
         [sys.executable, CHILD, str(path), name, str(count), flush, *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": path_env},
     )
     for line in child.stdout:
         if line.strip() == "started":

@@ -336,7 +336,7 @@ def test_every_partitioning_gives_the_same_records_per_subtask(partitioning):
 @pytest.mark.parametrize("parallelism", [1, 2])
 @pytest.mark.parametrize("job", ["rules", "prices", "limits"])
 def test_broadcast_state_jobs_print_the_same_on_spark(job, parallelism):
-    from tests import test_broadcast_state as jobs
+    from tests.kernel.datastream import test_broadcast_state as jobs
 
     build = getattr(jobs, f"{job}_job")(parallelism)
     local, spark = run_job(build), run_job(build, *SPARK)

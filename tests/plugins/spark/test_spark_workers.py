@@ -192,7 +192,7 @@ def spark(request, tmp_path_factory):
         options = SparkOptions(master=cluster.url, conf=["spark.executor.memory=512m", "spark.driver.host=127.0.0.1",
                                                          "spark.driver.bindAddress=127.0.0.1",
                                                          f"spark.pyspark.python={sys.executable}",
-                                                         f"spark.executorEnv.PYTHONPATH={ROOT}:{ROOT / 'tests'}"])
+                                                         f"spark.executorEnv.PYTHONPATH={ROOT}:{Path(__file__).resolve().parent}"])
     try:
         session, _ = worker_session(options)
         session.cluster = cluster
