@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import rill_command
-from tests.test_replay import FAULT_JOB
+from tests.replay.test_replay import FAULT_JOB
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
