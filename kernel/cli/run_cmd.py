@@ -47,7 +47,7 @@ def check_duration(duration: str) -> None:
                    "cancelling it, and print the savepoint's path (rill.stop-with-savepoint).")
 @click.option("--inject", multiple=True, metavar="KIND:KEY=VALUE,...",
               help="Inject a fault (repeatable), e.g. kill:target=taskexecutor-1,at=30s; kinds: kill, partition, "
-                   "drop, delay, slow, raise (see README).")
+                   "drop, delay, slow, raise (see docs/failures.md).")
 @config_options
 def run_command(job_file: str, job_args: tuple[str, ...], clock: str | None, seed: int | None, duration: str | None,
                 backend: str | None, quiet: bool, from_savepoint: str | None, allow_non_restored_state: bool,

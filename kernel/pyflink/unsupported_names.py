@@ -3,7 +3,7 @@
 Names are PyFlink's ``module: (qualified names...)``; a name is a class when it starts with
 an upper-case letter (PyFlink's CamelCase), else a function or method. Every name here is in
 ``tests/kernel/datastream/pyflink_api.txt`` (PyFlink's public API) and is refused when used (see
-:mod:`kernel.pyflink.unsupported`); the README lists the groups. A group disappears when rill gains
+:mod:`kernel.pyflink.unsupported`); docs/pyflink.md lists the groups. A group disappears when rill gains
 the feature: delete it here and implement the names.
 """
 

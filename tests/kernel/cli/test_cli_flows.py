@@ -1,5 +1,6 @@
-"""The README's command-line flows as a user's shell runs them: every command is the installed
-``rill`` in a process of its own, reading and writing one event log under ``RILL_HOME``.
+"""The command-line flows of the docs (README.md, docs/cli.md, docs/replay.md, ...) as a user's shell
+runs them: every command is the installed ``rill`` in a process of its own, reading and writing
+one event log under ``RILL_HOME``.
 
 One recorded history serves the read-only commands: a realtime run of the README's example, a
 simulated run with an injected fault (its job file deleted afterwards), a checkpointed job

@@ -280,11 +280,11 @@ def test_every_table_and_view_reads_unqualified_on_every_path(cli, recorded):
     assert all(counts[view] > 0 for view in VIEW_NAMES)
 
 
-def test_the_readme_example_gives_the_same_rows_on_all_three_paths(cli, recorded):
+def test_the_documented_example_gives_the_same_rows_on_all_three_paths(cli, recorded):
     log, export = recorded
     example = "SELECT kind, count(*) FROM events GROUP BY kind"
-    with open(os.path.join(str(Path(__file__).resolve().parents[3]), "README.md")) as readme:
-        assert f'rill sql "{example}"' in readme.read()
+    page = Path(__file__).resolve().parents[3] / "docs" / "eventlog-and-sql.md"
+    assert f'rill sql "{example}"' in page.read_text()
     answers = []
     for path in (("--engine", "duckdb"), ("--engine", "duckdb", "--parquet", str(export)), ("--engine", "spark")):
         code, out, err = sql(cli, log, *path, "--format", "json", example)
