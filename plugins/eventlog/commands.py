@@ -12,7 +12,7 @@ import click
 from kernel.cli.common import config_options, format_table, open_session
 from kernel.errors import EventLogError, UsageError
 from plugins.eventlog.damage import LogDamaged
-from plugins.eventlog.plugin import event_store
+from plugins.eventlog.options import event_store
 
 if TYPE_CHECKING:
     from plugins.eventlog.rebuild import SegmentRun

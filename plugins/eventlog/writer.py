@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kernel.errors import EventLogError
 from kernel.eventbus import EventBatch
