@@ -29,6 +29,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_MS
+from kernel.datastream.connectors.file_system import FileSink
 from kernel.runtime.cluster_events import (
     ExecutionStateChanged,
     JobStatusChanged,
@@ -157,7 +158,7 @@ class SparkBackend:
                                         "restore no savepoints; use the local backend")
         for node in compiled.stream_graph.nodes.values():
             spec = node.operator
-            if spec.kind == "sink_writer" and hasattr(spec.function, "create_writer_operator"):
+            if spec.kind == "sink_writer" and not isinstance(spec.function, FileSink):
                 raise SparkBackendError(f"sink {node.name!r} ({spec.function.describe()}): the spark backend writes "
                                         "FileSinks only; run Kafka jobs on the local backend (plugins.workers=spark "
                                         "puts its TaskExecutors on a Spark cluster)")

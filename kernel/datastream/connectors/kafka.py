@@ -173,11 +173,6 @@ class KafkaSource:
     realtime_only = "a Kafka source reads a broker over the network as time passes on the wall clock"
     client_module = "confluent_kafka"
 
-    def create_reader(self) -> Any:
-        from kernel.runtime.streaming.kafka.reader import KafkaSourceReader
-
-        return KafkaSourceReader(self)
-
     def describe(self) -> str:
         what = ",".join(self.topics) or self.topic_pattern or ",".join(f"{t}-{p}" for t, p in self.partitions)
         return f"KafkaSource({what} at {self.bootstrap_servers})"
@@ -402,11 +397,6 @@ class KafkaSink:
     #: a Kafka job runs on the wall clock, with the Kafka client (checked before the run starts)
     realtime_only = "a Kafka sink writes to a broker over the network as time passes on the wall clock"
     client_module = "confluent_kafka"
-
-    def create_writer_operator(self, spec: Any, node: Any, runtime: Any) -> Any:
-        from kernel.runtime.streaming.kafka.writer import KafkaWriterOperator
-
-        return KafkaWriterOperator(spec, node, runtime)
 
     def describe(self) -> str:
         schema = self.record_serializer

@@ -317,19 +317,3 @@ class FileReader(SourceReader):
     def close(self) -> None:
         if self.handle is not None:
             self.handle.close()
-
-
-def create_reader(spec: Any) -> SourceReader:
-    if spec.kind == "collection":
-        return CollectionReader(spec.params["elements"])
-    source = spec.function
-    if isinstance(source, NumberSequenceSource):
-        return NumberSequenceReader(source)
-    if isinstance(source, DataGeneratorSource):
-        return DataGeneratorReader(source)
-    if isinstance(source, FileSource):
-        return FileReader(source)
-    create = getattr(source, "create_reader", None)
-    if create is not None:
-        return create()
-    raise TypeError(f"{source!r} is not a source rill can read (FileSource, NumberSequenceSource, DataGeneratorSource)")

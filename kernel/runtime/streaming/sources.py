@@ -14,8 +14,33 @@ from kernel.common.watermark_strategy import TimestampAssigner
 from kernel.runtime.streaming.alignment import ActivityClock, SourceAlignment
 from kernel.runtime.streaming.handover import HandOver
 from kernel.runtime.streaming.operators.base import StreamOperator
-from kernel.runtime.streaming.readers import ENUMERATOR_STATE, READER_STATE, create_reader
+from kernel.datastream.connectors.datagen import DataGeneratorSource
+from kernel.datastream.connectors.file_system import FileSource
+from kernel.datastream.connectors.kafka import KafkaSource
+from kernel.datastream.connectors.number_seq import NumberSequenceSource
+from kernel.runtime.streaming.readers import (
+    ENUMERATOR_STATE, READER_STATE, CollectionReader, DataGeneratorReader, FileReader, NumberSequenceReader, SourceReader,
+)
 from kernel.runtime.streaming.split_watermarks import SplitWatermarks
+
+
+def create_reader(spec: Any) -> SourceReader:
+    """The reader of a source operator's spec, chosen by its source's class."""
+    if spec.kind == "collection":
+        return CollectionReader(spec.params["elements"])
+    source = spec.function
+    if isinstance(source, NumberSequenceSource):
+        return NumberSequenceReader(source)
+    if isinstance(source, DataGeneratorSource):
+        return DataGeneratorReader(source)
+    if isinstance(source, FileSource):
+        return FileReader(source)
+    if isinstance(source, KafkaSource):
+        from kernel.runtime.streaming.kafka.reader import KafkaSourceReader
+
+        return KafkaSourceReader(source)
+    raise TypeError(f"{source!r} is not a source rill can read (FileSource, NumberSequenceSource, DataGeneratorSource, "
+                    "KafkaSource)")
 
 
 class InputStatus(Enum):

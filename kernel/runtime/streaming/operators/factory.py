@@ -62,7 +62,7 @@ def operator_class(kind: str, name: str) -> Callable[..., StreamOperator]:
         case "sink_function":
             from kernel.runtime.streaming.operators.sinks import SinkFunctionOperator as operator
         case "sink_writer":
-            from kernel.runtime.streaming.operators.sinks import sink_writer as operator
+            operator = sink_writer
         case "collect":
             from kernel.runtime.streaming.operators.sinks import CollectSinkOperator as operator
         case "window":
@@ -91,3 +91,16 @@ def _read_key_rows(operator: StreamOperator, key_rows: tuple) -> None:
             process([Row(f0=k, f1=v) for k, v in zip(keys_of(values), values)], timestamps)
 
         setattr(operator, name, rows)
+
+
+def sink_writer(spec: Any, node: StreamNode, runtime: OperatorRuntime) -> StreamOperator:
+    """The writer operator of a ``sink_to`` sink: KafkaSink's or FileSink's."""
+    from kernel.datastream.connectors.kafka import KafkaSink
+
+    if isinstance(spec.function, KafkaSink):
+        from kernel.runtime.streaming.kafka.writer import KafkaWriterOperator
+
+        return KafkaWriterOperator(spec, node, runtime)
+    from kernel.runtime.streaming.operators.sinks import FileSinkWriterOperator
+
+    return FileSinkWriterOperator(spec, node, runtime)

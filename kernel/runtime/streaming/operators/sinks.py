@@ -242,12 +242,3 @@ class FileSinkWriterOperator(SinkOperator):
                 file_sink.discard(part)
         else:
             self.writer.close()
-
-
-def sink_writer(spec: Any, node: Any, runtime: Any) -> StreamOperator:
-    """The writer operator of a ``sink_to`` sink: the sink's own (``create_writer_operator``,
-    Kafka's), else FileSink's."""
-    create = getattr(spec.function, "create_writer_operator", None)
-    if create is not None:
-        return create(spec, node, runtime)
-    return FileSinkWriterOperator(spec, node, runtime)
