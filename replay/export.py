@@ -48,7 +48,7 @@ def export_log(session: Session, directory: str, bounds: QueryBounds) -> None:
     """Every recorded run of the session's event log under ``directory``, without the views
     (what an SQL engine that reads only Parquet reads instead of the log), within the bounds of
     the query it is for."""
-    from replay.sql import bounded, limit_memory
+    from replay.bounds import bounded, limit_memory
     from replay.store import read_log
 
     with read_log(session) as con:

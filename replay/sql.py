@@ -6,12 +6,12 @@ and in schema ``rill``: ``runs``, ``events``, every ``ev_<kind>`` table, and the
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kernel.contracts.sql import ResultWriter, SqlQuery, local_path
 from kernel.errors import EventLogError, UsageError
+from replay.bounds import bounded, limit_memory
 
 if TYPE_CHECKING:
     from kernel.eventtables import EventTable
@@ -37,24 +37,6 @@ def run_query(con: Any, query: str) -> tuple[list[str], list[tuple]]:
         return columns, result.fetchall()
     except duckdb.Error as exc:
         raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
-
-
-def limit_memory(con: Any, memory_bytes: int) -> None:
-    """Bound what DuckDB may allocate for ``con`` (before it is sealed: the seal locks it)."""
-    con.execute(f"SET memory_limit = '{int(memory_bytes)}B'")
-
-
-@contextmanager
-def bounded(con: Any, bounds: QueryBounds) -> Iterator[None]:
-    """Run statements on ``con`` with the query's clock running: interrupted when the time is
-    up; running out of its memory limit is the memory bound."""
-    import duckdb
-
-    with bounds.watch(con.interrupt):
-        try:
-            yield
-        except duckdb.OutOfMemoryException:
-            raise bounds.out_of_memory() from None
 
 
 def answer(con: Any, text: str, bounds: QueryBounds, result: ResultWriter) -> None:
