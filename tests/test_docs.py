@@ -93,3 +93,26 @@ def test_the_readme_first_job_and_its_commands_work_as_typed(shell):
         elif command[1] == "sql":
             assert re.search(r"^Source: Collection Source +3$", out, re.M), out
     assert Path("run.html").read_text().lower().startswith("<!doctype html>")
+
+
+def lines_of(*places: str) -> int:
+    """Lines of Python under each place (a folder, or ``kernel/*.py`` for a folder's own modules)."""
+    paths = [p for place in places for p in (ROOT.glob(place) if "*" in place else (ROOT / place).rglob("*.py"))]
+    return sum(len(p.read_text().splitlines()) for p in paths)
+
+
+def test_the_layout_table_counts_lines_as_the_code_has_them():
+    rows = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")]
+    counted = {}
+    for row in rows:
+        first = row.split(" | ")[0]
+        core = re.search(r"the (\d+) modules at its root, `contracts/`, `cli/`; (\d+\.\d)k lines", first)
+        if core:
+            assert int(core.group(1)) == len(list((ROOT / "kernel").glob("*.py")))
+            counted["kernel core"] = (float(core.group(2)), lines_of("kernel/*.py", "kernel/contracts", "kernel/cli"))
+        elif figure := re.search(r"\((\d+\.\d)k\)", first):
+            places = re.findall(r"`([^`]+)`", first)
+            counted[", ".join(places)] = (float(figure.group(1)), lines_of(*places))
+    assert len(counted) >= 8
+    wrong = {name: (said, real) for name, (said, real) in counted.items() if abs(said * 1000 - real) > 100}
+    assert wrong == {}
