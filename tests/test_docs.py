@@ -116,3 +116,17 @@ def test_the_layout_table_counts_lines_as_the_code_has_them():
     assert len(counted) >= 8
     wrong = {name: (said, real) for name, (said, real) in counted.items() if abs(said * 1000 - real) > 100}
     assert wrong == {}
+
+
+def test_the_kernel_docstring_counts_lines_as_the_code_has_them():
+    import kernel
+
+    text = " ".join(kernel.__doc__.split())
+    counted = {"kernel core": (float(re.search(r"\((\d+\.\d)k lines\)", text).group(1)),
+                               lines_of("kernel/*.py", "kernel/contracts", "kernel/cli"))}
+    for item in re.findall(r"- ((?::mod:`kernel\.\w+`(?:, )?)+) \((\d+\.\d)k", text):
+        places = [f"kernel/{name}" for name in re.findall(r"`kernel\.(\w+)`", item[0])]
+        counted[", ".join(places)] = (float(item[1]), lines_of(*places))
+    assert len(counted) == 7
+    wrong = {name: (said, real) for name, (said, real) in counted.items() if abs(said * 1000 - real) > 100}
+    assert wrong == {}
