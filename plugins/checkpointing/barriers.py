@@ -101,6 +101,12 @@ class SingleCheckpointBarrierHandler(BarrierHandler):
     def _drop(self) -> Alignment:
         raise NotImplementedError
 
+    def _resume(self, alignment: Alignment) -> None:
+        """The channels that delivered the barrier consume again."""
+        for channel in self.channels:
+            if channel in alignment.received:
+                channel.resume_consumption()
+
     def process_cancel_marker(self, marker: CancelCheckpointMarker, channel: Any) -> None:
         checkpoint_id = marker.checkpoint_id
         if checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None):
@@ -150,11 +156,6 @@ class AlignedBarrierHandler(SingleCheckpointBarrierHandler):
         metrics = self._aligned(alignment)
         self.task.trigger_checkpoint_on_barrier(alignment.barrier, metrics)
         self._resume(alignment)
-
-    def _resume(self, alignment: Alignment) -> None:
-        for channel in self.channels:
-            if channel in alignment.received:
-                channel.resume_consumption()
 
     def _abort(self, reason: CheckpointFailureReason) -> None:
         alignment, self.alignment = self.alignment, None

@@ -183,11 +183,6 @@ class UnalignedBarrierHandler(SingleCheckpointBarrierHandler):
         self.task.trigger_checkpoint_on_barrier(alignment.barrier, metrics)
         self._resume(alignment)
 
-    def _resume(self, alignment: Alignment) -> None:
-        for channel in self.channels:
-            if channel in alignment.received:
-                channel.resume_consumption()
-
     def _drop(self) -> Alignment:
         """Stop the current checkpoint: persisting ends, every channel resumes."""
         alignment, self.alignment = self.alignment, None

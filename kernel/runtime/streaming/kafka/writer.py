@@ -30,7 +30,7 @@ from kernel.datastream.connectors.base import DeliveryGuarantee
 from kernel.runtime.kafka_events import KafkaTransactionChanged
 from kernel.runtime.streaming.committer import CommittableCollector
 from kernel.runtime.streaming.kafka.client import REQUEST_TIMEOUT_S, KafkaConnectorError, client_config, confluent, create, describe
-from kernel.runtime.streaming.operators.sinks import SinkOperator
+from kernel.runtime.streaming.operators.sinks import SinkWriterOperator
 
 #: the input override telling a re-execution's Kafka sinks to write nothing
 RERUN_KEY = "kafka:rerun"
@@ -38,11 +38,9 @@ RERUN_KEY = "kafka:rerun"
 DEFAULT_TRANSACTION_TIMEOUT_MS = 3_600_000
 
 
-class KafkaWriterOperator(SinkOperator):
-    COMMITTER_STATE = "streaming_committer_raw_states"
-
-    def user_functions(self) -> list[Any]:
-        return []
+class KafkaWriterOperator(SinkWriterOperator):
+    """KafkaSink's writer and committer, chained: records become Kafka records under the
+    sink's delivery guarantee, as the module describes."""
 
     def open(self) -> None:
         super().open()

@@ -149,7 +149,18 @@ class SinkFunctionOperator(SinkOperator):
             self.stage(commit)
 
 
-class FileSinkWriterOperator(SinkOperator):
+class SinkWriterOperator(SinkOperator):
+    """The writer of a ``sink_to`` sink (Flink's SinkWriterOperator, its CommitterOperator
+    chained): the sink is not a user function, and its committables not yet committed are
+    kept under Flink's committer state name."""
+
+    COMMITTER_STATE = "streaming_committer_raw_states"
+
+    def user_functions(self) -> list[Any]:
+        return []
+
+
+class FileSinkWriterOperator(SinkWriterOperator):
     """FileSink's writer and committer (Flink's SinkWriterOperator and CommitterOperator,
     chained): records become lines in part files (:mod:`kernel.runtime.streaming.file_sink`).
 
@@ -166,10 +177,6 @@ class FileSinkWriterOperator(SinkOperator):
     """
 
     WRITER_STATE = "writer_raw_states"
-    COMMITTER_STATE = "streaming_committer_raw_states"
-
-    def user_functions(self) -> list[Any]:
-        return []
 
     def open(self) -> None:
         super().open()
