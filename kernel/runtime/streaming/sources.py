@@ -16,7 +16,6 @@ from kernel.runtime.streaming.handover import HandOver
 from kernel.runtime.streaming.operators.base import StreamOperator
 from kernel.datastream.connectors.datagen import DataGeneratorSource
 from kernel.datastream.connectors.file_system import FileSource
-from kernel.datastream.connectors.kafka import KafkaSource
 from kernel.datastream.connectors.number_seq import NumberSequenceSource
 from kernel.runtime.streaming.readers import (
     ENUMERATOR_STATE, READER_STATE, CollectionReader, DataGeneratorReader, FileReader, NumberSequenceReader, SourceReader,
@@ -35,6 +34,8 @@ def create_reader(spec: Any) -> SourceReader:
         return DataGeneratorReader(source)
     if isinstance(source, FileSource):
         return FileReader(source)
+    from kernel.datastream.connectors.kafka import KafkaSource  # imported only when the source is none of the above
+
     if isinstance(source, KafkaSource):
         from kernel.runtime.streaming.kafka.reader import KafkaSourceReader
 
