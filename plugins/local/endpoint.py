@@ -4,8 +4,9 @@ TaskExecutor processes send besides messages arrives here: their events, which t
 event bus records (the run's one event log), what they print (to this process's stdout, in
 order with their messages), the summaries of their ended tasks, the
 records their collect sinks took (``execute_and_collect``, for the caller's iterator) and the
-``raise`` faults that fired there. Each process gets the injected faults' state when it
-connects and whenever it changes: the run's counts of raised faults, its ``slow`` factor.
+``raise`` faults that fired there. A process asks here whether a ``raise`` fault may fire
+(the run's counts are kept here), and gets its ``slow`` factor when it connects and whenever
+it changes.
 
 It listens on ``jobmanager.bind-host`` (else ``jobmanager.rpc.address``) at
 ``jobmanager.rpc.port`` (0: any free port) and TaskExecutors reach it at
@@ -46,16 +47,15 @@ class ClusterEndpoint:
             for event in encoded:
                 emit(decode(event))
 
-        def raised(connection: Any, index: int, description: str, time: int) -> None:
-            faults.raised[index] = faults.raised.get(index, 0) + 1
-            tracker.fault(index, description, time)
-            for address in self.transport.routes:
-                self.send_faults(address)
+        def claim(connection: Any, request: int, index: int) -> None:
+            connection.send(encode_frame("claimed", request, faults.claim(index)))
 
         self.faults = faults
         self.transport.handlers["events"] = events
         self.transport.handlers["summary"] = lambda connection, summary: task_ended(summary)
-        self.transport.handlers["raised"] = raised
+        self.transport.handlers["claim"] = claim
+        self.transport.handlers["raised"] = lambda connection, index, description, time: tracker.fault(
+            index, description, time)
         self.transport.handlers["stdout"] = lambda connection, text: print_to_stdout(text)
         self.transport.handlers["collected"] = lambda connection, node_id, values: collected(node_id, values)
         self.transport.on_hello = lambda connection, addresses, *info: [self.send_faults(a) for a in addresses]
@@ -63,11 +63,10 @@ class ClusterEndpoint:
                                              advertised=options.rpc_address)
 
     def send_faults(self, address: str) -> None:
-        """Tell the process of TaskExecutor ``address`` the run's raise counts and its slow factor."""
+        """Tell the process of TaskExecutor ``address`` its slow factor."""
         connection = self.transport.routes.get(address)
         if connection is not None:
-            faults = self.faults
-            connection.send(encode_frame("faults", list(faults.raised.items()), faults.slowdown_of(address)))
+            connection.send(encode_frame("faults", self.faults.slowdown_of(address)))
 
     def drain(self) -> None:
         """The TaskExecutor processes are gone: handle what they sent last (events, summaries)

@@ -7,9 +7,11 @@ TaskExecutor's tasks take ``factor`` times as long. Raise: the named operator ra
 :class:`kernel.faults.InjectedFault` when its Nth record arrives (counted per attempt), at
 most ``times`` times in the run. Each fault taking effect (and ending) is an event.
 
-TaskExecutors in processes of their own have an injector of their own for ``raise`` faults:
-it tells the cluster's (``raise_counted``) each time one fires, and the cluster's keeps the
-run's counts (``raised``) and, with the ``slow`` factor, hands them to every such process.
+TaskExecutors in processes of their own have an injector of their own for ``raise`` faults.
+The run's counts stay with the cluster's: when a task reaches a fault's record, the process
+asks the cluster whether the fault may fire once more (``grant``, answered by :meth:`claim`),
+so ``times`` holds for the whole run however many processes reach the record at once; and it
+tells the cluster's injector (``raise_counted``) when one fires.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class FaultInjector:
         self.slowdowns: dict[str, float] = {}  # TaskExecutor -> factor of the slow faults in force
         #: told of every raise fault that fires here: (index, description, time)
         self.raise_counted: Callable[[int, str, int], None] = lambda index, description, time: None
+        #: in a TaskExecutor process: asks the cluster's injector to :meth:`claim` a raise fault
+        self.grant: Callable[[int], bool] | None = None
 
     def _emit(self, fault: f.Fault, target: str, phase: str = "start", note: str = "") -> None:
         description = fault.describe() + (f" ({note})" if note else "")
@@ -123,14 +127,19 @@ class FaultInjector:
                 if operator.name == fault.operator:
                     self._wrap(operator, fault, task)
 
-    def _take(self, fault: f.Raise) -> bool:
-        """Whether the fault may raise once more (counted: subtasks may run in threads of their own)."""
+    def claim(self, index: int) -> bool:
+        """Whether raise fault ``index`` may fire once more in the run, counting it if so (subtasks
+        may run in threads of their own)."""
         with self._lock:
-            raised = self.raised.get(fault.index, 0)
-            if raised >= fault.times:
+            raised = self.raised.get(index, 0)
+            if raised >= self.faults[index].times:
                 return False
-            self.raised[fault.index] = raised + 1
+            self.raised[index] = raised + 1
             return True
+
+    def _take(self, fault: f.Raise) -> bool:
+        """Whether the fault may raise once more: claimed here, or from the cluster's injector."""
+        return self.claim(fault.index) if self.grant is None else self.grant(fault.index)
 
     def _wrap(self, operator: Any, fault: f.Raise, task: StreamTask) -> None:
         seen = [0]

@@ -38,6 +38,9 @@ from plugins.local.options import ClusterOptions
 from plugins.local.recovery import RecoveryTracker
 from plugins.local.taskexecutor import TaskExecutor
 
+#: how long a task waits for the cluster's answer whether a raise fault may fire
+GRANT_TIMEOUT_S = 30.0
+
 if TYPE_CHECKING:
     from kernel.contracts.workers import TaskExecutorProcessSpec
     from kernel.eventbus import EventBatch
@@ -45,6 +48,37 @@ if TYPE_CHECKING:
     from kernel.remoting.tcp import Connection
     from plugins.local.deployment import TaskDeploymentDescriptor
     from plugins.local.tasks.streamtask import StreamTask
+
+
+class RaiseGrants:
+    """A task's question to the cluster's fault injector whether a ``raise`` fault may fire
+    once more in the run (:meth:`plugins.local.faults.FaultInjector.claim`): the task's thread
+    waits for the answer, which arrives on the process's loop; no answer in time is a no."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._waiting: dict[int, tuple[threading.Event, list[bool]]] = {}
+
+    def ask(self, index: int) -> bool:
+        answered: tuple[threading.Event, list[bool]] = (threading.Event(), [])
+        with self._lock:
+            self._requests += 1
+            request = self._requests
+            self._waiting[request] = answered
+        if self.connection.send(encode_frame("claim", request, index)) and answered[0].wait(GRANT_TIMEOUT_S):
+            return answered[1][0]
+        with self._lock:
+            self._waiting.pop(request, None)
+        return False
+
+    def answered(self, connection: Connection, request: int, granted: bool) -> None:
+        with self._lock:
+            answered = self._waiting.pop(request, None)
+        if answered is not None:
+            answered[1].append(granted)
+            answered[0].set()
 
 
 class EventForwarder:
@@ -133,11 +167,10 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
     services = WorkerProcessServices(run, options, connection, security)
     task_executor = TaskExecutor(spec.resource_id, run.messaging, run, services, options)
 
-    def faults(connection: Connection, raised: list, slowdown: float) -> None:
-        services.faults.raised = dict(raised)
-        task_executor.set_slowdown(slowdown)
-
-    transport.handlers["faults"] = faults
+    grants = RaiseGrants(connection)
+    transport.handlers["faults"] = lambda connection, slowdown: task_executor.set_slowdown(slowdown)
+    transport.handlers["claimed"] = grants.answered
+    services.faults.grant = grants.ask
     services.faults.raise_counted = lambda *fired: connection.send(encode_frame("raised", *fired))
 
     def sample() -> None:

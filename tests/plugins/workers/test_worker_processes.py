@@ -328,6 +328,34 @@ def test_a_file_sink_staged_in_worker_processes_commits_only_the_final_attempts(
     assert sorted(int(line) for p in visible for line in p.read_text().split()) == list(range(400))
 
 
+def test_a_raise_fault_fires_times_in_the_run_when_processes_reach_its_record_at_once(tmp_path):
+    """Both subtasks, each in a TaskExecutor process of its own, reach the fault's record at the
+    same moment (they meet on their first record); the fault fires once in the run, as its
+    ``times`` says (each process counting for itself raised it in both), and one restart
+    recovers the job."""
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
+
+    def meet(value):
+        (meeting / str(value % 2)).touch()
+        deadline = time.monotonic() + 20
+        while len(list(meeting.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return value
+
+    def build(env):
+        env.set_parallelism(2)
+        env.from_collection(list(range(40)), Types.INT()).rebalance().map(meet, Types.INT()).name("Meet").print()
+        env.execute("met")
+
+    job = run_job(build, *PROCESSES, "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.attempts=1",
+                  "rill.network.record-size=4096", faults=["raise:operator=Meet,record=2"])
+    assert job.outcome.status == "FINISHED", job.outcome.failure
+    assert [e.phase for e in job.events(FaultInjected)] == ["start"]
+    assert {e.attempt for e in job.events(TaskDeployed)} == {0, 1}
+    assert sorted(int(line.split("> ")[-1]) for line in job.lines) == list(range(40))
+
+
 def test_a_partition_between_processes_is_noticed_by_heartbeats():
     job = run_job(counting(6_000), *PROCESSES, "heartbeat.interval=200 ms", "heartbeat.timeout=1 s",
                   "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.attempts=5",
