@@ -129,7 +129,10 @@ class FaultInjector:
 
     def claim(self, index: int) -> bool:
         """Whether raise fault ``index`` may fire once more in the run, counting it if so (subtasks
-        may run in threads of their own)."""
+        may run in threads of their own). An index that names no raise fault (from a process
+        that is not one of the run's TaskExecutors as they are) is a ValueError."""
+        if type(index) is not int or not 0 <= index < len(self.faults) or not isinstance(self.faults[index], f.Raise):
+            raise ValueError(f"no raise fault #{index!r:.20}")
         with self._lock:
             raised = self.raised.get(index, 0)
             if raised >= self.faults[index].times:

@@ -74,6 +74,8 @@ class RaiseGrants:
         return False
 
     def answered(self, connection: Connection, request: int, granted: bool) -> None:
+        if type(granted) is not bool:
+            raise ValueError(f"a claim answered with {granted!r:.20}")
         with self._lock:
             answered = self._waiting.pop(request, None)
         if answered is not None:

@@ -356,6 +356,23 @@ def test_a_raise_fault_fires_times_in_the_run_when_processes_reach_its_record_at
     assert sorted(int(line.split("> ")[-1]) for line in job.lines) == list(range(40))
 
 
+def test_a_claim_that_names_no_raise_fault_is_refused_and_counts_nothing():
+    """What a TaskExecutor process asks the cluster's injector (``claim``, on the run's transport,
+    whose handlers drop a peer whose frame raises): an index of no raise fault, a negative
+    one, or no int at all is refused; a raise fault fires its ``times``, then no more."""
+    from kernel.faults import build_faults, parse_inject
+    from plugins.local.faults import FaultInjector
+
+    faults = build_faults([parse_inject("kill:target=taskexecutor-1,at=1s"),
+                           parse_inject("raise:operator=Meet,record=2,times=2")])
+    injector = FaultInjector(None, None, faults)
+    for index in (0, -1, 2, 1 << 70, "1", 1.0, None, [1]):
+        with pytest.raises(ValueError, match=r"^no raise fault #"):
+            injector.claim(index)
+    assert [injector.claim(1) for _ in range(4)] == [True, True, False, False]
+    assert injector.raised == {1: 2}
+
+
 def test_a_partition_between_processes_is_noticed_by_heartbeats():
     job = run_job(counting(6_000), *PROCESSES, "heartbeat.interval=200 ms", "heartbeat.timeout=1 s",
                   "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.attempts=5",
