@@ -101,6 +101,11 @@ class SingleCheckpointBarrierHandler(BarrierHandler):
     def _drop(self) -> Alignment:
         raise NotImplementedError
 
+    def _stale(self, checkpoint_id: int) -> bool:
+        """Whether what came for ``checkpoint_id`` is too late: an older checkpoint's, or the
+        current one's after it ended."""
+        return checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None)
+
     def _resume(self, alignment: Alignment) -> None:
         """The channels that delivered the barrier consume again."""
         for channel in self.channels:
@@ -109,7 +114,7 @@ class SingleCheckpointBarrierHandler(BarrierHandler):
 
     def process_cancel_marker(self, marker: CancelCheckpointMarker, channel: Any) -> None:
         checkpoint_id = marker.checkpoint_id
-        if checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None):
+        if self._stale(checkpoint_id):
             return
         if checkpoint_id > self.current_id:
             if self.alignment is not None:
@@ -135,7 +140,7 @@ class AlignedBarrierHandler(SingleCheckpointBarrierHandler):
 
     def process_barrier(self, barrier: CheckpointBarrier, channel: Any) -> None:
         checkpoint_id = barrier.checkpoint_id
-        if checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None):
+        if self._stale(checkpoint_id):
             channel.resume_consumption()  # a checkpoint completed or aborted already
             return
         if checkpoint_id > self.current_id:

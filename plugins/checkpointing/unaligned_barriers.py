@@ -83,7 +83,7 @@ class UnalignedBarrierHandler(SingleCheckpointBarrierHandler):
 
     def process_barrier_announcement(self, barrier: CheckpointBarrier, channel: Any) -> None:
         checkpoint_id = barrier.checkpoint_id
-        if checkpoint_id < self.current_id or (checkpoint_id == self.current_id and self.alignment is None):
+        if self._stale(checkpoint_id):
             return
         if checkpoint_id > self.current_id:
             self._start(barrier)
