@@ -60,6 +60,8 @@ def replay_command(run_ref: str, at: str | None, events: bool, kinds: tuple[str,
     for option, modes in OPTION_MODES.items():
         if given[option] and mode not in modes:
             raise UsageError(f"{option} goes with {' or '.join(modes)}, not with {mode}")
+    if task is not None and not task.strip():
+        raise UsageError("--task names nothing: give a vertex, a TaskExecutor or another name the events mention")
     if rerun:
         _rerun(run_ref, sets, allow_changed, as_json, config_path)
         return

@@ -243,6 +243,22 @@ def test_events_play_back_in_order_with_filters(cli, fault_run):
     assert code == 2 and "unknown event kind(s) no_such_kind" in err
 
 
+def test_an_empty_task_filter_is_refused_not_read_as_every_task(shell):
+    """``--task ''`` (an unset shell variable) names nothing: rill says so, it does not play the
+    whole run back as if no filter were given, and the log stays as it was."""
+    path = str(Path(__file__).resolve().parents[2] / "examples" / "wordcount.py")
+    run_in_a_process(shell, path)
+    code, everything, err = shell("replay", "last", "--events")
+    assert code == 0 and everything, err
+    for name in ("", "  "):
+        code, out, err = shell("replay", "last", "--events", "--task", name)
+        assert (code, out) == (2, "")
+        assert err.strip().splitlines() == ["rill: error: --task names nothing: give a vertex, a TaskExecutor or "
+                                                 "another name the events mention"]
+    code, again, err = shell("replay", "last", "--events")
+    assert code == 0 and again == everything, err
+
+
 def test_export_writes_parquet(cli, fault_run, tmp_path):
     code, out, _ = cli("export", "last", "--parquet", str(tmp_path / "out"))
     assert code == 0
