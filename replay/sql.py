@@ -6,8 +6,9 @@ and in schema ``rill``: ``runs``, ``events``, every ``ev_<kind>`` table, and the
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from kernel.contracts.sql import ResultWriter, SqlQuery, local_path
 from kernel.errors import EventLogError, UsageError
@@ -71,13 +72,15 @@ def sql_query(session: Session, text: str, parquet: str | None, result: ResultWr
     clock for the engine and for ``result``) and where its rows go."""
     from kernel.eventtables import tables_by_kind
     from replay.export import export_log
-    from replay.exported import checked_export
+    from replay.exported import ExportFiles, checked_export
     from replay.store import open_store
 
     tables = tables_by_kind(session.events.types())
 
     def export_files(directory: str) -> dict[str, list[str]]:
-        return {table: files for table, (files, _) in checked_export(directory, tables, bounds).items()}
+        with ExportFiles(directory) as files:
+            checked_export(files, tables, bounds)
+            return files.tables
 
     return SqlQuery(text=text, parquet=parquet, config=session.config, tables=tables, store=open_store(session),
                     views=session.views, export_log=partial(export_log, session, bounds=bounds),
@@ -103,45 +106,45 @@ class DuckDBEngine:
         if directory is None:
             raise UsageError(f"--parquet {request.parquet}: DuckDB reads an export on this machine (Spark reads other "
                              "file systems: --engine spark)")
-        con = open_export(directory, request.tables, request.bounds)
-        try:
+        with open_export(directory, request.tables, request.bounds) as con:
             create_views(con, request.views, request.tables)
             answer(con, request.text, request.bounds, request.result)
-        finally:
-            con.close()
 
 
-def open_export(directory: str, tables: Mapping[str, EventTable], bounds: QueryBounds | None = None) -> Any:
-    """An in-memory DuckDB over an export: each table an Arrow dataset over exactly its Parquet
-    files, checked first (:mod:`replay.exported`; read by Arrow, so the sealed connection needs
-    no file system), registered unqualified and as ``rill.<table>``; an event table (by kind)
-    the export has no file for is an empty ``rill.ev_<kind>`` with its columns; ``rill.events``
-    over them, as in the log."""
+@contextmanager
+def open_export(directory: str, tables: Mapping[str, EventTable], bounds: QueryBounds | None = None) -> Iterator[Any]:
+    """An in-memory DuckDB over an export, for the block: each table an Arrow dataset over
+    exactly its Parquet files, opened and checked first (:mod:`replay.exported`: read through
+    the files opened when they were checked, and by Arrow, so the sealed connection needs no
+    file system), registered unqualified and as ``rill.<table>``; an event table (by kind) the
+    export has no file for is an empty ``rill.ev_<kind>`` with its columns; ``rill.events``
+    over them, as in the log. The connection and the files are closed after the block."""
     import duckdb
     import pyarrow.dataset as ds
+    import pyarrow.parquet  # noqa: F401  (loaded before the export's files take the descriptors left)
 
-    from replay.exported import checked_export
+    from replay.exported import ExportFiles, checked_export
     from replay.views import empty_relation
 
-    checked = checked_export(directory, tables, bounds)
-    columns: dict[str, list[str]] = {}
-    con = duckdb.connect()
-    try:
-        con.execute("CREATE SCHEMA rill")
-        for table, (files, schema) in checked.items():
-            con.register(table, ds.dataset(files, schema=schema, format="parquet"))
-            con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM temp.main.{table}")
-            if table.startswith("ev_"):
-                columns[table[3:]] = [name for name in schema.names if name not in ("run_id", "seq", "time")]
-        for kind in sorted(set(tables) - set(columns)):
-            con.execute(f"CREATE VIEW rill.ev_{kind} AS SELECT * FROM {empty_relation(tables[kind])}")
-        if columns:
-            con.execute(f"CREATE VIEW rill.events AS {events_select(columns)}")
-        con.execute("SET search_path = 'rill,main'")
-    except Exception:
-        con.close()
-        raise
-    return con
+    with ExportFiles(directory) as files:
+        checked = checked_export(files, tables, bounds)
+        columns: dict[str, list[str]] = {}
+        con = duckdb.connect()
+        try:
+            con.execute("CREATE SCHEMA rill")
+            for table, (sources, schema) in checked.items():
+                con.register(table, ds.dataset(sources, schema=schema, format="parquet"))
+                con.execute(f"CREATE VIEW rill.{table} AS SELECT * FROM temp.main.{table}")
+                if table.startswith("ev_"):
+                    columns[table[3:]] = [name for name in schema.names if name not in ("run_id", "seq", "time")]
+            for kind in sorted(set(tables) - set(columns)):
+                con.execute(f"CREATE VIEW rill.ev_{kind} AS SELECT * FROM {empty_relation(tables[kind])}")
+            if columns:
+                con.execute(f"CREATE VIEW rill.events AS {events_select(columns)}")
+            con.execute("SET search_path = 'rill,main'")
+            yield con
+        finally:
+            con.close()
 
 
 def events_select(columns: dict[str, list[str]]) -> str:

@@ -5,6 +5,7 @@ log and on ``--parquet DIR``."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -226,8 +227,8 @@ def test_the_seal_holds_without_the_statement_check(recorded, target):
     paths = {"log": recorded / "log" / "rill.duckdb", "export": recorded / "export", "base": recorded}
     before = files_under(recorded)
     session = Session.open(sets=(f"eventlog.path={paths['log']}",))
-    with event_store(session).read() as logged:
-        con = logged if target == "log" else open_export(str(paths["export"]), {})
+    with event_store(session).read() as logged, contextlib.ExitStack() as stack:
+        con = logged if target == "log" else stack.enter_context(open_export(str(paths["export"]), {}))
         seal(con)
         for statement in DIRECT:
             with pytest.raises(duckdb.Error):
@@ -239,8 +240,47 @@ def test_the_seal_holds_without_the_statement_check(recorded, target):
             con.execute(f"ATTACH '{paths['log']}' AS again")
         if target == "parquet":
             assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)
-            con.close()
     assert files_under(recorded) == before
+
+
+def test_what_was_checked_is_what_is_read_whatever_changes_after_the_check(recorded, tmp_path):
+    """Between the check of an export's files and the query reading them, another process
+    swaps a checked file for a link to a file outside, replaces another with a different
+    Parquet file and renames the run's events directory to put a link in its place: the query
+    reads the files as they were checked, and nothing else."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kernel.eventtables import tables_by_kind
+    from kernel.lifecycle.session import Session
+    from replay.sandbox import seal
+    from replay.sql import open_export
+
+    export = tmp_path / "export"
+    shutil.copytree(recorded / "export", export)
+    [run] = list(export.iterdir())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    events = sorted((run / "events").iterdir())
+    counts = {path.name: pq.read_metadata(path).num_rows for path in events}
+    first, second = events[0], events[1]
+    pq.write_table(pa.table({"secret": ["outside"]}), outside / "secret.parquet")
+    tables = tables_by_kind(Session.open(sets=(f"eventlog.path={tmp_path / 'log.duckdb'}",)).events.types())
+    with open_export(str(export), tables) as con:
+        seal(con)
+        first.unlink()
+        first.symlink_to(outside / "secret.parquet")
+        pq.write_table(pa.table({"run_id": ["x"] * 7, "seq": list(range(7)), "time": list(range(7))}),
+                       outside / "other.parquet")
+        os.replace(outside / "other.parquet", second)
+        (run / "events").rename(run / "moved")
+        (run / "events").symlink_to(outside)
+        (run / "run.parquet").unlink()
+        for path in (first, second):
+            kind = path.name[: -len(".parquet")]
+            assert con.execute(f"SELECT count(*) FROM ev_{kind}").fetchone() == (counts[path.name],)
+        assert con.execute("SELECT count(*), min(job_name) FROM runs").fetchone() == (1, "WordCount")
+        assert con.execute("SELECT count(*) FROM events").fetchone() == (sum(counts.values()),)
 
 
 def test_there_are_at_least_forty_attacks():
@@ -314,6 +354,31 @@ def test_a_symbolic_link_out_of_an_export_is_refused(cli, recorded, tmp_path):
     (run / "events" / "passwd.parquet").symlink_to("/etc/passwd")
     code, out, err = cli("sql", "--parquet", str(export), "SELECT count(*) FROM runs")
     assert (code, out) == (2, "") and err.startswith(f"rill: error: {run}/events/passwd.parquet is a symbolic link")
+
+
+def test_an_export_of_more_files_than_the_soft_limit_is_read_and_beyond_the_hard_one_refused(recorded, tmp_path):
+    """Each file of an export stays open while the query runs: ``rill sql`` raises its soft
+    limit of open files to the hard one when it needs to, and past the hard one says so in a
+    line."""
+    import resource
+
+    export = tmp_path / "export"
+    [run] = list((recorded / "export").iterdir())
+    for copy in range(4):  # 4 runs of 39 files each: 156 files
+        shutil.copytree(run, export / f"{run.name}{copy}")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    command = [*rill_command(), "sql", "--parquet", str(export), "--format", "csv", "SELECT count(*) AS n FROM runs"]
+    for limits, expected in (((100, hard), (0, "n\n4\n", "")),
+                             ((100, 100), (2, "", "the export holds more files than this process may open at once "
+                                                  "(ulimit -n 100)"))):
+        done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                              preexec_fn=lambda limits=limits: resource.setrlimit(resource.RLIMIT_NOFILE, limits))
+        if expected[0] == 0:
+            assert (done.returncode, done.stdout, done.stderr) == expected
+        else:
+            assert (done.returncode, done.stdout) == expected[:2]
+            [line] = done.stderr.splitlines()
+            assert line.startswith(f"rill: error: {export}/") and line.endswith(expected[2]), line
 
 
 def test_an_export_directory_reached_through_a_link_or_dots_is_read(cli, recorded, tmp_path):
