@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
 from types import MappingProxyType
@@ -73,12 +75,31 @@ def spark_session(options: Any, quiet: bool = False, python_executable: str = ""
 
             SparkContext(conf=conf, gateway=launch_gateway(conf, popen_kwargs={"stderr": subprocess.DEVNULL}))
         session = SparkSession.builder.config(conf=conf).getOrCreate()
-    except Exception as exc:  # no Java, a bad master URL or setting
+    except Exception as exc:  # no Java, a bad setting, a master that does not answer
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise RillError(f"cannot start Spark (spark.master = {options.master}): {first} (the spark backend needs "
-                        "Java 17 or later on PATH or in JAVA_HOME)") from None
+        raise RillError(f"cannot start Spark (spark.master = {options.master}): {first} ({_what_to_check(options.master)})") from None
     session.sparkContext.setLogLevel("OFF" if silent else options.log_level.upper())
     return session, True
+
+
+def _what_to_check(master: str) -> str:
+    """Java when none is found; a standalone master that does not answer; else where Spark's
+    own account of the failure is."""
+    java_home = os.environ.get("JAVA_HOME", "")
+    if not (java_home and os.access(os.path.join(java_home, "bin", "java"), os.X_OK)) and shutil.which("java") is None:
+        return "the spark backend needs Java 17 or later on PATH or in JAVA_HOME: none is found"
+    if master.startswith("spark://"):
+        unanswered = []
+        for address in master[len("spark://"):].split(","):
+            host, _, port = address.rpartition(":")
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+                break
+            except OSError as exc:
+                unanswered.append(f"{address}: {exc.strerror or exc}")
+        else:
+            return f"no Spark master answers at {'; '.join(unanswered)}"
+    return "Spark's own messages say why: run rill with --debug"
 
 
 def debugging() -> bool:

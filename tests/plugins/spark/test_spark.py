@@ -36,6 +36,7 @@ from kernel.datastream.window import (
 )
 from kernel.runtime.streaming.partitioning import KeyGroupChannels
 from plugins.spark.events import SparkStageCompleted
+from tests.conftest import rill_command
 from tests.runtime import run_job
 from tests.plugins.local.test_local_runtime import side_outputs_connect_and_union
 from tests.kernel.datastream.test_pyflink_outputs import (
@@ -573,6 +574,59 @@ def test_spark_settings_are_validated(cli):
     assert code == 2 and "spark.mastr" in err and "spark.master" in err
     code, out, err = cli("config", "--set", "spark.master=local[1]")
     assert code == 0 and "local[1]" in out
+
+
+MASTER_FORMS = "local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT[,HOST:PORT...], yarn or k8s://URL"
+
+
+@pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[*, 3]", "local-cluster[2, 1, 1024]",
+                                    "spark://a:7077", "spark://a:7077,b:7078", "spark://[::1]:7077", "yarn",
+                                    "k8s://https://10.0.0.1:6443"])
+def test_master_urls_spark_starts_with_are_taken(cli, master):
+    code, out, err = cli("config", "--set", f"spark.master={master}")
+    assert code == 0 and f"spark.master  " in out and master in out, err
+
+
+@pytest.mark.parametrize("master", ["bogus://nowhere:7077", "local[0]", "local[two]", "spark://a", "spark://a:7077,",
+                                    "spark://", "mesos://zk:2181", "Local"])
+def test_a_master_url_spark_would_refuse_is_refused_in_a_line_before_spark_starts(tmp_path, master):
+    """As a user runs it: the job never starts a JVM; one line names the key, the value and the
+    forms Spark takes (a bad URL used to fail inside Spark, with the JVM's stack trace and a
+    hint about Java)."""
+    job = tmp_path / "job.py"
+    job.write_text("raise SystemExit('the job ran')\n")
+    done = subprocess.run([*rill_command(), "run", "--set", "plugins.workers=spark", "--set", f"spark.master={master}",
+                           str(job)], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={**os.environ, "RILL_HOME": str(tmp_path / ".rill")})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [f"rill: error: invalid configuration [spark.master (--set)]: spark.master "
+                                        f"{master!r} is not a master URL Spark knows: {MASTER_FORMS}"]
+
+
+def test_a_failed_start_says_what_to_check(monkeypatch, tmp_path):
+    """Java when none is found; for a standalone master, which of its addresses answered; else
+    where Spark's own account of the failure is."""
+    import socket
+
+    from plugins.spark.session import _what_to_check
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    assert _what_to_check("local[1]") == ("the spark backend needs Java 17 or later on PATH or in JAVA_HOME: none "
+                                          "is found")
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    assert _what_to_check("local[1]") == "Spark's own messages say why: run rill with --debug"
+    with socket.socket() as listening, socket.socket() as closed:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: a connection is refused
+        up, down = (f"127.0.0.1:{s.getsockname()[1]}" for s in (listening, closed))
+        assert _what_to_check(f"spark://{down}") == f"no Spark master answers at {down}: Connection refused"
+        assert _what_to_check(f"spark://{down},{up}") == "Spark's own messages say why: run rill with --debug"
 
 
 def test_spark_starts_quietly_and_stops(tmp_path):
