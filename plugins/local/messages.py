@@ -192,6 +192,14 @@ class AllocationsFailed(Message):
     reason: str
 
 
+class NotEnoughResourcesAvailable(Message):
+    """ResourceManager -> JobMaster: the job's declared slots cannot all be had, however long it
+    waits (Flink's ``notifyNotEnoughResourcesAvailable``)."""
+
+    job_id: str
+    reason: str
+
+
 # -- tasks --------------------------------------------------------------------------------------
 
 

@@ -240,15 +240,22 @@ class ResourceManager(Component):
     def handle_SlotFreed(self, message: m.SlotFreed, sender: str) -> None:
         self.slot_manager.free_slot(message.resource_id, message.slot_index, message.allocation_id)
 
-    def declare_missing_slots(self, missing: int, registered: int) -> None:
+    def declare_missing_slots(self, missing: int, registered: int) -> int:
         """Request workers for the slots no registered TaskExecutor can give (once start
-        failures pause requests, check again when the pause ends)."""
+        failures pause requests, check again when the pause ends): how many of them no worker
+        will give, ``slotmanager.number-of-slots.max`` reached."""
         coming = len(self.pending_workers) * self.slots_per_worker
         total = (registered + len(self.pending_workers)) * self.slots_per_worker
         if missing > coming and self.clock.now() < self._requests_paused_until:
             self.schedule(self._requests_paused_until - self.clock.now(), self.slot_manager.check_requirements_soon)
-            return
+            return 0
         while missing > coming and total + self.slots_per_worker <= self.max_slots:
             self._request_new_worker()
             coming += self.slots_per_worker
             total += self.slots_per_worker
+        return max(0, missing - coming)
+
+    def not_enough_resources(self, job_id: str, reason: str) -> None:
+        address = self.job_masters.get(job_id)
+        if address is not None:
+            self.tell(address, m.NotEnoughResourcesAvailable(job_id, reason))

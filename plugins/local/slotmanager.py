@@ -25,8 +25,12 @@ if TYPE_CHECKING:
 class ResourceAllocator(Protocol):
     """What the slot manager asks of its ResourceManager (Flink's ``ResourceAllocator``)."""
 
-    def declare_missing_slots(self, missing: int, registered: int) -> None:
-        """``missing`` slots are required that the ``registered`` TaskExecutors cannot give."""
+    def declare_missing_slots(self, missing: int, registered: int) -> int:
+        """``missing`` slots are required that the ``registered`` TaskExecutors cannot give:
+        how many of them no worker it may start will give (``slotmanager.number-of-slots.max``)."""
+
+    def not_enough_resources(self, job_id: str, reason: str) -> None:
+        """The job's requirements cannot be fulfilled (Flink's ``notifyNotEnoughResourcesAvailable``)."""
 
     def release_idle_worker(self, resource_id: str, reason: str) -> None:
         """The TaskExecutor has had no allocated slot for ``resourcemanager.taskmanager-timeout``."""
@@ -156,7 +160,7 @@ class SlotManager:
 
     def _check_requirements(self) -> None:
         self._check_scheduled = False
-        missing_total = 0
+        missing_by_job: dict[str, int] = {}
         for job_id, required in list(self.requirements.items()):
             missing = required - self._allocated(job_id)
             for task_manager in self.task_managers.values():
@@ -166,8 +170,21 @@ class SlotManager:
                     if slot is None:
                         self._request_slot(task_manager, index, job_id)
                         missing -= 1
-            missing_total += max(missing, 0)
-        self.allocator.declare_missing_slots(missing_total, len(self.task_managers))
+            if missing > 0:
+                missing_by_job[job_id] = missing
+        missing_total = sum(missing_by_job.values())
+        unavailable = self.allocator.declare_missing_slots(missing_total, len(self.task_managers))
+        if unavailable <= 0:
+            return
+        coming = missing_total - unavailable  # the slots of workers coming, for the jobs in declaration order
+        for job_id, missing in missing_by_job.items():
+            if missing <= coming:
+                coming -= missing
+                continue
+            self.allocator.not_enough_resources(job_id, (
+                f"{missing - coming} of the {self.requirements[job_id]} slots the job needs cannot be had: the "
+                f"cluster holds at most slotmanager.number-of-slots.max = {self.options.max_slots}"))
+            coming = 0
 
     def _request_slot(self, task_manager: _TaskManager, index: int, job_id: str) -> None:
         self._allocations += 1

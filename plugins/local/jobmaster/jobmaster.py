@@ -198,6 +198,12 @@ class JobMaster(Component):
     def handle_AllocationsFailed(self, message: m.AllocationsFailed, sender: str) -> None:
         self.scheduler.slots_lost(message.resource_id, message.reason, set(message.allocation_ids))
 
+    def handle_NotEnoughResourcesAvailable(self, message: m.NotEnoughResourcesAvailable, sender: str) -> None:
+        """A streaming job's waiting slot requests fail at once (Flink's DeclarativeSlotPoolBridge;
+        a BATCH job's wait, as it needs not all its slots at the same time)."""
+        if self.job_graph.runtime_mode != "BATCH" and not self.status.is_globally_terminal:
+            self.scheduler.slot_pool.fail_pending_requests(message.reason)
+
     def task_manager_payload(self, resource_id: str, deployed: Any) -> None:
         """Reconcile the executions the TaskExecutor runs with what this JobMaster expects."""
         if deployed is None or self.status.is_globally_terminal:

@@ -66,6 +66,18 @@ class SlotPool:
                  f"({self.options.slot_request_timeout} ms)")
         self.scheduler.slot_request_failed(group, cause)
 
+    def fail_pending_requests(self, reason: str) -> None:
+        """The ResourceManager cannot give the job the slots it waits for: the requests fail now."""
+        failed, self.pending_requests = list(self.pending_requests), deque()
+        for group in failed:
+            timer = self._request_timers.pop(group.index, None)
+            if timer is not None:
+                timer.cancel()
+        self.declare()
+        for group in failed:
+            self.scheduler.slot_request_failed(group, f"NoResourceAvailableException: could not acquire the minimum "
+                                                      f"required resources: {reason}")
+
     def cancel_requests(self) -> None:
         """The job ends: no more request timeouts."""
         for timer in self._request_timers.values():

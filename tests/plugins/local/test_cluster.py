@@ -66,12 +66,59 @@ def test_forward_pipeline_subtasks_share_a_slot():
     ]
 
 
-def test_max_slots_bounds_the_workers_and_a_starved_job_times_out():
+def test_max_slots_bounds_the_workers_and_a_job_that_cannot_get_its_slots_fails_at_once():
+    """Flink's notifyNotEnoughResourcesAvailable: the slot manager cannot start workers for the
+    job's slots beyond slotmanager.number-of-slots.max, so the streaming job's waiting slot
+    requests fail at the first requirement check, not after slot.request.timeout."""
     job = run_job(wordcount, "slotmanager.number-of-slots.max=4", "slot.request.timeout=10 s")
     assert len(job.events(WorkerStarted)) == 4
     assert job.outcome.status == "FAILED"
-    assert "NoResourceAvailableException" in job.outcome.failure
-    assert job.outcome.clock_seconds == 10.0
+    assert job.outcome.failure.splitlines()[0] == (
+        "NoResourceAvailableException: could not acquire the minimum required resources: 4 of the 8 slots the job "
+        "needs cannot be had: the cluster holds at most slotmanager.number-of-slots.max = 4")
+    [failed] = [e for e in job.events(ExecutionStateChanged) if e.new_state == "FAILED"]
+    assert failed.time == 0  # at the first requirement check (run_job checks at once), not at the timeout
+    waited = run_job(wordcount, "slotmanager.number-of-slots.max=4", "slot.request.timeout=10 s",
+                     "slotmanager.requirement-check.delay=50 ms")
+    [failed] = [e for e in waited.events(ExecutionStateChanged) if e.new_state == "FAILED"]
+    assert failed.time == 50_000_000
+
+
+def test_a_batch_job_short_of_slots_runs_its_regions_in_turn_where_a_streaming_one_fails():
+    """BATCH jobs need not hold all their slots at once (Flink fails only streaming requests
+    for the cluster's size): with room for 2 slots, the BATCH job's three map subtasks run as
+    slots come free; the same job in STREAMING needs 3 at once and fails at the first check."""
+    def build(mode):
+        def job(env):
+            from kernel.datastream import RuntimeExecutionMode
+
+            env.set_runtime_mode(mode)
+            env.set_parallelism(3)
+            env.from_collection([1, 2, 3], Types.INT()).map(lambda x: x * 10).print()
+            env.execute()
+
+        return job
+
+    from kernel.datastream import RuntimeExecutionMode
+
+    batch = run_job(build(RuntimeExecutionMode.BATCH), "slotmanager.number-of-slots.max=2")
+    assert batch.outcome.status == "FINISHED"
+    assert sorted(line.split("> ")[-1] for line in batch.lines) == ["10", "20", "30"]
+    streaming = run_job(build(RuntimeExecutionMode.STREAMING), "slotmanager.number-of-slots.max=2")
+    assert streaming.outcome.status == "FAILED"
+    assert streaming.outcome.failure.splitlines()[0] == (
+        "NoResourceAvailableException: could not acquire the minimum required resources: 1 of the 3 slots the job "
+        "needs cannot be had: the cluster holds at most slotmanager.number-of-slots.max = 2")
+
+
+def test_rill_run_of_a_job_the_cluster_cannot_hold_ends_at_once_with_flinks_cause(shell):
+    code, out, err = shell("run", "--set", "slotmanager.number-of-slots.max=2", str(ROOT / "examples" / "wordcount.py"),
+                           timeout=120)
+    assert (code, out) == (1, "")
+    assert err.splitlines()[-1].endswith(
+        "NoResourceAvailableException: could not acquire the minimum required resources: 6 of the 8 slots the job "
+        "needs cannot be had: the cluster holds at most slotmanager.number-of-slots.max = 2")
+    assert err.splitlines()[-1].startswith("rill: error: job 'WordCount' failed (run ")
 
 
 def test_execution_states_follow_flinks_transitions():
