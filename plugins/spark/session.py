@@ -77,7 +77,8 @@ def spark_session(options: Any, quiet: bool = False, python_executable: str = ""
         session = SparkSession.builder.config(conf=conf).getOrCreate()
     except Exception as exc:  # no Java, a bad setting, a master that does not answer
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise RillError(f"cannot start Spark (spark.master = {options.master}): {first} ({_what_to_check(options.master)})") from None
+        raise RillError(f"cannot start Spark (spark.master = {options.master}): {first} "
+                        f"({_what_to_check(options.master)})") from None
     session.sparkContext.setLogLevel("OFF" if silent else options.log_level.upper())
     return session, True
 
