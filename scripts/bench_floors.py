@@ -31,27 +31,37 @@ from benchkit import DISORDER_MS, arguments, load, timed_words, zipf_words
 BATCH = 1_024
 
 
-def checks() -> tuple[Callable[[list], list], Callable[[list], bool]]:
-    """The round trip of a (STRING, INT) tuple and the test of STRING keys, as rill builds them."""
+def mapped_and_keyed(to_pair: Callable[[Any], Any], first: Callable[[Any], Any], checked: bool
+                     ) -> tuple[Callable[[list], tuple[list, list]], Callable[[list], list]]:
+    """(a batch -> its (word, 1) pairs and their keys, the round trip of results), with the
+    round trip of a (STRING, INT) tuple and the test of STRING keys as rill builds them
+    (``checked``), or without."""
     from kernel.common import Types
     from kernel.jvm.coders import _kept, batch_conversion
     from kernel.jvm.unchanged import batch_test
 
-    return batch_conversion(Types.TUPLE([Types.STRING(), Types.INT()])), batch_test(Types.STRING(), _kept)
+    convert = batch_conversion(Types.TUPLE([Types.STRING(), Types.INT()]))
+    keys_unchanged = batch_test(Types.STRING(), _kept)
 
-
-def reduce_passes(records: list, sink: Callable[[Any], None], checked: bool) -> None:
-    to_pair, first, add = reduce_bench.to_pair, reduce_bench.first, reduce_bench.add
-    convert, keys_unchanged = checks()
-    state: dict = {}
-    get = state.get
-    for i in range(0, len(records), BATCH):
-        pairs = list(map(to_pair, records[i:i + BATCH]))
+    def pairs_and_keys(batch: list) -> tuple[list, list]:
+        pairs = list(map(to_pair, batch))
         if checked:
             pairs = convert(pairs)
         keys = list(map(first, pairs))
         if checked and not keys_unchanged(keys):
             raise AssertionError("a key is not a str")
+        return pairs, keys
+
+    return pairs_and_keys, (convert if checked else list)
+
+
+def reduce_passes(records: list, sink: Callable[[Any], None], checked: bool) -> None:
+    add = reduce_bench.add
+    pairs_and_keys, convert = mapped_and_keyed(reduce_bench.to_pair, reduce_bench.first, checked)
+    state: dict = {}
+    get = state.get
+    for i in range(0, len(records), BATCH):
+        pairs, keys = pairs_and_keys(records[i:i + BATCH])
         out: list = []
         append = out.append
         for key, value in zip(keys, pairs):
@@ -60,16 +70,14 @@ def reduce_passes(records: list, sink: Callable[[Any], None], checked: bool) -> 
                 value = add(current, value)
             state[key] = value
             append(value)
-        if checked:
-            out = convert(out)
-        for value in out:
+        for value in convert(out):
             sink(value)
 
 
 def window_passes(records: list, sink: Callable[[Any], None], checked: bool) -> None:
-    event_time, to_pair, first, add = window_bench.event_time, window_bench.to_pair, window_bench.first, window_bench.add
+    event_time, add = window_bench.event_time, window_bench.add
     size, min_long = window_bench.WINDOW, window_bench.MIN_LONG
-    convert, keys_unchanged = checks()
+    pairs_and_keys, convert = mapped_and_keyed(window_bench.to_pair, window_bench.first, checked)
     windows: dict = {}
     get = windows.get
     due: dict = {}  # window end -> its (key, start) slots
@@ -77,20 +85,14 @@ def window_passes(records: list, sink: Callable[[Any], None], checked: bool) -> 
 
     def fire(until: int) -> None:
         for end in sorted(end for end in due if end <= until):
-            results = [windows.pop(slot) for slot in due.pop(end)]
-            for value in (convert(results) if checked else results):
+            for value in convert([windows.pop(slot) for slot in due.pop(end)]):
                 sink(value)
 
     for i in range(0, len(records), BATCH):
         batch = records[i:i + BATCH]
         timestamps = list(map(event_time, batch, repeat(min_long)))
         highest = max(highest, max(timestamps))
-        pairs = list(map(to_pair, batch))
-        if checked:
-            pairs = convert(pairs)
-        keys = list(map(first, pairs))
-        if checked and not keys_unchanged(keys):
-            raise AssertionError("a key is not a str")
+        pairs, keys = pairs_and_keys(batch)
         created: list = []
         new = created.append
         for slot, value in zip(zip(keys, [ts - ts % size for ts in timestamps]), pairs):
