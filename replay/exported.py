@@ -194,14 +194,6 @@ def _lexists(name: str, dir_fd: int) -> bool:
     return True
 
 
-def export_files(directory: str) -> dict[str, list[str]]:
-    """Table name (``runs``, ``ev_<kind>``) -> its files in a local export, as paths inside
-    ``realpath(directory)``, each a regular file reached without a symbolic link
-    (:class:`ExportFiles`, closed again)."""
-    with ExportFiles(directory) as files:
-        return files.tables
-
-
 def checked_export(files: ExportFiles, tables: Mapping[str, EventTable],
                    bounds: QueryBounds | None = None) -> dict[str, tuple[list[str], Any]]:
     """Table name -> (where its files are read: :meth:`ExportFiles.source`, the Arrow schema to
