@@ -52,7 +52,11 @@ def mapped_and_keyed(to_pair: Callable[[Any], Any], first: Callable[[Any], Any],
             raise AssertionError("a key is not a str")
         return pairs, keys
 
-    return pairs_and_keys, (convert if checked else list)
+    return pairs_and_keys, (convert if checked else _as_they_are)
+
+
+def _as_they_are(values: list) -> list:
+    return values
 
 
 def reduce_passes(records: list, sink: Callable[[Any], None], checked: bool) -> None:
