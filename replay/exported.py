@@ -155,12 +155,16 @@ class ExportFiles:
 
     def _regular(self, name: str, dir_fd: int, path: str, root: str) -> str:
         try:
-            fd = self._open(name, os.O_RDONLY | os.O_NONBLOCK, dir_fd)  # a FIFO does not block the open
+            fd = self._open(name, _ONLY_FOUND, dir_fd)
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise UsageError(f"{path} is a symbolic link: only regular files inside {root} are read") from None
-            raise _cannot_open(path, exc) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            if exc.errno != errno.ELOOP:  # ELOOP: a link, where O_PATH is not had
+                raise _cannot_open(path, exc) from None
+            mode = stat.S_IFLNK
+        else:
+            mode = os.fstat(fd).st_mode
+        if stat.S_ISLNK(mode):
+            raise UsageError(f"{path} is a symbolic link: only regular files inside {root} are read")
+        if not stat.S_ISREG(mode):
             raise UsageError(f"{path} is not a regular file: only regular files inside {root} are read")
         self._sources[path] = f"{_OPEN_FILES}/{fd}"
         return path
@@ -169,6 +173,9 @@ class ExportFiles:
 #: a path that opens the file a descriptor of this process has open
 _OPEN_FILES = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
 _NO_LINK = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+#: how a file is opened before it is known to be a regular one: only found (Linux's O_PATH: a
+#: device or a FIFO is not opened at all; reading it reopens it), else read without blocking
+_ONLY_FOUND = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK)
 
 
 def _cannot_open(path: str, exc: OSError) -> UsageError:
