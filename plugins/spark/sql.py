@@ -180,16 +180,23 @@ def _answer(spark: Any, request: SqlQuery) -> None:
 
 @contextmanager
 def _database(spark: Any, location: str) -> Iterator[None]:
-    """The database ``rill``, the session's current one while the query runs, dropped afterwards."""
+    """The database ``rill``, the session's current one while the query runs, dropped afterwards
+    (when the query failed, a failure to drop it does not hide the query's error)."""
     if spark.catalog.databaseExists(DATABASE):
         raise UsageError(f"Spark's catalog already has a database {DATABASE!r} (rill sql --engine spark "
                          "registers the runs there)")
     spark.sql(f"CREATE DATABASE {DATABASE} LOCATION '{_quoted(location)}'")
+    answered = False
     try:
         spark.catalog.setCurrentDatabase(DATABASE)
         yield
+        answered = True
     finally:
-        spark.sql(f"DROP DATABASE {DATABASE} CASCADE")
+        try:
+            spark.sql(f"DROP DATABASE {DATABASE} CASCADE")
+        except Exception:
+            if answered:  # else the query's own error is the one to report (a JVM it wore out drops nothing)
+                raise
 
 
 def _quoted(text: str) -> str:

@@ -178,6 +178,26 @@ def test_an_attack_is_refused_in_one_line_and_changes_nothing(cli, recorded, tmp
 
 
 
+def test_a_failed_query_s_error_is_not_hidden_by_the_database_it_cannot_drop(spark, tmp_path):
+    """A query stopped at its memory bound may leave Spark's JVM unable to drop the database
+    rill registered the runs in: the query's error is what the user is told, not the drop's
+    (which ended ``rill sql`` in a traceback). A drop that fails after a query that succeeded
+    still fails."""
+    from plugins.spark.sql import DATABASE, _database
+
+    class Stopped(Exception):
+        pass
+
+    with pytest.raises(Stopped):
+        with _database(spark, str(tmp_path / "catalog")):
+            spark.sql(f"DROP DATABASE {DATABASE} CASCADE")  # what the worn-out JVM's drop will not find
+            raise Stopped("the query's own error")
+    with pytest.raises(Exception, match=DATABASE):
+        with _database(spark, str(tmp_path / "again")):
+            spark.sql(f"DROP DATABASE {DATABASE} CASCADE")
+    assert not spark.catalog.databaseExists(DATABASE)
+
+
 @pytest.mark.parametrize("query, why", [
     ("SELECT nothing FROM task_metrics",
      "SQL error: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `nothing` "
