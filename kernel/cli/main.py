@@ -17,6 +17,7 @@ from kernel import __version__
 from kernel.errors import RillError
 from kernel.eventbus import drain_buses
 from kernel.lifecycle.process_exit import skip_last_collection
+from kernel.lifecycle.tracebacks import describe
 
 #: the built-in commands, imported when used (a command imports only what it needs)
 BUILTIN_COMMANDS: dict[str, str] = {
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> Any:
 
             traceback.print_exc()
         click.echo(
-            f"rill: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+            f"rill: internal error: {describe(exc)} (run with --debug for the traceback)",
             err=True,
         )
         sys.exit(1)

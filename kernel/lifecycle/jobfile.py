@@ -16,6 +16,7 @@ from kernel.errors import JobDefinitionError, RillError
 from kernel.lifecycle.program import Program
 from kernel.lifecycle.executors import CapturingExecutor, PipelineExecutor, ProgramCaptured, use_executor
 from kernel.lifecycle.session import Session
+from kernel.lifecycle.tracebacks import describe
 
 
 def _where(exc: BaseException, path: str) -> str:
@@ -91,7 +92,7 @@ def run_script(path: str, executor: PipelineExecutor, arguments: Sequence[str] =
             raise JobDefinitionError(f"job file {path} is not valid Python: {exc.msg} (line {exc.lineno})") from None
         except Exception as exc:
             raise JobDefinitionError(
-                f"job file {path} raised {type(exc).__name__}: {exc}{_where(exc, absolute)}"
+                f"job file {path} raised {describe(exc)}{_where(exc, absolute)}"
             ) from exc
         executor.wait_for_jobs()
 

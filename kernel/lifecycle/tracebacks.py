@@ -23,8 +23,13 @@ def debugging() -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    """``Type: message`` as Python's last traceback line has it (``Type`` alone without a message)."""
-    message = str(exc)
+    """``Type: message`` as Python's last traceback line has it (``Type`` alone without a message;
+    ``<exception str() failed>`` as the message of one whose ``str()`` raises, e.g. an error of
+    a JVM that is gone)."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<exception str() failed>"
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 

@@ -69,6 +69,30 @@ def test_a_job_that_raises_names_file_and_line(cli, tmp_path):
     assert err == f"rill: error: job file {tmp_path / 'job.py'} raised ValueError: bad input file (job.py, line 4)\n"
 
 
+def test_an_error_whose_message_cannot_be_read_is_still_one_line(shell, tmp_path):
+    """As Python's own traceback line says of an exception whose ``str()`` raises (a Py4J error
+    of a JVM that is gone): the report of a job's error stays one line (rill's internal errors
+    are described by the same ``describe``, tested below)."""
+    path = write(tmp_path, "class Gone(Exception):\n"
+                           "    def __str__(self):\n"
+                           "        raise ConnectionRefusedError(111, 'Connection refused')\n"
+                           "raise Gone()\n")
+    code, out, err = shell("run", path)
+    assert (code, out) == (2, "")
+    assert err == f"rill: error: job file {path} raised Gone: <exception str() failed> (job.py, line 6)\n"
+
+
+def test_describe_says_so_when_an_exception_s_message_cannot_be_read():
+    from kernel.lifecycle.tracebacks import describe
+
+    class Gone(Exception):
+        def __str__(self):
+            raise ConnectionRefusedError(111, "Connection refused")
+
+    assert describe(Gone()) == "Gone: <exception str() failed>"
+    assert describe(ValueError()) == "ValueError" and describe(ValueError("x")) == "ValueError: x"
+
+
 def test_a_job_that_never_executes(cli, tmp_path):
     code, _, err = cli("plan", write(tmp_path, "env.from_collection([1]).print()\n"))
     assert code == 2
