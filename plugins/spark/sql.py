@@ -91,6 +91,16 @@ def _gateway_lost(exc: BaseException) -> bool:
     return False
 
 
+def _context_stopped(spark: Any) -> bool:
+    """Whether the SparkContext has stopped (or can no longer be asked): the JVM ending under the
+    query, its shutdown hook stopping the context before the gateway goes, whatever Spark then
+    said of the cancelled jobs."""
+    try:
+        return bool(spark.sparkContext._jsc.sc().isStopped())
+    except Exception:  # the gateway went while asking
+        return True
+
+
 def _exit_code(jvm: Any) -> int | None:
     """The exit code of a JVM whose gateway went away, once it has ended (None: still running
     after :data:`JVM_EXIT_WAIT_S`)."""
@@ -127,7 +137,8 @@ def _bounded(spark: Any, request: SqlQuery, jvm: Any) -> None:
     """Answer the query with its Spark jobs tagged and cancelled when the time is up (every job,
     when rill started the JVM ``jvm`` for the query); the work of the driver between jobs (a
     recursive CTE's iterations) cannot be cancelled, so a JVM rill started that has not stopped
-    within the grace period is killed. A JVM that died of lack of memory is the memory bound.
+    within the grace period is killed. A JVM that died of lack of memory is the memory bound; a
+    query that lost the JVM (its gateway, or its SparkContext shut down under it) says how it ended.
     The job tag is removed afterwards from a session rill did not start (one it started is
     stopped)."""
     context = spark.sparkContext
@@ -141,7 +152,7 @@ def _bounded(spark: Any, request: SqlQuery, jvm: Any) -> None:
             try:
                 _answer(spark, request)
             except Exception as exc:
-                if jvm is None or not _gateway_lost(exc):
+                if jvm is None or not (_gateway_lost(exc) or _context_stopped(spark)):
                     raise
                 code = _exit_code(jvm)
                 if code == OOM_EXIT:

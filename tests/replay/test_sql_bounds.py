@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -122,6 +124,59 @@ class Beside:
         assert done.returncode == 0, done.stderr
         [run] = json.loads(done.stdout)
         assert run["status"] == "finished" and run["events"] > 30, run
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                if entry.isdigit() and int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _running_spark_task(pid: int) -> bool:
+    """Whether the JVM ``pid`` runs a Spark task (a thread named Executor task launch worker)."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/comm") as comm:
+                if comm.read().startswith("Executor task"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="finds Spark's JVM and its task threads in /proc")
+def test_spark_s_jvm_ending_under_a_query_is_said_in_one_line(history):
+    """The JVM rill started for ``rill sql --engine spark`` ends while a task of the query runs
+    (SIGTERM: its shutdown hook stops the SparkContext, which cancels the job before the gateway
+    goes): one line says how it ended, whichever of the two the query met first (the cancelled
+    job was an "SQL error", exit 2)."""
+    process = subprocess.Popen([*rill_command(), "sql", "--engine", "spark", "--format", "csv", "--set=sql.timeout=300s",
+                                "--set=spark.master=local[1]", RUNAWAY["counting"][1]],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=history,
+                               env=rill_env(history / ".rill"))
+    try:
+        deadline = time.monotonic() + 240
+        jvm = None
+        while jvm is None and time.monotonic() < deadline:
+            jvm = next((child for child in _children(process.pid) if _running_spark_task(child)), None)
+            time.sleep(0.2)
+        assert jvm is not None, "the query's Spark task never ran"
+        os.kill(jvm, signal.SIGTERM)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert (process.returncode, out) == (1, ""), err
+    assert re.fullmatch(r"rill: error: Spark's JVM ended \(exit code \d+\) while answering the query\n", err), err
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
