@@ -21,11 +21,11 @@ import os
 import pickle
 import signal
 import sys
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kernel.clock import NS_PER_MS, NS_PER_S
+from kernel.lifecycle.signal_handlers import SignalCallback
 from kernel.runtime.cluster_events import WorkerStopped
 from kernel.contracts.workers import TaskExecutorProcessSpec
 from kernel.runtime.graph.job import JobGraph
@@ -270,7 +270,9 @@ class MiniCluster:
         self.faults.start(self.tracker.start)
         if self.duration > 0:
             loop.call_later(self.duration * NS_PER_MS, self._duration_reached, job_graph.job_id)
-        with _interrupts(lambda: loop.call_soon_threadsafe(self.cancel, job_graph.job_id, "interrupted")):
+        # the first Ctrl-C cancels the job (a clean shutdown), a second one interrupts for real
+        with SignalCallback(signal.SIGINT, lambda: loop.call_soon_threadsafe(self.cancel, job_graph.job_id, "interrupted"),
+                            again=_interrupt):
             while self.outcome is None:
                 loop.run(daemons=self._faults_in_force())
                 if self.outcome is None and not loop.has_pending(daemon=False) and not self._faults_in_force():
@@ -302,25 +304,5 @@ class MiniCluster:
             self.endpoint.drain()
 
 
-class _interrupts:
-    """First Ctrl-C cancels the job (clean shutdown); a second one interrupts for real."""
-
-    def __init__(self, on_first) -> None:
-        self.on_first = on_first
-        self.previous: Any = None
-        self.count = 0
-
-    def _handler(self, signum, frame) -> None:
-        self.count += 1
-        if self.count > 1:
-            raise KeyboardInterrupt
-        self.on_first()
-
-    def __enter__(self) -> _interrupts:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+def _interrupt() -> None:
+    raise KeyboardInterrupt

@@ -24,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from kernel.clock import NS_PER_S
+from kernel.lifecycle.signal_handlers import SignalCallback
 from kernel.options import SecurityOptions
 from kernel.remoting.transport import ENCODER, TcpTransport, encode_frame
 from kernel.remoting.security import TransportSecurity, report_rejections
@@ -182,22 +183,18 @@ def run_task_manager(spec: TaskExecutorProcessSpec, run: Run) -> None:
         task_executor.sample_running()
         loop.call_later(NS_PER_S, sample, daemon=True)
 
-    def stop(*_: Any) -> None:
-        loop.call_soon_threadsafe(loop.stop)
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, stop)
     loop.call_soon(task_executor.start)
     loop.call_later(NS_PER_S, sample, daemon=True)
-    loop.run(daemons=True)
-    if services.fatal:  # a stuck task's thread would outlive any orderly stop
-        print(f"rill: {services.fatal}", file=sys.stderr, flush=True)
-        run.bus.close("failed", wait=True)
+    with SignalCallback(signal.SIGTERM, lambda: loop.call_soon_threadsafe(loop.stop)):
+        loop.run(daemons=True)
+        if services.fatal:  # a stuck task's thread would outlive any orderly stop
+            print(f"rill: {services.fatal}", file=sys.stderr, flush=True)
+            run.bus.close("failed", wait=True)
+            transport.close()
+            os._exit(1)
+        task_executor.stop()
+        stdout.close()
+        run.bus.close("finished", wait=True)
+        services.server.close()
+        services.shuffle.client.close()
         transport.close()
-        os._exit(1)
-    task_executor.stop()
-    stdout.close()
-    run.bus.close("finished", wait=True)
-    services.server.close()
-    services.shuffle.client.close()
-    transport.close()

@@ -17,7 +17,8 @@ TaskExecutor: the ResourceManager replaces a lost worker itself, so a second Tas
 the same resource id must never start. The task ends at once, saying so.
 
 Everything the task changes in its (reused) Python worker — stdout, the working directory,
-the SIGTERM handler — is put back when it ends. Unless the run sets ``taskmanager.host``, the
+the SIGTERM handler (:func:`plugins.local.runner.run_task_manager` puts that back) — is put
+back when it ends. Unless the run sets ``taskmanager.host``, the
 TaskExecutor serves its partitions at the address its executor reaches the driver from.
 
 The task's function reaches the executor wrapped by :mod:`.bootstrap`: rill and the job's
@@ -32,7 +33,6 @@ import pickle
 import signal
 import socket
 import sys
-import threading
 from typing import Any, Iterator
 
 import msgspec
@@ -131,7 +131,7 @@ def run_task_executor(spec: Any, channel: str, security: Any) -> str:
     elif spec.cwd and not os.path.isdir(spec.cwd):  # an executor on another host: stay where Spark runs the task
         spec = msgspec.structs.replace(spec, cwd="")
     spec = serving_at(spec, connection.sock.getsockname()[0])
-    stdout, cwd, on_sigterm = sys.stdout, os.getcwd(), signal.getsignal(signal.SIGTERM)
+    stdout, cwd = sys.stdout, os.getcwd()
     output = sys.stdout = LineWriter(lambda text: connection.send(encode("out", text)))  # whole lines to the driver
     try:
         run_worker(spec)
@@ -139,7 +139,5 @@ def run_task_executor(spec: Any, channel: str, security: Any) -> str:
         sys.stdout = stdout
         output.close()
         os.chdir(cwd)
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, on_sigterm)
         connection.close()
     return FINISHED

@@ -225,7 +225,9 @@ def started(job) -> dict[str, WorkerStarted]:
 
 
 def spark_jobs(spark, run_id: str, resource_id: str) -> list[str]:
-    """The statuses of a worker's Spark jobs (its job group)."""
+    """The statuses of a worker's Spark jobs (its job group), once Spark's status store has
+    heard of everything that happened (its listener bus lags behind the scheduler)."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
     tracker = spark.sparkContext.statusTracker()
     return [tracker.getJobInfo(job).status for job in tracker.getJobIdsForGroup(f"rill-{run_id}-{resource_id}")]
 
@@ -249,7 +251,8 @@ def test_every_example_prints_the_same_on_spark_workers(spark, name):
     pids = {e.pid for e in workers.values()}
     assert len(workers) == 4 and len(pids) == 4 and os.getpid() not in pids
     assert {e.executor_id for e in workers.values()} == {"driver"}  # local mode's one executor
-    assert all(spark_jobs(spark, job.outcome.run_id, resource) == ["SUCCEEDED"] for resource in workers)
+    statuses = {resource: spark_jobs(spark, job.outcome.run_id, resource) for resource in workers}
+    assert all(status == ["SUCCEEDED"] for status in statuses.values()), statuses
 
 
 @local
@@ -384,7 +387,8 @@ def test_an_idle_worker_is_released_and_its_spark_job_ends(spark):
     assert len(released) == 1 and len(stopped) == 2
     # stopped, not cancelled: the TaskExecutors returned and their Spark tasks finished (their
     # Python workers stay, for Spark to reuse)
-    assert all(spark_jobs(spark, job.outcome.run_id, resource) == ["SUCCEEDED"] for resource in started(job))
+    statuses = {resource: spark_jobs(spark, job.outcome.run_id, resource) for resource in started(job)}
+    assert all(status == ["SUCCEEDED"] for status in statuses.values()), statuses
 
 
 class Interrupt:
@@ -426,7 +430,8 @@ def test_a_streaming_job_runs_until_its_duration_or_ctrl_c_and_stops_its_spark_j
     workers = started(job)
     assert len(workers) == 2
     assert {e.reason for e in job.events(WorkerStopped)} == {"cluster shut down"}
-    assert all(spark_jobs(spark, job.outcome.run_id, resource) == ["SUCCEEDED"] for resource in workers)
+    statuses = {resource: spark_jobs(spark, job.outcome.run_id, resource) for resource in workers}
+    assert all(status == ["SUCCEEDED"] for status in statuses.values()), statuses
     final = {(e.vertex_name, e.subtask) for e in job.events(TaskMetricsSampled) if e.final}
     assert len(final) == 4  # every task's last metrics, sent as its TaskExecutor stopped
 
