@@ -55,8 +55,9 @@ class KafkaOffsetsCommitted(TaskEvent, tag="kafka_offsets_committed"):
 class KafkaTransactionChanged(TaskEvent, tag="kafka_transaction_changed"):
     """A sink subtask's transaction ``transactional_id`` for checkpoint ``checkpoint_id``:
     ``begun`` (records go to it), ``pre_committed`` (sealed at the checkpoint's barrier, in the
-    checkpoint), ``committed`` (the checkpoint completed), ``aborted`` or ``already_committed``
-    (a restored one found committed)."""
+    checkpoint), ``committed`` (the checkpoint completed), ``aborted``, ``fenced`` (its producer
+    lost its id: a new producer redoes it) or ``already_committed`` (a restored or fenced one
+    found committed)."""
 
     transactional_id: str = ""
     checkpoint_id: int = 0

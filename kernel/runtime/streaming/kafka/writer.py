@@ -17,7 +17,14 @@ bytes from the serialization schemas, and its timestamp (the stream record's, wh
   left open by an earlier attempt — Flink's lingering-transaction abort), the records, the
   commit marker — offset n of the group ``<prefix>-<subtask>`` in the same transaction — and the
   commit. A restored committable is committed again unless its marker shows it committed, so a
-  restore neither loses nor repeats a transaction. ``transaction.timeout.ms`` is Flink's
+  restore neither loses nor repeats a transaction. A transaction whose producer lost its id —
+  fenced by another producer of the same transactional id, or an id the broker no longer maps to
+  it — is aborted and redone by a new producer (``fenced``), unless its marker shows it
+  committed meanwhile, up to ``sink.committer.retries`` (10) times; Flink's committer drops such
+  a transaction (its records were written before), while a committable here still holds its
+  records. Any other error fails the task. (librdkafka's mock cluster draws producer ids at
+  random, and two producers of different transactional ids can draw the same one: the second
+  then fails with ``INVALID_PRODUCER_ID_MAPPING``.) ``transaction.timeout.ms`` is Flink's
   default, 1 h, unless set (a broker's ``transaction.max.timeout.ms`` is 15 min by default: set
   it lower, as Flink's docs say) and must exceed the checkpoint interval.
 """
@@ -36,6 +43,8 @@ from kernel.runtime.streaming.operators.sinks import SinkWriterOperator
 RERUN_KEY = "kafka:rerun"
 #: Flink's KafkaSinkBuilder default transaction timeout (ms)
 DEFAULT_TRANSACTION_TIMEOUT_MS = 3_600_000
+#: how often a transaction whose producer lost its id is redone (Flink's sink.committer.retries default)
+COMMIT_RETRIES = 10
 
 
 class KafkaWriterOperator(SinkWriterOperator):
@@ -195,13 +204,38 @@ class KafkaWriterOperator(SinkWriterOperator):
         return consumer
 
     def _commit(self, committable: tuple) -> None:
-        """Write and commit a committable's transaction (its records, its marker)."""
+        """Write and commit a committable's transaction (its records, its marker). A
+        transaction whose producer lost its id is redone by a new producer (see the module)."""
+        transactional_id, checkpoint_id, subtask, records = committable
+        for attempt in range(COMMIT_RETRIES + 1):
+            exc = self._write_transaction(committable)
+            if exc is None:
+                break
+            if attempt == COMMIT_RETRIES or self._error_code(exc) not in self._lost_id:
+                raise KafkaConnectorError(f"{self.where}: transaction {transactional_id} failed: "
+                                          f"{self._transaction_problem(exc)}") from None
+            self._transaction("fenced", checkpoint_id, len(records), transactional_id)
+            if self._already_committed(committable):
+                self._transaction("already_committed", checkpoint_id, len(records), transactional_id)
+                return
+        self._check()
+        mark = [self.ck.TopicPartition(records[0][0], 0, checkpoint_id)]
+        try:  # the marker again outside the transaction, for brokers that keep no transactional offsets
+            self._marker(self._marker_group(subtask)).commit(offsets=mark, asynchronous=False)
+        except self.ck.KafkaException:
+            pass  # committed already in the transaction where brokers keep them
+        self._transaction("committed", checkpoint_id, len(records), transactional_id)
+
+    def _write_transaction(self, committable: tuple) -> BaseException | None:
+        """One attempt at a committable's transaction, by a producer of its own: None once
+        committed, else the Kafka exception that ended it (the transaction aborted)."""
         transactional_id, checkpoint_id, subtask, records = committable
         producer = self._producer({"transactional.id": transactional_id,
                                    "transaction.timeout.ms": self.transaction_timeout})
-        group = self._marker_group(subtask)
-        marker = self._marker(group)
+        marker = self._marker(self._marker_group(subtask))
         mark = [self.ck.TopicPartition(records[0][0], 0, checkpoint_id)]
+        reported = len(self.errors)
+        failure = None
         try:
             producer.init_transactions(REQUEST_TIMEOUT_S)
             producer.begin_transaction()
@@ -210,16 +244,25 @@ class KafkaWriterOperator(SinkWriterOperator):
             producer.commit_transaction(REQUEST_TIMEOUT_S * 6)
         except self.ck.KafkaException as exc:
             self._abort(producer, transactional_id, checkpoint_id)
-            raise KafkaConnectorError(f"{self.where}: transaction {transactional_id} failed: "
-                                      f"{self._transaction_problem(exc)}") from None
+            failure = exc
         finally:
             producer.flush(0)
-        self._check()
-        try:  # the marker again outside the transaction, for brokers that keep no transactional offsets
-            marker.commit(offsets=mark, asynchronous=False)
-        except self.ck.KafkaException:
-            pass  # committed already in the transaction where brokers keep them
-        self._transaction("committed", checkpoint_id, len(records), transactional_id)
+        if failure is not None:
+            del self.errors[reported:]  # what the failed attempt's producer reported ends with it
+        return failure
+
+    @staticmethod
+    def _error_code(exc: BaseException) -> int | None:
+        error = exc.args[0] if exc.args else None
+        return error.code() if hasattr(error, "code") else None
+
+    @property
+    def _lost_id(self) -> frozenset[int]:
+        """librdkafka's errors for a producer whose transactional id another producer took
+        over (fenced), or whose producer id the broker does not map to it any more."""
+        error = self.ck.KafkaError
+        return frozenset({error.INVALID_PRODUCER_ID_MAPPING, error.PRODUCER_FENCED, error.INVALID_PRODUCER_EPOCH,
+                          error.UNKNOWN_PRODUCER_ID, error._FENCED})
 
     def _transaction_problem(self, exc: BaseException) -> str:
         text = describe(exc)

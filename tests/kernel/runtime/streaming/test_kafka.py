@@ -307,6 +307,101 @@ def test_exactly_once_through_a_sigkilled_taskexecutor_process(kafka_cluster):
     assert sorted(written, key=int) == records
 
 
+class LosesItsId:
+    """A transactional producer whose producer id the broker stops mapping to its transactional
+    id while its transaction runs (librdkafka's mock cluster draws producer ids at random, and a
+    second producer can draw the same one): AddOffsetsToTxn fails with ``error``. ``zombie``
+    (the group of the commit marker): the transaction and its marker are committed first, as by
+    another attempt whose answer got lost (the mock cluster keeps no transactional offsets, so
+    the marker is committed again outside the transaction, as the sink does)."""
+
+    def __init__(self, producer, error: int, zombie: tuple[str, str] | None) -> None:
+        self.producer, self.error, self.zombie = producer, error, zombie
+
+    def __getattr__(self, name: str):
+        return getattr(self.producer, name)
+
+    def send_offsets_to_transaction(self, offsets, group, timeout):
+        import confluent_kafka as ck
+
+        if self.zombie is not None:
+            self.producer.send_offsets_to_transaction(offsets, group, timeout)
+            self.producer.commit_transaction(timeout)
+            servers, marker_group = self.zombie
+            marker = ck.Consumer({"bootstrap.servers": servers, "group.id": marker_group})
+            marker.commit(offsets=offsets, asynchronous=False)
+            marker.close()
+        raise ck.KafkaException(ck.KafkaError(self.error, "Failed to add offsets to transaction: injected",
+                                              txn_requires_abort=True))
+
+
+def losing_ids(monkeypatch, prefix: str, error: int, times: int, zombie: str = "") -> list[str]:
+    """The first ``times`` producers of the first transaction of subtask 0 of the sink whose
+    transactional ids start with ``prefix`` lose their id; the list gets that transactional id.
+    ``zombie``: the brokers' address, when another attempt commits the transaction first."""
+    from kernel.runtime.streaming.kafka.writer import KafkaWriterOperator
+
+    created = KafkaWriterOperator._producer
+    failed: list[str] = []
+
+    def producer(self, forced):
+        real = created(self, forced)
+        transactional_id = forced.get("transactional.id", "")
+        if transactional_id.startswith(f"{prefix}-0-") and len(failed) < times and \
+                (not failed or failed[0] == transactional_id):
+            failed.append(transactional_id)
+            return LosesItsId(real, error, (zombie, f"{prefix}-0") if zombie else None)
+        return real
+
+    monkeypatch.setattr(KafkaWriterOperator, "_producer", producer)
+    return failed
+
+
+def transaction_actions(run, transactional_id: str) -> list[str]:
+    return [e.action for e in run.events(KafkaTransactionChanged) if e.transactional_id == transactional_id]
+
+
+@pytest.mark.parametrize("zombie", [False, True], ids=["lost-id", "committed-meanwhile"])
+def test_a_transaction_whose_producer_lost_its_id_is_redone_by_a_new_producer_unless_committed(
+        kafka_cluster, monkeypatch, zombie):
+    import confluent_kafka as ck
+
+    source_topic, sink_topic = topic("lost-id-in"), topic("lost-id-out")
+    records = [str(i) for i in range(400)]
+    produce(kafka_cluster, source_topic, [(r, i % 4) for i, r in enumerate(records)])
+    failed = losing_ids(monkeypatch, f"tx-{sink_topic}", ck.KafkaError.INVALID_PRODUCER_ID_MAPPING, 1,
+                        kafka_cluster if zombie else "")
+    run = run_job(guarantee_job(kafka_cluster, source_topic, sink_topic, DeliveryGuarantee.EXACTLY_ONCE),
+                  *REALTIME, "restart-strategy.type=none", "rill.network.record-size=1024")
+    assert run.outcome.status == "FINISHED", run.outcome.failure
+    assert len(failed) == 1
+    written = [value for _, _, value in read_topic(kafka_cluster, sink_topic)]
+    assert sorted(written, key=int) == records  # each once: no restore, nothing lost, nothing twice
+    if zombie:  # committed already: the abort finds no transaction, the marker shows it committed
+        assert transaction_actions(run, failed[0]) == ["begun", "pre_committed", "fenced", "already_committed"]
+    else:
+        assert transaction_actions(run, failed[0]) == ["begun", "pre_committed", "aborted", "fenced", "committed"]
+
+
+@pytest.mark.parametrize(("error", "times", "fenced"), [("INVALID_PRODUCER_ID_MAPPING", 11, 10),
+                                                        ("TOPIC_AUTHORIZATION_FAILED", 1, 0)])
+def test_a_transaction_fails_the_task_after_ten_redos_or_at_once_for_another_error(kafka_cluster, monkeypatch, error,
+                                                                                  times, fenced):
+    import confluent_kafka as ck
+
+    source_topic, sink_topic = topic("lost-id-in"), topic("lost-id-out")
+    produce(kafka_cluster, source_topic, [(str(i), i % 4) for i in range(400)])
+    failed = losing_ids(monkeypatch, f"tx-{sink_topic}", getattr(ck.KafkaError, error), times)
+    run = run_job(guarantee_job(kafka_cluster, source_topic, sink_topic, DeliveryGuarantee.EXACTLY_ONCE),
+                  *REALTIME, "restart-strategy.type=none", "rill.network.record-size=1024")
+    assert run.outcome.status == "FAILED" and len(failed) == times
+    assert run.outcome.failure.splitlines()[0].endswith(
+        f"KafkaConnectorError: Kafka sink at {kafka_cluster}: transaction {failed[0]} failed: Failed to add offsets "
+        "to transaction: injected")
+    assert transaction_actions(run, failed[0]).count("fenced") == fenced
+    assert transaction_actions(run, failed[0]).count("committed") == 0
+
+
 # -- what is refused ----------------------------------------------------------------------------
 
 
