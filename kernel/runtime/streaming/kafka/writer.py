@@ -207,8 +207,10 @@ class KafkaWriterOperator(SinkWriterOperator):
         """Write and commit a committable's transaction (its records, its marker). A
         transaction whose producer lost its id is redone by a new producer (see the module)."""
         transactional_id, checkpoint_id, subtask, records = committable
+        marker = self._marker(self._marker_group(subtask))
+        mark = [self.ck.TopicPartition(records[0][0], 0, checkpoint_id)]
         for attempt in range(COMMIT_RETRIES + 1):
-            exc = self._write_transaction(committable)
+            exc = self._write_transaction(committable, marker, mark)
             if exc is None:
                 break
             if attempt == COMMIT_RETRIES or self._error_code(exc) not in self._lost_id:
@@ -219,21 +221,19 @@ class KafkaWriterOperator(SinkWriterOperator):
                 self._transaction("already_committed", checkpoint_id, len(records), transactional_id)
                 return
         self._check()
-        mark = [self.ck.TopicPartition(records[0][0], 0, checkpoint_id)]
         try:  # the marker again outside the transaction, for brokers that keep no transactional offsets
-            self._marker(self._marker_group(subtask)).commit(offsets=mark, asynchronous=False)
+            marker.commit(offsets=mark, asynchronous=False)
         except self.ck.KafkaException:
             pass  # committed already in the transaction where brokers keep them
         self._transaction("committed", checkpoint_id, len(records), transactional_id)
 
-    def _write_transaction(self, committable: tuple) -> BaseException | None:
-        """One attempt at a committable's transaction, by a producer of its own: None once
-        committed, else the Kafka exception that ended it (the transaction aborted)."""
-        transactional_id, checkpoint_id, subtask, records = committable
+    def _write_transaction(self, committable: tuple, marker: Any, mark: list) -> BaseException | None:
+        """One attempt at a committable's transaction (its records, the offsets ``mark`` of
+        the ``marker`` consumer's group), by a producer of its own: None once committed, else
+        the Kafka exception that ended it (the transaction aborted)."""
+        transactional_id, checkpoint_id, _, records = committable
         producer = self._producer({"transactional.id": transactional_id,
                                    "transaction.timeout.ms": self.transaction_timeout})
-        marker = self._marker(self._marker_group(subtask))
-        mark = [self.ck.TopicPartition(records[0][0], 0, checkpoint_id)]
         reported = len(self.errors)
         failure = None
         try:
